@@ -1,0 +1,147 @@
+"""Finding the accelerator, warming it once, and synchronizing with it for honest timing."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from perfsuite.frameworks import is_installed
+
+
+@dataclass(frozen=True)
+class GPUInfo:
+    """What the session knows about its GPUs; ``count == 0`` means there is none."""
+
+    count: int
+    name: str | None = None
+    memory_bytes: int | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    cudnn: str | None = None
+    source: str = "none"  # which library answered: torch, tensorflow or nvml
+    reason: str = ""  # why there is none, when count == 0
+
+    def facts(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _nvml() -> dict[str, Any]:
+    """Driver version and devices from NVML, if the library and a driver are present."""
+    try:
+        import pynvml  # from nvidia-ml-py
+    except ImportError:
+        return {}
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return {}
+    try:
+        count = int(pynvml.nvmlDeviceGetCount())
+        out: dict[str, Any] = {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),
+                               "count": count}
+        if count:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            out["name"] = _text(pynvml.nvmlDeviceGetName(handle))
+            out["memory_bytes"] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def detect_gpu() -> GPUInfo:
+    """Look for a CUDA GPU through torch, then TensorFlow, then NVML; never raises."""
+    nvml = _nvml()
+    driver = nvml.get("driver")
+    reasons = []
+    if is_installed("torch"):
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            props = torch.cuda.get_device_properties(0)
+            cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+            return GPUInfo(count=torch.cuda.device_count(), name=props.name,
+                           memory_bytes=int(props.total_memory), driver=driver,
+                           cuda=torch.version.cuda, cudnn=str(cudnn) if cudnn else None,
+                           source="torch")
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        reasons.append(f"torch {torch.__version__} ({build}) sees no CUDA device")
+    if "tensorflow" in sys.modules:  # only if already loaded: importing it costs seconds
+        tf = sys.modules["tensorflow"]
+        devices = tf.config.list_physical_devices("GPU")
+        if devices:
+            build = tf.sysconfig.get_build_info()
+            return GPUInfo(count=len(devices), name=nvml.get("name", devices[0].name),
+                           memory_bytes=nvml.get("memory_bytes"), driver=driver,
+                           cuda=build.get("cuda_version"), cudnn=build.get("cudnn_version"),
+                           source="tensorflow")
+        reasons.append("TensorFlow sees no GPU")
+    if nvml.get("count"):
+        return GPUInfo(count=nvml["count"], name=nvml.get("name"),
+                       memory_bytes=nvml.get("memory_bytes"), driver=driver, source="nvml")
+    if not nvml:
+        reasons.append("no NVIDIA driver found (NVML unavailable)")
+    return GPUInfo(count=0, driver=driver, reason="; ".join(reasons) or "no GPU found")
+
+
+class GPU:
+    """The session's accelerator, as the ``gpu`` fixture hands it to benches.
+
+    >>> def test_decode_on_gpu(gpu, perf):
+    ...     perf.measure(lambda: run_gpu_step(), items=32, sync=gpu.sync)
+    """
+
+    def __init__(self, info: GPUInfo) -> None:
+        self.info = info
+
+    @property
+    def name(self) -> str | None:
+        return self.info.name
+
+    @property
+    def count(self) -> int:
+        return self.info.count
+
+    @property
+    def device_id(self) -> int:
+        """The CUDA device index benches use (DALI's ``device_id``)."""
+        return 0
+
+    @property
+    def torch_device(self) -> str:
+        return f"cuda:{self.device_id}"
+
+    def sync(self) -> None:
+        """Block until all GPU work queued so far is done (call before reading the clock)."""
+        if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
+            sys.modules["torch"].cuda.synchronize()
+        elif "tensorflow" in sys.modules:
+            sys.modules["tensorflow"].test.experimental.sync_devices()
+        else:
+            raise RuntimeError("gpu.sync() needs torch or TensorFlow to reach the device: "
+                               "pip install 'perfsuite[torch]'")
+
+    def warm_up(self) -> None:
+        """Pay one-off costs once: context creation, a first cuBLAS and cuDNN call."""
+        if self.info.source == "torch":
+            import torch
+
+            device = torch.device(self.torch_device)
+            a = torch.randn(512, 512, device=device)
+            (a @ a).sum().item()
+            x = torch.randn(8, 3, 64, 64, device=device)
+            w = torch.randn(16, 3, 3, 3, device=device)
+            torch.nn.functional.conv2d(x, w).sum().item()
+            torch.cuda.synchronize()
+        elif self.info.source == "tensorflow":
+            import tensorflow as tf
+
+            with tf.device("/GPU:0"):
+                a = tf.random.normal([512, 512])
+                tf.linalg.matmul(a, a).numpy()
+                tf.nn.conv2d(tf.random.normal([8, 64, 64, 3]), tf.random.normal([3, 3, 3, 16]),
+                             1, "SAME").numpy()

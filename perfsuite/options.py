@@ -1,0 +1,196 @@
+"""The ``perfsuite`` option group: every option is also an ini key, and is parsed where it enters.
+
+Each ``parse_*`` callable turns a string into a domain value or raises
+``argparse.ArgumentTypeError`` with a message naming the allowed values, so a
+bad value on the command line is a pytest usage error, and the same callable
+checks the ini value in :mod:`perfsuite.config`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class Scale(enum.Enum):
+    """How big the benches' datasets and step counts are."""
+
+    SMOKE = "smoke"  # seconds per bench, for CI
+    DEFAULT = "default"  # the whole suite in a few minutes on a 2-core CPU
+    FULL = "full"  # the studies' own sizes, for nightly GPU runners
+
+
+class Device(enum.Enum):
+    """Which accelerator the session may use."""
+
+    AUTO = "auto"  # a GPU if one is found, else CPU only
+    CPU = "cpu"  # never a GPU: GPU benches skip even where one exists
+    GPU = "gpu"  # a GPU is required: GPU benches error where none is found
+
+
+def _enum_parser(kind: type[enum.Enum]) -> Callable[[str], Any]:
+    allowed = ", ".join(m.value for m in kind)
+
+    def parse(value: str) -> Any:
+        try:
+            return kind(value.strip().lower())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice {value!r} (choose from {allowed})"
+            ) from None
+
+    parse.__name__ = kind.__name__.lower()
+    return parse
+
+
+parse_scale: Callable[[str], Scale] = _enum_parser(Scale)
+parse_device: Callable[[str], Device] = _enum_parser(Device)
+
+
+def parse_path(value: str) -> Path:
+    """A non-empty path, with ``~`` expanded."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return Path(value).expanduser()
+
+
+def parse_threshold(value: str) -> float:
+    """A minimum effect size as a fraction: ``0.05`` or ``5%`` mean five percent."""
+    text = value.strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid threshold {value!r} (a fraction like 0.05 or a percentage like 5%)"
+        ) from None
+    if not 0 < number < 10:
+        raise argparse.ArgumentTypeError(
+            f"invalid threshold {value!r} (must be above 0 and below 10, e.g. 0.05 for 5%)"
+        )
+    return number
+
+
+def parse_rounds(value: str) -> int:
+    """A number of measured rounds, at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid rounds {value!r} (a whole number >= 1)") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"invalid rounds {value!r} (a whole number >= 1)")
+    return number
+
+
+_ADDRESS = re.compile(r"^grpc://(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
+
+
+@dataclass(frozen=True)
+class ServiceAddress:
+    """The address of a running tf.data service dispatcher."""
+
+    host: str
+    port: int
+
+    @property
+    def target(self) -> str:
+        """The ``grpc://host:port`` form tf.data takes."""
+        return f"grpc://{self.host}:{self.port}"
+
+    def __str__(self) -> str:
+        return self.target
+
+
+def parse_service_address(value: str) -> ServiceAddress:
+    """``grpc://HOST:PORT`` with a port in 1..65535."""
+    match = _ADDRESS.match(value.strip())
+    port = int(match["port"]) if match else 0
+    if not match or not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"invalid dispatcher address {value!r} (expected grpc://HOST:PORT, port 1-65535)"
+        )
+    return ServiceAddress(match["host"], port)
+
+
+def parse_bool(value: str) -> bool:
+    """An ini boolean: true/false, yes/no, on/off, 1/0."""
+    text = value.strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {value!r} (true or false)")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option: its flag, its ini key, how its value is parsed, and its help."""
+
+    flag: str
+    parse: Callable[[str], Any] | None
+    help: str
+    default: str = ""
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def ini(self) -> str:
+        return self.dest
+
+    @property
+    def is_flag(self) -> bool:
+        return self.parse is None
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("--perf-scale", parse_scale, "smoke (seconds per bench, CI), default "
+               "(the suite in minutes on 2 CPU cores) or full (the studies' sizes, GPU nightly)",
+               "default", "{smoke,default,full}"),
+    OptionSpec("--perf-data-dir", parse_path, "where generated datasets are cached "
+               "(default: $XDG_CACHE_HOME/perfsuite/datasets or ~/.cache/perfsuite/datasets)",
+               metavar="PATH"),
+    OptionSpec("--perf-images", parse_path, "bench on this folder of JPEGs (labels from "
+               "subfolder names) instead of the synthetic imagenet-like dataset", metavar="PATH"),
+    OptionSpec("--perf-device", parse_device, "auto (a GPU where found), cpu (skip GPU benches) "
+               "or gpu (GPU benches fail where none is found)", "auto", "{auto,cpu,gpu}"),
+    OptionSpec("--perf-recipes", parse_path, "an extra folder of dataset recipe files "
+               "(*.toml), searched before the built-in fixtures/recipes", metavar="DIR"),
+    OptionSpec("--perf-rounds", parse_rounds, "measured rounds per bench (default: 7 at smoke, "
+               "12 at default, 20 at full scale; a perf marker's rounds wins)", metavar="N"),
+    OptionSpec("--perf-threshold", parse_threshold, "minimum change of the median that counts "
+               "as slower or faster, e.g. 0.05 or 5% (a perf marker's threshold wins)", "0.05",
+               "FRACTION"),
+    OptionSpec("--perf-gate", None, "exit non-zero when a compared bench is slower, an exact "
+               "counter rose, or the baseline's machine differs"),
+    OptionSpec("--perf-allow-machine-mismatch", None, "compare and gate against a baseline "
+               "saved on a different machine or stack"),
+    OptionSpec("--perf-report", parse_path, "write a Markdown summary and PNG plots into DIR",
+               metavar="DIR"),
+    OptionSpec("--perf-tfdata-service", parse_service_address, "use this running tf.data "
+               "service dispatcher (grpc://HOST:PORT) instead of starting local processes",
+               metavar="grpc://HOST:PORT"),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the perfsuite option group and its ini keys."""
+    group = parser.getgroup("perfsuite", "perfsuite: ML pipeline benchmarks and regression gate")
+    for spec in OPTIONS:
+        if spec.is_flag:
+            group.addoption(spec.flag, action="store_true", default=None, dest=spec.dest,
+                            help=spec.help.replace("%", "%%"))
+            parser.addini(spec.ini, f"default for {spec.flag}", type="bool", default=False)
+        else:
+            group.addoption(spec.flag, type=spec.parse, default=None, dest=spec.dest,
+                            metavar=spec.metavar, help=spec.help.replace("%", "%%"))
+            parser.addini(spec.ini, f"default for {spec.flag}", type="string",
+                          default=spec.default)

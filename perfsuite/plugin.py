@@ -1,0 +1,242 @@
+"""perfsuite's pytest plugin: wiring only. Each concern lives in its own module."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfsuite import hookspecs
+from perfsuite.config import BenchSettings, PerfConfig
+from perfsuite.datasets import ImageDataset, describe_folder, materialize
+from perfsuite.errors import PerfsuiteError
+from perfsuite.frameworks import MARKER_MODULES, install_hint, is_installed
+from perfsuite.gpu import GPU, GPUInfo, detect_gpu
+from perfsuite.measure import Perf, SessionResults
+from perfsuite.options import Device, add_options
+from perfsuite.recipes import Recipe, load_recipe
+from perfsuite.summary import summary_lines
+from perfsuite.traces import TraceCounter
+
+CONFIG_KEY = pytest.StashKey[PerfConfig]()
+RESULTS_KEY = pytest.StashKey[SessionResults]()
+GPU_KEY = pytest.StashKey[GPUInfo]()
+USER_DATASET_KEY = pytest.StashKey[ImageDataset]()
+
+DEFAULT_RECIPE = "imagenet-like"
+
+MARKERS = {
+    "perf(threshold=None, rounds=None, warmup_rounds=None)": "per-bench settings: minimum "
+    "effect for a verdict (fraction), measured rounds, warm-up rounds",
+    "gpu": "needs a GPU: skipped where none is found or with --perf-device cpu",
+    "tf": f"needs TensorFlow: skipped where it is missing ({install_hint('tensorflow')})",
+    "torch": f"needs PyTorch: skipped where it is missing ({install_hint('torch')})",
+    "dali": f"needs NVIDIA DALI: skipped where it is missing ({install_hint('nvidia.dali')})",
+}
+
+
+def perf_config(config: pytest.Config) -> PerfConfig:
+    """The session's :class:`PerfConfig` (built once in ``pytest_configure``)."""
+    return config.stash[CONFIG_KEY]
+
+
+def session_results(config: pytest.Config) -> SessionResults:
+    """Every bench measured so far in this session."""
+    return config.stash[RESULTS_KEY]
+
+
+def session_gpu(config: pytest.Config) -> GPUInfo:
+    """The session's GPU, detected once on first use."""
+    if GPU_KEY not in config.stash:
+        config.stash[GPU_KEY] = detect_gpu()
+    return config.stash[GPU_KEY]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, doc in MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: {doc}")
+    cfg = PerfConfig.from_pytest_config(config)
+    config.stash[CONFIG_KEY] = cfg
+    config.stash[RESULTS_KEY] = SessionResults()
+    # Saved runs keep raw per-round timings, so comparisons use distributions.
+    if config.getoption("benchmark_save", None) or config.getoption("benchmark_autosave", None):
+        config.option.benchmark_save_data = True
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Validate a user's image folder before anything is collected or timed."""
+    cfg = perf_config(session.config)
+    if cfg.images is not None:
+        try:
+            session.config.stash[USER_DATASET_KEY] = describe_folder(cfg.images, cfg.data_dir)
+        except PerfsuiteError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect ``bench_*.py`` files even where ``python_files`` does not name them."""
+    if file_path.suffix != ".py" or not fnmatch.fnmatch(file_path.name, "bench_*.py"):
+        return None
+    patterns = parent.config.getini("python_files")
+    if any(fnmatch.fnmatch(file_path.name, pat) for pat in patterns):
+        return None  # pytest's python plugin collects it already
+    module: pytest.Module = pytest.Module.from_parent(parent, path=file_path)
+    return module
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip tests whose framework is missing, or that need a GPU the session lacks."""
+    for marker, module in MARKER_MODULES.items():
+        if item.get_closest_marker(marker) and not is_installed(module):
+            pytest.skip(f"{module} is not installed: {install_hint(module)}")
+    if item.get_closest_marker("gpu"):
+        _gpu_or_skip(item.config)
+
+
+def _gpu_or_skip(config: pytest.Config) -> GPUInfo:
+    cfg = perf_config(config)
+    if cfg.device is Device.CPU:
+        pytest.skip("GPU bench skipped: --perf-device cpu")
+    info = session_gpu(config)
+    if info.count == 0:
+        if cfg.device is Device.GPU:
+            pytest.fail(f"--perf-device gpu was given but no GPU was found: {info.reason}",
+                        pytrace=False)
+        pytest.skip(f"no GPU: {info.reason}")
+    return info
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
+    # Before pytest-benchmark saves: fill in speedup and efficiency for every bench.
+    if RESULTS_KEY in session.config.stash:
+        session_results(session.config).finalize()
+    yield
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if RESULTS_KEY not in config.stash:
+        return
+    lines = summary_lines(session_results(config).records)
+    if lines:
+        terminalreporter.section("perfsuite summary")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config,
+                                         machine_info: dict[str, Any]) -> None:
+    from perfsuite.machine import machine_facts
+
+    facts = machine_facts(session_gpu(config))
+    config.hook.pytest_perfsuite_update_machine_facts(config=config, facts=facts)
+    machine_info["perfsuite"] = facts
+
+
+def _fail(exc: PerfsuiteError) -> pytest.fail.Exception:
+    return pytest.fail.Exception(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def perf_settings(pytestconfig: pytest.Config) -> PerfConfig:
+    """The session's perfsuite settings: scale, data dir, device, threshold, ..."""
+    return perf_config(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def dataset_recipe(pytestconfig: pytest.Config) -> Callable[..., Recipe]:
+    """Load a recipe for this session's scale: ``dataset_recipe("variable-shapes").shapes()``."""
+    cfg = perf_config(pytestconfig)
+
+    def load(name: str, **overrides: Any) -> Recipe:
+        try:
+            return load_recipe(name, cfg.scale.value, cfg.recipes).with_overrides(**overrides)
+        except PerfsuiteError as exc:
+            raise _fail(exc) from None
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def make_image_dataset(pytestconfig: pytest.Config,
+                       dataset_recipe: Callable[..., Recipe]) -> Callable[..., ImageDataset]:
+    """Build (or reuse from the cache) the JPEG dataset of a recipe at this session's scale.
+
+    >>> def test_x(make_image_dataset):
+    ...     ds = make_image_dataset("imagenet-like", count=64, quality=75)
+    """
+    cfg = perf_config(pytestconfig)
+    built: dict[str, ImageDataset] = {}
+
+    def make(recipe: str | Recipe, **overrides: Any) -> ImageDataset:
+        resolved = (dataset_recipe(recipe, **overrides) if isinstance(recipe, str)
+                    else recipe.with_overrides(**overrides))
+        if resolved.hash not in built:
+            try:
+                built[resolved.hash] = materialize(resolved, cfg.data_dir)
+            except PerfsuiteError as exc:
+                raise _fail(exc) from None
+        return built[resolved.hash]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def image_dataset(pytestconfig: pytest.Config,
+                  make_image_dataset: Callable[..., ImageDataset]) -> ImageDataset:
+    """The session's photo dataset: the ``imagenet-like`` recipe, or ``--perf-images``."""
+    user = pytestconfig.stash.get(USER_DATASET_KEY, None)
+    return user if user is not None else make_image_dataset(DEFAULT_RECIPE)
+
+
+@pytest.fixture(scope="session")
+def gpu(pytestconfig: pytest.Config) -> GPU:
+    """The session's GPU, warmed once; skips the test where there is none.
+
+    >>> def test_on_gpu(gpu, perf):
+    ...     perf.measure(step, items=64, device="gpu", sync=gpu.sync)
+    """
+    device = GPU(_gpu_or_skip(pytestconfig))
+    device.warm_up()
+    return device
+
+
+@pytest.fixture
+def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
+    """The measuring fixture every bench uses (see :class:`perfsuite.measure.Perf`)."""
+    item = request.node
+    cfg = perf_config(request.config)
+    try:
+        settings = BenchSettings.for_item(cfg, item)
+    except pytest.UsageError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    callspec = getattr(item, "callspec", None)
+    variant = callspec.id if callspec is not None else item.name
+    module = item.path.stem if item.path is not None else "bench"
+    group = module.removeprefix("bench_").removeprefix("test_")
+    handle = Perf(benchmark, item.nodeid, variant, group, cfg, settings,
+                  session_results(request.config))
+    yield handle
+    if handle.record is not None:
+        request.config.hook.pytest_perfsuite_update_extra_info(
+            item=item, extra_info=handle.extra_info)
+
+
+@pytest.fixture
+def trace_counter(request: pytest.FixtureRequest) -> TraceCounter:
+    """Exact tf.function trace (and torch.compile graph) counts, saved in ``extra_info``."""
+    extra_info = None
+    if "benchmark" in request.fixturenames:
+        extra_info = request.getfixturevalue("benchmark").extra_info
+    return TraceCounter(extra_info)

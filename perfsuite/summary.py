@@ -1,0 +1,63 @@
+"""The terminal summary pytest-benchmark's table lacks: per group, items/s and speedup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfsuite.measure import BenchRecord
+
+
+def _fmt_rate(rate: float | None) -> str:
+    if rate is None:
+        return "-"
+    return f"{rate:,.1f}" if rate < 1000 else f"{rate:,.0f}"
+
+
+def _fmt_ratio(value: float | None, suffix: str = "x") -> str:
+    return "-" if value is None else f"{value:.2f}{suffix}"
+
+
+def _fmt_pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
+    """Per group (in first-seen order), one row per variant: variant, items/s, speedup, ..."""
+    groups: dict[str, list[list[str]]] = {}
+    for rec in records:
+        tag = " (baseline)" if rec.baseline else " (roofline)" if rec.roofline else ""
+        traces = rec.extra_info.get("traces")
+        groups.setdefault(rec.group, []).append([
+            rec.variant + tag,
+            f"{_fmt_rate(rec.rate)} {rec.unit}/s" if rec.rate is not None else "-",
+            _fmt_ratio(rec.speedup),
+            _fmt_pct(rec.efficiency),
+            "-" if traces is None else str(traces),
+        ])
+    return groups
+
+
+HEADER = ["variant", "throughput", "speedup", "efficiency", "traces"]
+
+
+def format_table(rows: Sequence[Sequence[str]], header: Sequence[str] = HEADER) -> list[str]:
+    """Plain fixed-width table lines; numbers right-aligned."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def summary_lines(records: Sequence[BenchRecord]) -> list[str]:
+    """The whole summary: a titled table per group; empty when nothing was measured."""
+    lines: list[str] = []
+    for group, rows in summary_rows(records).items():
+        lines.append(f"group {group}:")
+        lines.extend("  " + row for row in format_table(rows))
+        lines.append("")
+    return lines

@@ -1,0 +1,1 @@
+"""Shared workloads the benches measure (imported lazily: each module imports its framework)."""
