@@ -7,6 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SCALE  ?= default
 PYTEST_ARGS ?=
+EXTRAS ?= all,dev
 STAMP  := $(VENV)/.perfsuite-installed
 
 .PHONY: bench smoke test tests lint typecheck actionlint setup clean-venv
@@ -14,7 +15,7 @@ STAMP  := $(VENV)/.perfsuite-installed
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	@touch $@
 
 setup: $(STAMP)
