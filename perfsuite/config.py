@@ -57,7 +57,12 @@ class PerfConfig:
         for spec in OPTIONS:
             value = config.getoption(spec.dest)
             if value is None:
-                raw = config.getini(spec.ini)
+                try:
+                    raw = config.getini(spec.ini)
+                except (ValueError, pytest.UsageError) as exc:  # a bool key that is not one
+                    raise pytest.UsageError(
+                        f"ini option {spec.ini}: {exc} (true or false)"
+                    ) from None
                 if spec.is_flag:
                     value = bool(raw)
                 elif raw not in ("", None):
@@ -122,7 +127,9 @@ class BenchSettings:
 
     def check(self, where: str) -> None:
         if not (isinstance(self.threshold, int | float) and 0 < self.threshold < 10):
-            raise pytest.UsageError(f"{where}: perf(threshold={self.threshold!r}) must be in (0, 10)")
+            raise pytest.UsageError(
+                f"{where}: perf(threshold={self.threshold!r}) must be in (0, 10)"
+            )
         if not (isinstance(self.rounds, int) and self.rounds >= 1):
             raise pytest.UsageError(f"{where}: perf(rounds={self.rounds!r}) must be an int >= 1")
         if not (isinstance(self.warmup_rounds, int) and self.warmup_rounds >= 0):

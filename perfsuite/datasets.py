@@ -75,8 +75,8 @@ def ensure_writable(data_dir: Path) -> None:
     """Create ``data_dir`` or raise an error naming it and the option that changes it."""
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=data_dir, prefix=".probe-", delete=True)
-        probe.close()
+        with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".probe-"):
+            pass
     except OSError as exc:
         raise PerfsuiteError(
             f"dataset cache {data_dir} is not writable ({exc.strerror or exc}); "
@@ -86,6 +86,7 @@ def ensure_writable(data_dir: Path) -> None:
 
 def materialize(recipe: Recipe, data_dir: Path, workers: int | None = None) -> ImageDataset:
     """The dataset for ``recipe`` in ``data_dir``: reused if intact, else (re)built atomically."""
+    _check_not_bootstrapping()
     final = data_dir / recipe.dirname
     dataset = load_verified(final, recipe)
     if dataset is not None:
@@ -97,6 +98,9 @@ def materialize(recipe: Recipe, data_dir: Path, workers: int | None = None) -> I
             return dataset
         if final.exists():
             _discard(final, data_dir)
+        for stale in data_dir.glob(f".{recipe.dirname}.build-*"):
+            # Left by a process killed mid-build: only the lock holder builds.
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{recipe.dirname}.build-", dir=data_dir))
         try:
             _generate(recipe, tmp, workers)
@@ -108,6 +112,24 @@ def materialize(recipe: Recipe, data_dir: Path, workers: int | None = None) -> I
     if dataset is None:  # pragma: no cover - only if someone alters it within microseconds
         raise PerfsuiteError(f"dataset {final} failed verification right after it was built")
     return dataset
+
+
+def _check_not_bootstrapping() -> None:
+    """Refuse to build inside a spawned worker that is still importing its parent's script.
+
+    Without this, a script that calls :func:`materialize` outside an
+    ``if __name__ == "__main__":`` guard would hang: each generation worker re-runs
+    the script and waits for the lock its parent holds.
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise PerfsuiteError(
+            "a dataset was requested while a worker process was starting; guard the "
+            "script's entry point with `if __name__ == '__main__':`"
+        )
+
+
+def _file_list_text(entries: list[dict[str, Any]]) -> str:
+    return "".join(f"{e['path']} {e['label']}\n" for e in entries)
 
 
 def _discard(path: Path, data_dir: Path) -> None:
@@ -123,7 +145,7 @@ def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
     indices = list(range(recipe.count))
     workers = max(1, min(workers or os.cpu_count() or 1, len(indices) // 16 or 1))
     chunk = max(1, min(64, len(indices) // (workers * 4) or 1))
-    chunks = [indices[i:i + chunk] for i in range(0, len(indices), chunk)]
+    chunks = [indices[i : i + chunk] for i in range(0, len(indices), chunk)]
     results: list[tuple[int, str, int]] = []
     if workers == 1:
         for part in chunks:
@@ -132,15 +154,16 @@ def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
         # spawn, not fork: the parent may hold TensorFlow or torch threads.
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            for part_result in pool.map(write_items, [recipe] * len(chunks), chunks,
-                                        [root] * len(chunks)):
+            for part_result in pool.map(
+                write_items, [recipe] * len(chunks), chunks, [root] * len(chunks)
+            ):
                 results.extend(part_result)
     results.sort()
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"path": recipe.relpath(i), "label": recipe.label(i), "sha256": digest, "bytes": size}
         for i, digest, size in results
     ]
-    (root / FILE_LIST).write_text("".join(f"{e['path']} {e['label']}\n" for e in entries))
+    (root / FILE_LIST).write_text(_file_list_text(entries))
     manifest = {
         "recipe": recipe.to_dict(),
         "class_names": [f"class_{c:03d}" for c in range(recipe.classes)],
@@ -151,8 +174,11 @@ def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
 
 
 def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def load_verified(root: Path, recipe: Recipe) -> ImageDataset | None:
@@ -162,7 +188,9 @@ def load_verified(root: Path, recipe: Recipe) -> ImageDataset | None:
         if manifest["recipe"]["hash"] != recipe.hash:
             return None
         entries = manifest["files"]
-        if len(entries) != recipe.count or not (root / FILE_LIST).is_file():
+        if len(entries) != recipe.count:
+            return None
+        if (root / FILE_LIST).read_text() != _file_list_text(entries):
             return None
         for entry in entries:
             path = root / entry["path"]
@@ -198,8 +226,9 @@ def describe_folder(folder: Path, data_dir: Path) -> ImageDataset:
     if not folder.is_dir():
         raise PerfsuiteError(f"{where}: not a folder; pass a folder of .jpg files")
     folder = folder.resolve()
-    files = sorted(p for p in folder.rglob("*")
-                   if p.is_file() and p.suffix.lower() in JPEG_SUFFIXES)
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in JPEG_SUFFIXES
+    )
     if not files:
         raise PerfsuiteError(f"{where}: no .jpg or .jpeg files found; pass a folder of JPEGs")
     rel = [p.relative_to(folder) for p in files]
@@ -229,8 +258,9 @@ def describe_folder(folder: Path, data_dir: Path) -> ImageDataset:
     ensure_writable(data_dir)
     list_dir = data_dir / f"user-{hashlib.sha256(str(folder).encode()).hexdigest()[:12]}"
     file_list = list_dir / FILE_LIST
-    atomic_write_text(file_list, "".join(f"{r} {lab}\n" for r, lab in zip(rel, labels,
-                                                                            strict=True)))
+    atomic_write_text(
+        file_list, "".join(f"{r} {lab}\n" for r, lab in zip(rel, labels, strict=True))
+    )
     return ImageDataset(
         name=f"user:{folder.name}",
         root=folder,
@@ -241,5 +271,3 @@ def describe_folder(folder: Path, data_dir: Path) -> ImageDataset:
         total_bytes=total,
         recipe_hash=content_hash,
     )
-
-

@@ -38,8 +38,7 @@ def _nvml() -> dict[str, Any]:
         return {}
     try:
         count = int(pynvml.nvmlDeviceGetCount())
-        out: dict[str, Any] = {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),
-                               "count": count}
+        out: dict[str, Any] = {"driver": _text(pynvml.nvmlSystemGetDriverVersion()), "count": count}
         if count:
             handle = pynvml.nvmlDeviceGetHandleByIndex(0)
             out["name"] = _text(pynvml.nvmlDeviceGetName(handle))
@@ -63,11 +62,17 @@ def detect_gpu() -> GPUInfo:
 
         if torch.cuda.is_available() and torch.cuda.device_count() > 0:
             props = torch.cuda.get_device_properties(0)
-            cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-            return GPUInfo(count=torch.cuda.device_count(), name=props.name,
-                           memory_bytes=int(props.total_memory), driver=driver,
-                           cuda=torch.version.cuda, cudnn=str(cudnn) if cudnn else None,
-                           source="torch")
+            backend: Any = torch.backends.cudnn  # untyped module functions
+            cudnn = backend.version() if backend.is_available() else None
+            return GPUInfo(
+                count=torch.cuda.device_count(),
+                name=props.name,
+                memory_bytes=int(props.total_memory),
+                driver=driver,
+                cuda=torch.version.cuda,
+                cudnn=str(cudnn) if cudnn else None,
+                source="torch",
+            )
         build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
         reasons.append(f"torch {torch.__version__} ({build}) sees no CUDA device")
     if "tensorflow" in sys.modules:  # only if already loaded: importing it costs seconds
@@ -75,14 +80,24 @@ def detect_gpu() -> GPUInfo:
         devices = tf.config.list_physical_devices("GPU")
         if devices:
             build = tf.sysconfig.get_build_info()
-            return GPUInfo(count=len(devices), name=nvml.get("name", devices[0].name),
-                           memory_bytes=nvml.get("memory_bytes"), driver=driver,
-                           cuda=build.get("cuda_version"), cudnn=build.get("cudnn_version"),
-                           source="tensorflow")
+            return GPUInfo(
+                count=len(devices),
+                name=nvml.get("name", devices[0].name),
+                memory_bytes=nvml.get("memory_bytes"),
+                driver=driver,
+                cuda=build.get("cuda_version"),
+                cudnn=build.get("cudnn_version"),
+                source="tensorflow",
+            )
         reasons.append("TensorFlow sees no GPU")
     if nvml.get("count"):
-        return GPUInfo(count=nvml["count"], name=nvml.get("name"),
-                       memory_bytes=nvml.get("memory_bytes"), driver=driver, source="nvml")
+        return GPUInfo(
+            count=nvml["count"],
+            name=nvml.get("name"),
+            memory_bytes=nvml.get("memory_bytes"),
+            driver=driver,
+            source="nvml",
+        )
     if not nvml:
         reasons.append("no NVIDIA driver found (NVML unavailable)")
     return GPUInfo(count=0, driver=driver, reason="; ".join(reasons) or "no GPU found")
@@ -122,8 +137,10 @@ class GPU:
         elif "tensorflow" in sys.modules:
             sys.modules["tensorflow"].test.experimental.sync_devices()
         else:
-            raise RuntimeError("gpu.sync() needs torch or TensorFlow to reach the device: "
-                               "pip install 'perfsuite[torch]'")
+            raise RuntimeError(
+                "gpu.sync() needs torch or TensorFlow to reach the device: "
+                "pip install 'perfsuite[torch]'"
+            )
 
     def warm_up(self) -> None:
         """Pay one-off costs once: context creation, a first cuBLAS and cuDNN call."""
@@ -143,5 +160,6 @@ class GPU:
             with tf.device("/GPU:0"):
                 a = tf.random.normal([512, 512])
                 tf.linalg.matmul(a, a).numpy()
-                tf.nn.conv2d(tf.random.normal([8, 64, 64, 3]), tf.random.normal([3, 3, 3, 16]),
-                             1, "SAME").numpy()
+                tf.nn.conv2d(
+                    tf.random.normal([8, 64, 64, 3]), tf.random.normal([3, 3, 3, 16]), 1, "SAME"
+                ).numpy()

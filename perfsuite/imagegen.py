@@ -23,8 +23,9 @@ def render_jpeg(recipe: Recipe, index: int) -> bytes:
     rng = np.random.default_rng([recipe.seed, index, 1])
 
     # Smooth regions: a coarse grid of colours, upsampled bicubically.
-    grid = rng.integers(0, 256, (int(rng.integers(2, 6)), int(rng.integers(2, 6)), 3),
-                        dtype=np.uint8)
+    grid = rng.integers(
+        0, 256, (int(rng.integers(2, 6)), int(rng.integers(2, 6)), 3), dtype=np.uint8
+    )
     image = Image.fromarray(grid, "RGB").resize((width, height), Image.Resampling.BICUBIC)
 
     # Edges: a few filled shapes with hard borders, then a slight blur like a lens.
@@ -36,8 +37,10 @@ def render_jpeg(recipe: Recipe, index: int) -> bytes:
         if rng.random() < 0.5:
             draw.ellipse((x0, y0, x1 + 1, y1 + 1), fill=fill)
         else:
-            points = [(int(rng.integers(0, width)), int(rng.integers(0, height)))
-                      for _ in range(int(rng.integers(3, 6)))]
+            points = [
+                (int(rng.integers(0, width)), int(rng.integers(0, height)))
+                for _ in range(int(rng.integers(3, 6)))
+            ]
             draw.polygon(points, fill=fill)
     image = image.filter(ImageFilter.GaussianBlur(radius=0.8))
 
@@ -51,8 +54,13 @@ def render_jpeg(recipe: Recipe, index: int) -> bytes:
     final = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "RGB")
 
     out = io.BytesIO()
-    final.save(out, format="JPEG", quality=recipe.quality,
-               subsampling=SUBSAMPLING[recipe.subsampling], optimize=False)
+    final.save(
+        out,
+        format="JPEG",
+        quality=recipe.quality,
+        subsampling=SUBSAMPLING[recipe.subsampling],
+        optimize=False,
+    )
     return out.getvalue()
 
 

@@ -79,12 +79,13 @@ def parse_threshold(value: str) -> float:
 
 def parse_rounds(value: str) -> int:
     """A number of measured rounds, at least 1."""
+    message = f"invalid rounds {value!r} (a whole number >= 1)"
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid rounds {value!r} (a whole number >= 1)") from None
+        raise argparse.ArgumentTypeError(message) from None
     if number < 1:
-        raise argparse.ArgumentTypeError(f"invalid rounds {value!r} (a whole number >= 1)")
+        raise argparse.ArgumentTypeError(message)
     return number
 
 
@@ -152,32 +153,82 @@ class OptionSpec:
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("--perf-scale", parse_scale, "smoke (seconds per bench, CI), default "
-               "(the suite in minutes on 2 CPU cores) or full (the studies' sizes, GPU nightly)",
-               "default", "{smoke,default,full}"),
-    OptionSpec("--perf-data-dir", parse_path, "where generated datasets are cached "
-               "(default: $XDG_CACHE_HOME/perfsuite/datasets or ~/.cache/perfsuite/datasets)",
-               metavar="PATH"),
-    OptionSpec("--perf-images", parse_path, "bench on this folder of JPEGs (labels from "
-               "subfolder names) instead of the synthetic imagenet-like dataset", metavar="PATH"),
-    OptionSpec("--perf-device", parse_device, "auto (a GPU where found), cpu (skip GPU benches) "
-               "or gpu (GPU benches fail where none is found)", "auto", "{auto,cpu,gpu}"),
-    OptionSpec("--perf-recipes", parse_path, "an extra folder of dataset recipe files "
-               "(*.toml), searched before the built-in fixtures/recipes", metavar="DIR"),
-    OptionSpec("--perf-rounds", parse_rounds, "measured rounds per bench (default: 7 at smoke, "
-               "12 at default, 20 at full scale; a perf marker's rounds wins)", metavar="N"),
-    OptionSpec("--perf-threshold", parse_threshold, "minimum change of the median that counts "
-               "as slower or faster, e.g. 0.05 or 5% (a perf marker's threshold wins)", "0.05",
-               "FRACTION"),
-    OptionSpec("--perf-gate", None, "exit non-zero when a compared bench is slower, an exact "
-               "counter rose, or the baseline's machine differs"),
-    OptionSpec("--perf-allow-machine-mismatch", None, "compare and gate against a baseline "
-               "saved on a different machine or stack"),
-    OptionSpec("--perf-report", parse_path, "write a Markdown summary and PNG plots into DIR",
-               metavar="DIR"),
-    OptionSpec("--perf-tfdata-service", parse_service_address, "use this running tf.data "
-               "service dispatcher (grpc://HOST:PORT) instead of starting local processes",
-               metavar="grpc://HOST:PORT"),
+    OptionSpec(
+        "--perf-scale",
+        parse_scale,
+        "smoke (seconds per bench, CI), default "
+        "(the suite in minutes on 2 CPU cores) or full (the studies' sizes, GPU nightly)",
+        "default",
+        "{smoke,default,full}",
+    ),
+    OptionSpec(
+        "--perf-data-dir",
+        parse_path,
+        "where generated datasets are cached "
+        "(default: $XDG_CACHE_HOME/perfsuite/datasets or ~/.cache/perfsuite/datasets)",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "--perf-images",
+        parse_path,
+        "bench on this folder of JPEGs (labels from "
+        "subfolder names) instead of the synthetic imagenet-like dataset",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "--perf-device",
+        parse_device,
+        "auto (a GPU where found), cpu (skip GPU benches) "
+        "or gpu (GPU benches fail where none is found)",
+        "auto",
+        "{auto,cpu,gpu}",
+    ),
+    OptionSpec(
+        "--perf-recipes",
+        parse_path,
+        "an extra folder of dataset recipe files "
+        "(*.toml), searched before the built-in fixtures/recipes",
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "--perf-rounds",
+        parse_rounds,
+        "measured rounds per bench (default: 7 at smoke, "
+        "12 at default, 20 at full scale; a perf marker's rounds wins)",
+        metavar="N",
+    ),
+    OptionSpec(
+        "--perf-threshold",
+        parse_threshold,
+        "minimum change of the median that counts "
+        "as slower or faster, e.g. 0.05 or 5% (a perf marker's threshold wins)",
+        "0.05",
+        "FRACTION",
+    ),
+    OptionSpec(
+        "--perf-gate",
+        None,
+        "exit non-zero when a compared bench is slower, an exact "
+        "counter rose, or the baseline's machine differs",
+    ),
+    OptionSpec(
+        "--perf-allow-machine-mismatch",
+        None,
+        "compare and gate against a baseline saved on a different machine or stack",
+    ),
+    OptionSpec(
+        "--perf-report",
+        parse_path,
+        "write a Markdown summary and PNG plots into DIR",
+        metavar="DIR",
+    ),
+    OptionSpec(
+        "--perf-tfdata-service",
+        parse_service_address,
+        "use this running tf.data "
+        "service dispatcher (grpc://HOST:PORT) instead of starting local processes",
+        metavar="grpc://HOST:PORT",
+    ),
 )
 
 
@@ -186,11 +237,21 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("perfsuite", "perfsuite: ML pipeline benchmarks and regression gate")
     for spec in OPTIONS:
         if spec.is_flag:
-            group.addoption(spec.flag, action="store_true", default=None, dest=spec.dest,
-                            help=spec.help.replace("%", "%%"))
+            group.addoption(
+                spec.flag,
+                action="store_true",
+                default=None,
+                dest=spec.dest,
+                help=spec.help.replace("%", "%%"),
+            )
             parser.addini(spec.ini, f"default for {spec.flag}", type="bool", default=False)
         else:
-            group.addoption(spec.flag, type=spec.parse, default=None, dest=spec.dest,
-                            metavar=spec.metavar, help=spec.help.replace("%", "%%"))
-            parser.addini(spec.ini, f"default for {spec.flag}", type="string",
-                          default=spec.default)
+            group.addoption(
+                spec.flag,
+                type=spec.parse,
+                default=None,
+                dest=spec.dest,
+                metavar=spec.metavar,
+                help=spec.help.replace("%", "%%"),
+            )
+            parser.addini(spec.ini, f"default for {spec.flag}", type="string", default=spec.default)

@@ -34,7 +34,7 @@ from perfsuite.errors import PerfsuiteError
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 #: bumped whenever the image generator changes the bytes it writes
 GENERATOR_VERSION = 1
@@ -164,8 +164,10 @@ def parse_recipe_file(path: Path, scale: str) -> Recipe:
     per_scale = scales.get(scale, {})
     if not isinstance(per_scale, dict):
         raise PerfsuiteError(f"{path}: scale.{scale} must be a table")
-    values = {**_check_values(base, f"{path} [recipe]"),
-              **_check_values(per_scale, f"{path} [scale.{scale}]")}
+    values = {
+        **_check_values(base, f"{path} [recipe]"),
+        **_check_values(per_scale, f"{path} [scale.{scale}]"),
+    }
     missing = sorted({"count", "classes", "width", "height", "seed"} - set(values))
     if missing:
         raise PerfsuiteError(f"{path}: missing key(s) {', '.join(missing)} for scale {scale!r}")
@@ -179,7 +181,8 @@ def _check_values(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in _KEYS:
-            raise PerfsuiteError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})")
+            known = ", ".join(sorted(_KEYS))
+            raise PerfsuiteError(f"{where}: unknown key {key!r} (known: {known})")
         if key == "description":
             if not isinstance(value, str):
                 raise PerfsuiteError(f"{where}: key 'description' must be a string")
@@ -193,8 +196,12 @@ def _check_values(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
                 )
             out[key] = value
         else:
-            low, high = {"count": (1, 10_000_000), "classes": (1, 100_000),
-                         "quality": (1, 100), "seed": (0, 2**63 - 1)}[key]
+            low, high = {
+                "count": (1, 10_000_000),
+                "classes": (1, 100_000),
+                "quality": (1, 100),
+                "seed": (0, 2**63 - 1),
+            }[key]
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise PerfsuiteError(
                     f"{where}: key {key!r} is {value!r}; expected a whole number in {low}..{high}"
@@ -206,8 +213,11 @@ def _check_values(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
 def _size(value: Any, where: str) -> tuple[int, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         pair = (value, value)
-    elif (isinstance(value, list | tuple) and len(value) == 2
-          and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+    elif (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
         pair = (int(value[0]), int(value[1]))
     else:
         raise PerfsuiteError(f"{where} is {value!r}; expected a size or a [min, max] pair")

@@ -27,13 +27,15 @@ def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
     for rec in records:
         tag = " (baseline)" if rec.baseline else " (roofline)" if rec.roofline else ""
         traces = rec.extra_info.get("traces")
-        groups.setdefault(rec.group, []).append([
-            rec.variant + tag,
-            f"{_fmt_rate(rec.rate)} {rec.unit}/s" if rec.rate is not None else "-",
-            _fmt_ratio(rec.speedup),
-            _fmt_pct(rec.efficiency),
-            "-" if traces is None else str(traces),
-        ])
+        groups.setdefault(rec.group, []).append(
+            [
+                rec.variant + tag,
+                f"{_fmt_rate(rec.rate)} {rec.unit}/s" if rec.rate is not None else "-",
+                _fmt_ratio(rec.speedup),
+                _fmt_pct(rec.efficiency),
+                "-" if traces is None else str(traces),
+            ]
+        )
     return groups
 
 

@@ -57,7 +57,9 @@ class TraceCounter:
 
     @contextlib.contextmanager
     def track(self, fn: Any = None, *, name: str = "traces") -> Iterator[Tally]:
-        read = (lambda: tracing_count(fn)) if fn is not None else torch_compile_count
+        def read() -> int:
+            return tracing_count(fn) if fn is not None else torch_compile_count()
+
         tally = Tally(name)
         before = read()
         try:

@@ -1,0 +1,427 @@
+"""The perf fixture's measuring path, the derived columns, the summary table and saved runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfsuite.measure import (
+    EXACT_COUNTERS_KEY,
+    BenchRecord,
+    SessionResults,
+    efficiency,
+    items_per_second,
+    record_counter,
+)
+from perfsuite.recipes import load_recipe
+from perfsuite.summary import HEADER, format_table, summary_lines, summary_rows
+
+pytest_plugins = ("pytester",)
+
+
+def run_pytest(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run pytest in a fresh interpreter in ``cwd`` (a run shared by this module's tests)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+# -- throughput, speedup and efficiency ---------------------------------------------------------
+
+
+def test_items_per_second() -> None:
+    assert items_per_second(64, 0.5) == 128.0
+    with pytest.raises(ValueError, match="items must be positive"):
+        items_per_second(0, 1.0)
+    with pytest.raises(ValueError, match="seconds must be positive"):
+        items_per_second(1, 0.0)
+
+
+def test_efficiency() -> None:
+    assert efficiency(50.0, 200.0) == 0.25
+    with pytest.raises(ValueError, match="roofline rate must be positive"):
+        efficiency(1.0, 0.0)
+
+
+def record(
+    variant: str,
+    rate: float | None,
+    *,
+    group: str = "tfdata",
+    baseline: bool = False,
+    roofline: bool = False,
+    dataset: str | None = "h1",
+    **info: Any,
+) -> BenchRecord:
+    return BenchRecord(
+        nodeid=f"bench_x.py::test[{variant}]",
+        group=group,
+        variant=variant,
+        extra_info=dict(info),
+        baseline=baseline,
+        roofline=roofline,
+        rate=rate,
+        dataset_hash=dataset,
+    )
+
+
+def test_finalize_fills_speedup_and_efficiency() -> None:
+    results = SessionResults()
+    base = record("baseline", 100.0, baseline=True)
+    fast = record("parallel", 250.0)
+    slow = record("serial", 40.0)
+    roof = record("read_only", 500.0, group="roofline", roofline=True)
+    other_data = record("other_data", 300.0, dataset="h2")
+    no_base = record("alone", 10.0, group="solo")
+    unmeasured = record("disabled", None)
+    for r in (base, fast, slow, roof, other_data, no_base, unmeasured):
+        results.add(r)
+    assert results.rooflines() == {"h1": 500.0}
+    results.finalize()
+    assert base.speedup == 1.0
+    assert fast.speedup == 2.5
+    assert slow.speedup == 0.4
+    assert other_data.speedup == 3.0  # same group's baseline, whatever its dataset
+    assert fast.efficiency == 0.5
+    assert base.efficiency == 0.2
+    assert slow.efficiency == 0.08
+    assert no_base.speedup is None
+    assert roof.efficiency is None  # the roofline is the limit, not measured against it
+    assert roof.speedup is None
+    assert other_data.efficiency is None  # no roofline on that dataset
+    assert unmeasured.extra_info == {}
+
+
+def test_finalize_rounds_to_four_places() -> None:
+    results = SessionResults()
+    base, var = record("b", 3.0, baseline=True), record("v", 10.0)
+    results.add(base)
+    results.add(var)
+    results.finalize()
+    assert var.speedup == round(10.0 / 3.0, 4)
+
+
+def test_record_counter_lists_exact_counters_once() -> None:
+    info: dict[str, Any] = {}
+    record_counter(info, "traces", 3)
+    record_counter(info, "traces", 4)
+    record_counter(info, "recompiles", 0)
+    assert info == {"traces": 4, "recompiles": 0, EXACT_COUNTERS_KEY: ["traces", "recompiles"]}
+
+
+# -- the summary table ---------------------------------------------------------------------------
+
+
+def test_summary_rows_and_lines() -> None:
+    base = record("baseline", 100.0, baseline=True)
+    fast = record("parallel", 1234.5, traces=2)
+    roof = record("read_only", 2469.0, group="roofline", roofline=True)
+    results = SessionResults([base, fast, roof])
+    results.finalize()
+    rows = summary_rows(results.records)
+    assert list(rows) == ["tfdata", "roofline"]
+    assert rows["tfdata"] == [
+        ["baseline (baseline)", "100.0 images/s", "1.00x", "4%", "-"],
+        ["parallel", "1,234 images/s", "12.35x", "50%", "2"],
+    ]
+    assert rows["roofline"] == [["read_only (roofline)", "2,469 images/s", "-", "-", "-"]]
+    lines = summary_lines(results.records)
+    assert lines[0] == "group tfdata:"
+    assert lines[1].split() == HEADER
+    assert set(lines[2].strip()) <= {"-", " "}
+    assert lines[3].split()[:3] == ["baseline", "(baseline)", "100.0"]
+    assert lines[4].split() == ["parallel", "1,234", "images/s", "12.35x", "50%", "2"]
+    assert lines[5] == ""
+    assert lines[6] == "group roofline:"
+    assert summary_lines([]) == []
+
+
+def test_summary_without_rate() -> None:
+    rows = summary_rows([record("disabled", None)])
+    assert rows == {"tfdata": [["disabled", "-", "-", "-", "-"]]}
+
+
+def test_format_table_aligns_columns() -> None:
+    lines = format_table([["a", "1"], ["long name", "1,000"]], ["variant", "n"])
+    assert lines == ["variant        n", "---------  -----", "a              1", "long name  1,000"]
+
+
+# -- measuring through pytest ---------------------------------------------------------------------
+
+PERF_CALLS = """
+import pytest
+
+
+def test_measure_records_and_returns(perf):
+    calls, setups, syncs = [], [], []
+
+    def setup():
+        setups.append(1)
+        return (2,), {}
+
+    result = perf.measure(lambda n: calls.append(n) or "done", items=6, setup=setup,
+                          sync=lambda: syncs.append(1), rounds=4, warmup_rounds=2,
+                          unit="batches", params={"batch": 6})
+    assert result == "done"
+    assert calls == [2] * 6 and len(setups) == 6 and len(syncs) == 6  # 2 warm-up + 4 timed
+    assert len(perf.timings()) == 4
+    info = perf.extra_info
+    assert info["unit"] == "batches" and info["items"] == 6 and info["params"] == {"batch": 6}
+    assert info["group"] == "inner" and info["variant"] == "test_measure_records_and_returns"
+    assert info["items_per_second"] == round(6 / perf.benchmark.stats.stats.median, 3)
+    perf.count("steps", 2)
+    perf.note(input_bound_share=0.25)
+    assert info["steps"] == 2 and info["exact_counters"] == ["steps"]
+    assert info["input_bound_share"] == 0.25
+
+
+def test_measure_once(perf):
+    perf.measure(lambda: None, items=1, rounds=1)
+    with pytest.raises(RuntimeError, match="once per bench"):
+        perf.measure(lambda: None, items=1, rounds=1)
+
+
+def test_bad_items(perf):
+    with pytest.raises(ValueError, match="items must be a positive int"):
+        perf.measure(lambda: None, items=0)
+
+
+def test_counter_must_be_an_int(perf):
+    for bad in (1.5, True, "3"):
+        with pytest.raises(TypeError, match="must be an int"):
+            perf.count("steps", bad)
+
+
+def test_pick_and_scale(perf):
+    assert perf.scale == "smoke"
+    assert perf.pick(smoke=1, default=2, full=3) == 1
+"""
+
+
+def test_perf_fixture(pytester: pytest.Pytester, inner_args: list[str]) -> None:
+    pytester.makepyfile(test_inner=PERF_CALLS)
+    result = pytester.runpytest(*inner_args, "--perf-scale=smoke")
+    result.assert_outcomes(passed=5)
+
+
+def test_bench_files_are_collected_once(pytester: pytest.Pytester, inner_args: list[str]) -> None:
+    pytester.makepyfile(
+        bench_collected="def test_one():\n    pass\n",
+        helper_bench="def test_not_a_bench():\n    pass\n",
+    )
+    pytester.runpytest(*inner_args).assert_outcomes(passed=1)  # no python_files setting
+    pytester.makeini("[pytest]\npython_files = test_*.py bench_*.py\n")
+    pytester.runpytest(*inner_args).assert_outcomes(passed=1)  # not twice
+
+
+# -- a saved run, end to end ---------------------------------------------------------------------
+
+CONFTEST = """
+def pytest_perfsuite_update_machine_facts(config, facts):
+    facts["runner_pool"] = "test-pool"
+
+
+def pytest_perfsuite_update_extra_info(item, extra_info):
+    extra_info["amended_by"] = item.name
+"""
+
+BENCH = """
+'''A tiny bench in the shape every bench file has.'''
+import time
+
+import pytest
+
+DATA = dict(count=2, width=16, height=16)
+
+
+@pytest.mark.parametrize("variant", ["baseline", "faster"])
+def test_pipeline(perf, make_image_dataset, variant):
+    ds = make_image_dataset("fixed-224", **DATA)
+    delay = 0.004 if variant == "baseline" else 0.002
+    perf.measure(lambda: time.sleep(delay), items=8, group="pipe", variant=variant,
+                 baseline=variant == "baseline", dataset=ds, params={"delay": delay},
+                 rounds=7, warmup_rounds=1)
+    perf.count("steps", 3)
+
+
+def test_read_only(perf, make_image_dataset):
+    ds = make_image_dataset("fixed-224", **DATA)
+    perf.measure(lambda: time.sleep(0.001), items=8, group="read", roofline=True, dataset=ds,
+                 rounds=7, warmup_rounds=0)
+"""
+
+
+class SavedRun:
+    def __init__(self, root: Path, stdout: str, returncode: int) -> None:
+        self.root = root
+        self.stdout = stdout
+        self.returncode = returncode
+        saved = sorted((root / "storage").rglob("*.json"))
+        assert len(saved) == 1, saved
+        self.saved: dict[str, Any] = load_json(saved[0])
+        self.json: dict[str, Any] = load_json(root / "out.json")
+
+    def bench(self, name: str) -> dict[str, Any]:
+        found: list[dict[str, Any]] = [b for b in self.saved["benchmarks"] if b["name"] == name]
+        assert len(found) == 1, name
+        return found[0]
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory) -> SavedRun:
+    root = tmp_path_factory.mktemp("saved-run")
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "bench_pipeline.py").write_text(textwrap.dedent(BENCH))
+    proc = run_pytest(
+        root,
+        "-p",
+        "no:cacheprovider",
+        "--strict-markers",
+        f"--perf-data-dir={root / 'data'}",
+        "--perf-scale=smoke",
+        "--benchmark-autosave",
+        f"--benchmark-storage={root / 'storage'}",
+        f"--benchmark-json={root / 'out.json'}",
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return SavedRun(root, proc.stdout, proc.returncode)
+
+
+DATASET = load_recipe("fixed-224", "smoke").with_overrides(count=2, width=16, height=16)
+
+
+def test_saved_run_has_three_benches(saved_run: SavedRun) -> None:
+    names = sorted(b["name"] for b in saved_run.saved["benchmarks"])
+    assert names == ["test_pipeline[baseline]", "test_pipeline[faster]", "test_read_only"]
+    assert "3 passed" in saved_run.stdout
+
+
+def test_saved_run_keeps_raw_timings(saved_run: SavedRun) -> None:
+    for bench in saved_run.saved["benchmarks"]:
+        data = bench["stats"]["data"]
+        assert len(data) == bench["stats"]["rounds"] == 7
+        assert statistics.median(data) == bench["stats"]["median"]
+
+
+def test_saved_run_extra_info(saved_run: SavedRun) -> None:
+    bench = saved_run.bench("test_pipeline[faster]")
+    assert bench["group"] == "pipe"
+    info = bench["extra_info"]
+    assert {
+        k: info[k]
+        for k in (
+            "group",
+            "variant",
+            "baseline",
+            "roofline",
+            "unit",
+            "items",
+            "scale",
+            "device",
+            "threshold",
+            "params",
+        )
+    } == {
+        "group": "pipe",
+        "variant": "faster",
+        "baseline": False,
+        "roofline": False,
+        "unit": "images",
+        "items": 8,
+        "scale": "smoke",
+        "device": "cpu",
+        "threshold": 0.05,
+        "params": {"delay": 0.002},
+    }
+    assert info["dataset"] == "fixed-224"
+    assert info["dataset_hash"] == DATASET.hash  # the recipe hash travels with the result
+    assert info["dataset_images"] == 2
+    assert info["dataset_bytes"] > 0
+    assert info["steps"] == 3
+    assert info["exact_counters"] == ["steps"]
+    assert info["amended_by"] == "test_pipeline[faster]"  # the extra_info hook ran
+
+
+def test_items_per_second_is_items_over_the_median(saved_run: SavedRun) -> None:
+    for bench in saved_run.saved["benchmarks"]:
+        info = bench["extra_info"]
+        median = bench["stats"]["median"]
+        assert info["items_per_second"] == round(items_per_second(8, median), 3)
+
+
+def test_speedup_and_efficiency_are_saved(saved_run: SavedRun) -> None:
+    rate = {
+        b["name"]: items_per_second(8, b["stats"]["median"]) for b in saved_run.saved["benchmarks"]
+    }
+    base = saved_run.bench("test_pipeline[baseline]")["extra_info"]
+    faster = saved_run.bench("test_pipeline[faster]")["extra_info"]
+    roof = saved_run.bench("test_read_only")["extra_info"]
+    assert base["speedup"] == 1.0
+    assert faster["speedup"] == round(
+        rate["test_pipeline[faster]"] / rate["test_pipeline[baseline]"], 4
+    )
+    for name, info in (("test_pipeline[baseline]", base), ("test_pipeline[faster]", faster)):
+        assert info["efficiency"] == round(rate[name] / rate["test_read_only"], 4)
+    assert roof["roofline"] is True
+    assert "efficiency" not in roof
+    assert "speedup" not in roof
+    json_infos = {b["name"]: b["extra_info"] for b in saved_run.json["benchmarks"]}
+    assert json_infos["test_pipeline[faster]"] == faster
+
+
+def test_saved_run_has_machine_facts(saved_run: SavedRun) -> None:
+    facts = saved_run.saved["machine_info"]["perfsuite"]
+    assert facts["cpu_count"] == len(os.sched_getaffinity(0))
+    assert isinstance(facts["cpu_model"], str)
+    assert facts["cpu_model"]
+    assert isinstance(facts["gpu_count"], int)
+    for key in ("gpu_name", "gpu_driver", "gpu_memory_bytes", "cuda", "cudnn"):
+        assert key in facts
+    versions = facts["versions"]
+    assert versions["numpy"] == metadata.version("numpy")
+    assert versions["pytest-benchmark"] == metadata.version("pytest-benchmark")
+    for module, dist in (("tensorflow", "tensorflow"), ("torch", "torch")):
+        try:
+            expected: str | None = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            expected = None
+        assert versions[module] == expected
+    assert "nvidia.dali" in versions
+    assert facts["runner_pool"] == "test-pool"  # the machine-facts hook ran
+
+
+def test_summary_section_is_printed(saved_run: SavedRun) -> None:
+    out = saved_run.stdout
+    assert "perfsuite summary" in out
+    section = out[out.index("perfsuite summary") :]
+    lines = [line.strip() for line in section.splitlines()]
+    assert "group pipe:" in lines
+    assert "group read:" in lines
+    header = next(line for line in lines if line.startswith("variant"))
+    assert header.split() == HEADER
+    baseline = next(line for line in lines if line.startswith("baseline (baseline)"))
+    assert baseline.split()[3:5] == ["images/s", "1.00x"]
+    faster = next(line for line in lines if line.startswith("faster "))
+    assert faster.split()[-1] == "-"  # no traces counted
+    assert any(line.startswith("test_read_only (roofline)") for line in lines)
