@@ -1,0 +1,301 @@
+"""Cold vs warm: first-call latency against steady-state latency in TF, PyTorch and DALI."""
+
+# How cold and warm are reported. Each case is a group with a `cold` variant (the
+# baseline) and a `warm` one, both measured with perf.measure, so each keeps its own
+# distribution of raw samples and each is gated on its own. A `cold` round times the
+# first call on an object that has never been called: a fresh model and function built
+# in `setup` (untimed), or a fresh process started, imported and loaded beforehand
+# (untimed; the child reports those times, which are noted). A `warm` round times a
+# steady call on one object warmed before timing. With one call per round on both
+# sides, the summary's "speedup" of `warm` over `cold` is the cold/warm latency ratio
+# (speedup = warm items/s / cold items/s = cold seconds / warm seconds).
+#
+# Cold samples in this process run after one untimed warm-up sample, so per-process
+# one-offs (thread pools, the first kernel ever run) are excluded and every sample
+# measures the same per-object cost; the SavedModel and CUDA cases measure per-process
+# cold start, one fresh process per sample.
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfsuite import coldstart
+from perfsuite.datasets import ImageDataset
+from perfsuite.measure import Perf
+from perfsuite.workloads import warmup_cases as wc
+
+BATCH = 1  # one image per call, as in the study's viewer
+SIZE = wc.INPUT_SIZE
+SHAPE = (BATCH, SIZE, SIZE, 3)
+MODEL = {"model": "small_cnn", "input": f"{BATCH}x{SIZE}x{SIZE}x3"}
+
+
+def _cold_samples(perf: Perf) -> int:
+    """Fresh objects per cold bench (7: the least a rank test decides on); --perf-rounds wins."""
+    n: int = perf.cfg.rounds or perf.pick(smoke=3, default=7, full=15)
+    return n
+
+
+def _process_samples(perf: Perf) -> int:
+    """Fresh processes per cold bench; --perf-rounds wins.
+
+    Each process imports its framework (seconds of CPU), so default scale takes 3: a
+    distribution, though too few for a rank test to decide alone; full takes 10.
+    """
+    n: int = perf.cfg.rounds or perf.pick(smoke=2, default=3, full=10)
+    return n
+
+
+def _measure_case(
+    perf: Perf,
+    group: str,
+    variant: str,
+    call: Callable[..., Any],
+    fresh: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
+    params: dict[str, Any],
+    device: str = "cpu",
+    sync: Callable[[], None] | None = None,
+) -> None:
+    """``fresh`` given: cold rounds, each calling ``call`` once on a new object from ``fresh``."""
+    cold = fresh is not None
+    perf.measure(
+        call,
+        items=BATCH,
+        group=group,
+        variant=variant,
+        baseline=variant == "cold",
+        device=device,
+        sync=sync,
+        setup=fresh,
+        rounds=_cold_samples(perf) if cold else None,
+        warmup_rounds=1 if cold else None,
+        params={**params, "sample": "fresh object" if cold else "steady call"},
+    )
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("variant", ["cold", "prepared", "warm"])
+def test_warmup_tf_function(perf: Perf, variant: str) -> None:
+    x = wc.tf_input(BATCH, SIZE)
+
+    def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        fn = wc.fresh_tf_function(SIZE)  # a new Keras model and a never-traced tf.function
+        if variant == "prepared":
+            wc.tf_prepare(fn, SHAPE)  # study 003: one call on zeros at load time
+        return (fn,), {}
+
+    params = {**MODEL, "wrapper": "tf.function"}
+    if variant == "warm":
+        fn = wc.fresh_tf_function(SIZE)
+        wc.tf_call(fn, x)
+        _measure_case(perf, "warmup_tf_function", variant, lambda: wc.tf_call(fn, x), None, params)
+    else:
+        _measure_case(
+            perf,
+            "warmup_tf_function",
+            variant,
+            lambda fn: wc.tf_call(fn, x),
+            fresh,
+            {**params, "prepare": variant == "prepared"},
+        )
+
+
+@pytest.fixture(scope="session")
+def savedmodel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small CNN saved once per session as a TF SavedModel."""
+    return wc.export_savedmodel(tmp_path_factory.mktemp("warmup") / "small_cnn", SIZE)
+
+
+def _drive(
+    procs: list[coldstart.ColdProcess], done: list[coldstart.ColdTimings]
+) -> tuple[Callable[[], tuple[tuple[Any, ...], dict[str, Any]]], Callable[[], None]]:
+    """``setup`` for one round per process (finish the last, load the next) and a finisher."""
+    pending: Iterator[coldstart.ColdProcess] = iter(procs)
+    current: list[coldstart.ColdProcess] = []
+
+    def finish() -> None:
+        if current:
+            proc = current.pop()
+            proc.steady()  # its steady calls run only now, never beside another's timed call
+            done.append(proc.timings())
+            proc.close()
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        finish()
+        proc = next(pending)
+        proc.load()
+        current.append(proc)
+        return (proc,), {}
+
+    return setup, finish
+
+
+def _measure_processes(
+    perf: Perf,
+    group: str,
+    target: str,
+    args: list[str],
+    params: dict[str, Any],
+    device: str = "cpu",
+) -> None:
+    """Cold rounds in fresh processes, started together; each round times its first call."""
+    n = _process_samples(perf)
+    steady = perf.pick(smoke=3, default=5, full=10)
+    procs = coldstart.start_many(n, target, args, steady=steady)
+    done: list[coldstart.ColdTimings] = []
+    setup, finish = _drive(procs, done)
+    try:
+        perf.measure(
+            lambda proc: proc.first(),
+            items=BATCH,
+            group=group,
+            variant="cold",
+            baseline=True,
+            device=device,
+            setup=setup,
+            rounds=n,
+            warmup_rounds=0,
+            params={**params, "sample": "fresh process", "steady_calls": steady},
+        )
+        finish()
+    finally:
+        for proc in procs:
+            proc.close()
+    median = statistics.median
+    perf.note(
+        processes=len(done),
+        child_import_s=round(median(t.import_s for t in done), 4),  # started together
+        child_load_s=round(median(t.load_s for t in done), 4),
+        child_first_s=round(median(t.first_s for t in done), 4),
+        child_steady_s=round(median(t.steady_median or 0.0 for t in done), 5),
+        child_cold_warm_ratio=round(median(t.cold_warm_ratio or 0.0 for t in done), 2),
+    )
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("variant", ["cold", "warm"])
+def test_warmup_savedmodel(perf: Perf, savedmodel_dir: Path, variant: str) -> None:
+    params = {**MODEL, "format": "SavedModel (keras export)", "endpoint": "serve"}
+    if variant == "cold":
+        _measure_processes(
+            perf,
+            "warmup_savedmodel",
+            "perfsuite.workloads.warmup_cases:savedmodel_case",
+            [str(savedmodel_dir), str(BATCH), str(SIZE)],
+            params,
+        )
+        return
+    _loaded, serve = wc.load_savedmodel(savedmodel_dir)
+    x = wc.tf_input(BATCH, SIZE)
+    wc.tf_call(serve, x)
+    _measure_case(perf, "warmup_savedmodel", variant, lambda: wc.tf_call(serve, x), None, params)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("variant", ["cold", "warm"])
+def test_warmup_torch(perf: Perf, variant: str) -> None:
+    x = wc.torch_input(BATCH, SIZE)
+    params = {**MODEL, "mode": "eager, inference_mode"}
+    if variant == "cold":
+        _measure_case(
+            perf,
+            "warmup_torch",
+            variant,
+            lambda m: wc.torch_forward(m, x),
+            lambda: ((wc.fresh_torch_model(SIZE),), {}),
+            params,
+        )
+        return
+    model = wc.fresh_torch_model(SIZE)
+    wc.torch_forward(model, x)
+    _measure_case(perf, "warmup_torch", variant, lambda: wc.torch_forward(model, x), None, params)
+
+
+@pytest.mark.torch
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "variant", ["cold", "cold_cudnn_benchmark", "warm", "warm_cudnn_benchmark"]
+)
+def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: str) -> None:
+    import torch
+
+    gpu = request.getfixturevalue("gpu")
+    benchmark = variant.endswith("cudnn_benchmark")
+    params = {**MODEL, "cudnn_benchmark": benchmark}
+    if variant.startswith("cold"):  # the process's first CUDA call: context, cuDNN, kernels
+        _measure_processes(
+            perf,
+            "warmup_torch_cuda",
+            "perfsuite.workloads.warmup_cases:torch_cuda_case",
+            [str(BATCH), str(SIZE), "1" if benchmark else "0"],
+            params,
+            device="gpu",
+        )
+        return
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = benchmark
+    try:
+        model = wc.fresh_torch_model(SIZE, device=gpu.torch_device)
+        x = wc.torch_input(BATCH, SIZE, gpu.torch_device)
+        wc.torch_forward(model, x, gpu.sync)
+        _measure_case(
+            perf,
+            "warmup_torch_cuda",
+            variant,
+            lambda: wc.torch_forward(model, x),
+            None,
+            params,
+            device="gpu",
+            sync=gpu.sync,
+        )
+    finally:
+        torch.backends.cudnn.benchmark = before
+
+
+@pytest.mark.dali
+@pytest.mark.parametrize("variant", ["cold", "warm"])
+def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
+    from perfsuite.workloads.torch_models import usable_cores
+
+    batch = perf.pick(smoke=8, default=16, full=32)
+    threads = usable_cores()
+    params = {"pipeline": "decode, resize 240, cast (CPU)", "batch": batch, "threads": threads}
+
+    def build() -> Any:
+        return wc.dali_build_and_first_batch(image_dataset, batch_size=batch, num_threads=threads)
+
+    if variant == "cold":  # pipeline build + first batch; the previous one is freed untimed
+        live: list[Any] = []
+
+        def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            live.clear()
+            return (), {}
+
+        perf.measure(
+            lambda: live.append(build()),
+            items=batch,
+            group="warmup_dali",
+            variant=variant,
+            baseline=True,
+            dataset=image_dataset,
+            setup=fresh,
+            rounds=_cold_samples(perf),
+            warmup_rounds=1,
+            params={**params, "sample": "fresh pipeline"},
+        )
+        live.clear()
+        return
+    pipe = build()
+    perf.measure(
+        pipe.run,
+        items=batch,
+        group="warmup_dali",
+        variant=variant,
+        dataset=image_dataset,
+        params={**params, "sample": "steady batch"},
+    )

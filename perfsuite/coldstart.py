@@ -1,0 +1,352 @@
+"""Cold-start samples in fresh Python processes: load, first call, steady calls.
+
+Cold-start is a per-process effect (tracing, graph optimization, kernel and memory
+set-up, a CUDA context), so an honest cold sample needs a process that has done none
+of it. :class:`ColdProcess` starts ``python -m perfsuite.coldstart`` (no shell, the
+same interpreter) and drives it one step at a time over its stdin, so a bench can
+time exactly one step (the first call) while the interpreter start, the framework
+import and the model load happen outside the timed region::
+
+    with ColdProcess("perfsuite.workloads.warmup_cases:savedmodel_case", [path, "8", "240"],
+                     steady=5) as proc:
+        proc.ready()       # {"import_s": ...}: the module and its framework imported
+        proc.load()        # {"load_s": ...}
+        proc.first()       # {"first_s": ...}: the first call
+        proc.steady()      # {"steady_s": [...]}: then the process exits
+
+The target ``module:function`` is called with the extra arguments (strings) and
+returns a case with ``load()`` and ``call()``; the child times each step with its
+own clock and answers each command with one JSON line. :func:`run_cold_sample`
+runs every step and returns the parsed :class:`ColdTimings`. Any failure (a non-zero
+exit, a step that exceeds ``timeout``) raises :class:`ColdStartError` naming the
+target and carrying the tail of the child's stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Protocol
+
+from perfsuite.errors import PerfsuiteError
+
+#: every protocol line the child writes starts with this (library output is kept apart)
+MARKER = "perfsuite-coldstart"
+STDERR_TAIL_LINES = 6
+DEFAULT_TIMEOUT = 180.0
+
+
+class ColdStartError(PerfsuiteError):
+    """A cold-start child failed or timed out; the message holds its stderr tail."""
+
+
+class ColdCase(Protocol):
+    """What a cold-start target returns: ``load()`` once, then ``call()`` first and steady."""
+
+    def load(self) -> None: ...
+
+    def call(self) -> Any: ...
+
+
+@dataclass
+class ColdTimings:
+    """One fresh process's figures, each timed by the child itself (seconds)."""
+
+    import_s: float
+    load_s: float
+    first_s: float
+    steady_s: list[float] = field(default_factory=list)
+
+    @property
+    def steady_median(self) -> float | None:
+        return statistics.median(self.steady_s) if self.steady_s else None
+
+    @property
+    def cold_warm_ratio(self) -> float | None:
+        """First-call latency over this process's median steady latency."""
+        warm = self.steady_median
+        return self.first_s / warm if warm else None
+
+
+def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(kept) if kept else "(no stderr)"
+
+
+class ColdProcess:
+    """One fresh ``python -m perfsuite.coldstart`` process, driven step by step (see module doc)."""
+
+    def __init__(
+        self,
+        target: str,
+        args: Sequence[str] = (),
+        *,
+        steady: int = 5,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        if ":" not in target:
+            raise ValueError(f"cold-start target {target!r} must be 'module:function'")
+        if steady < 0:
+            raise ValueError(f"steady must be >= 0, got {steady}")
+        self.target = target
+        self.timeout = timeout
+        self.figures: dict[str, Any] = {}
+        self.command = [
+            python,
+            "-m",
+            "perfsuite.coldstart",
+            "--steady",
+            str(steady),
+            target,
+            *map(str, args),
+        ]
+        # Lives as long as the child (closed in close()): a file, not a pipe, so a chatty
+        # stderr can never fill a pipe buffer and block the child.
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._proc = subprocess.Popen(  # an argument list, never a shell
+            self.command,
+            shell=False,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            text=True,
+            bufsize=1,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._ready: dict[str, Any] | None = None
+        self._stderr_text: str | None = None
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.startswith(MARKER + " "):
+                try:
+                    self._lines.put(json.loads(line[len(MARKER) + 1 :]))
+                except ValueError:
+                    self._lines.put({"protocol_error": line.strip()})
+        self._lines.put(None)
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the child process is still alive."""
+        return self._proc.poll() is None
+
+    def stderr_text(self) -> str:
+        """Everything the child wrote to stderr (kept after :meth:`close`)."""
+        if self._stderr_text is None:
+            self._stderr.seek(0)
+            return self._stderr.read().decode("utf-8", "replace")
+        return self._stderr_text
+
+    def stderr_tail(self) -> str:
+        return _tail(self.stderr_text())
+
+    def _error(self, problem: str) -> ColdStartError:
+        return ColdStartError(
+            f"cold-start sample {self.target}: {problem}; stderr: {self.stderr_tail()}"
+        )
+
+    def _expect(self, what: str) -> dict[str, Any]:
+        try:
+            reply = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self.close()
+            raise self._error(f"timed out after {self.timeout:g} s waiting for {what}") from None
+        if reply is None:  # stdout closed: the child exited
+            try:
+                code = self._proc.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise self._error(
+                    f"closed its stdout but did not exit within {self.timeout:g} s"
+                ) from None
+            raise self._error(f"exited with code {code} before {what}")
+        if "protocol_error" in reply:
+            self.close()
+            raise self._error(f"unreadable reply {reply['protocol_error']!r}")
+        self.figures.update(reply)
+        return reply
+
+    def _send(self, command: str) -> dict[str, Any]:
+        self.ready()
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(command + "\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it exited; _expect reports the exit code and stderr
+        return self._expect(command)
+
+    def ready(self) -> dict[str, Any]:
+        """Wait until the target is imported and its case built: ``{"import_s": ...}``."""
+        if self._ready is None:
+            self._ready = self._expect("ready")
+        return self._ready
+
+    def load(self) -> dict[str, Any]:
+        """Run ``case.load()``: ``{"load_s": ...}``."""
+        return self._send("load")
+
+    def first(self) -> dict[str, Any]:
+        """Run the first ``case.call()``: ``{"first_s": ...}``."""
+        return self._send("first")
+
+    def steady(self) -> dict[str, Any]:
+        """Run the steady calls, then wait for a clean exit: ``{"steady_s": [...]}``."""
+        reply = self._send("steady")
+        try:
+            code = self._proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise self._error(
+                f"did not exit within {self.timeout:g} s after its last step"
+            ) from None
+        if code != 0:
+            raise self._error(f"exited with code {code}")
+        return reply
+
+    def timings(self) -> ColdTimings:
+        """The figures gathered so far (after :meth:`steady`, all of them)."""
+        try:
+            return ColdTimings(
+                import_s=float(self.figures["import_s"]),
+                load_s=float(self.figures["load_s"]),
+                first_s=float(self.figures["first_s"]),
+                steady_s=[float(s) for s in self.figures.get("steady_s", [])],
+            )
+        except KeyError as exc:
+            raise self._error(f"no {exc.args[0]} reported") from None
+
+    def close(self) -> None:
+        """Stop the child if it still runs and release its pipes (idempotent)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._reader.join(timeout=5)
+        if self._stderr_text is None:
+            self._stderr_text = self.stderr_text()
+            self._stderr.close()
+
+    def __enter__(self) -> ColdProcess:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def start_many(
+    count: int, target: str, args: Sequence[str] = (), **kwargs: Any
+) -> list[ColdProcess]:
+    """Start ``count`` fresh processes together and wait until each is ready.
+
+    Starting them together overlaps their interpreter start and framework import
+    (the expensive, untimed part); drive their timed steps one process at a time.
+    """
+    procs: list[ColdProcess] = []
+    try:
+        for _ in range(count):
+            procs.append(ColdProcess(target, args, **kwargs))
+        for proc in procs:
+            proc.ready()
+    except BaseException:
+        for proc in procs:
+            proc.close()
+        raise
+    return procs
+
+
+def run_cold_sample(target: str, args: Sequence[str] = (), **kwargs: Any) -> ColdTimings:
+    """Every step in one fresh process; returns the child's timings."""
+    with ColdProcess(target, args, **kwargs) as proc:
+        proc.ready()
+        proc.load()
+        proc.first()
+        proc.steady()
+        return proc.timings()
+
+
+# --- the child side: python -m perfsuite.coldstart [--steady N] module:function [args...]
+
+
+def _reply(out: IO[str], **values: Any) -> None:
+    out.write(f"{MARKER} {json.dumps(values)}\n")
+    out.flush()
+
+
+def child_main(argv: Sequence[str] | None = None) -> int:
+    """Run one cold-start case, answering each command read from stdin with a JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m perfsuite.coldstart")
+    parser.add_argument("--steady", type=int, default=5)
+    parser.add_argument("target", help="module:function returning a case (load, call)")
+    parser.add_argument("args", nargs="*")
+    ns = parser.parse_args(argv)
+    # Keep the protocol on a private copy of stdout; anything a library prints
+    # (from Python or C) goes to stderr instead.
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    start = time.perf_counter()
+    module_name, _, function = ns.target.partition(":")
+    case: ColdCase = getattr(importlib.import_module(module_name), function)(list(ns.args))
+    _reply(out, import_s=time.perf_counter() - start)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "load":
+            start = time.perf_counter()
+            case.load()
+            _reply(out, load_s=time.perf_counter() - start)
+        elif command == "first":
+            start = time.perf_counter()
+            case.call()
+            _reply(out, first_s=time.perf_counter() - start)
+        elif command == "steady":
+            steady = []
+            for _ in range(ns.steady):
+                start = time.perf_counter()
+                case.call()
+                steady.append(time.perf_counter() - start)
+            _reply(out, steady_s=steady)
+            return 0
+        else:
+            print(f"perfsuite.coldstart: unknown command {command!r}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())
