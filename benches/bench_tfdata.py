@@ -1,0 +1,94 @@
+"""tf.data pipeline variants against the host's JPEG-decode roofline, and end-to-end training."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
+
+from perfsuite.tfrecords import materialize_shards
+from perfsuite.workloads import tf_models
+from perfsuite.workloads import tfdata_pipelines as pipes
+
+pytestmark = pytest.mark.tf
+
+
+def _warmed(
+    perf: Any, image_dataset: Any, data_dir: Any, variant: str, batch: int, batches_per_call: int
+) -> tuple[pipes.Pipeline, Any]:
+    """Build ``variant`` and warm it: a few batches, then until autotuning has settled."""
+    warm_seconds = perf.pick(smoke=0.1, default=1.0, full=2.0)
+    warm_max = perf.pick(smoke=8, default=32, full=32)
+    calls = perf.settings.rounds + perf.settings.warmup_rounds
+    spec = pipes.PipelineSpec(
+        batch=batch,
+        shuffle_buffer=image_dataset.count,  # shuffles paths, before any decode: cheap
+        seed=20211104,
+        cache_batches=pipes.cache_bound(warm_max, calls, batches_per_call),
+        shards=(
+            materialize_shards(image_dataset, data_dir, perf.pick(smoke=2, default=4, full=16))
+            if variant == "tfrecord"
+            else None
+        ),
+    )
+    pipeline = pipes.build(variant, image_dataset, spec)
+    iterator = pipeline.warm(warm_seconds, warm_max)
+    pipeline.params.update(warm_seconds=warm_seconds, warmed_batches=pipeline.warmed)
+    return pipeline, iterator
+
+
+@pytest.mark.parametrize("variant", pipes.VARIANTS)
+def test_tfdata(perf: Any, image_dataset: Any, perf_settings: Any, variant: str) -> None:
+    batch, batches = perf.pick(smoke=8, default=32, full=64), perf.pick(smoke=2, default=4, full=4)
+    pipeline, iterator = _warmed(
+        perf, image_dataset, perf_settings.data_dir, variant, batch, batches
+    )
+    perf.measure(
+        lambda: pipes.take_batches(iterator, batches),
+        items=batch * batches,
+        group="tfdata",
+        variant=variant,
+        baseline=variant == "baseline",
+        roofline=variant == "decode_roofline",
+        dataset=image_dataset,
+        params={**pipeline.params, "batches_per_call": batches},
+    )
+
+
+@pytest.mark.parametrize("variant", ["baseline", pipes.BEST])
+def test_tfdata_e2e(perf: Any, image_dataset: Any, perf_settings: Any, variant: str) -> None:
+    batch, steps = perf.pick(smoke=8, default=32, full=64), perf.pick(smoke=2, default=3, full=8)
+    name = perf.pick(smoke="small_cnn", default="small_cnn", full="mobilenet_v2")
+    # The step is traced before the pipeline starts, so no batches pile up meanwhile.
+    loop = tf_models.TrainLoop(tf_models.classifier(name, image_dataset.num_classes), batch, steps)
+    pipeline, loop.iterator = _warmed(
+        perf, image_dataset, perf_settings.data_dir, variant, batch, steps
+    )
+    perf.measure(
+        loop,
+        items=batch * steps,
+        group="tfdata_e2e",
+        variant=variant,
+        baseline=variant == "baseline",
+        dataset=image_dataset,
+        device=tf_models.model_device(),
+        params={
+            "pipeline": pipeline.params,
+            "model": name,
+            "batch": batch,
+            "steps_per_call": steps,
+            "optimizer": "adam",
+        },
+    )
+    perf.count("traces", loop.traces)
+    assert loop.traces == 1, f"the training step retraced while timed ({loop.traces} traces)"
+    calls = perf.timings()
+    if calls:  # empty when timing is disabled (--benchmark-disable)
+        share = tf_models.input_bound_share(loop.waits[-len(calls) :], calls)
+        perf.note(
+            input_bound_share=round(share, 4),
+            step_time_ms=round(statistics.median(calls) / steps * 1000, 3),
+        )
