@@ -21,6 +21,7 @@ from perfsuite.datasets import ImageDataset
 
 #: extra_info keys perfsuite owns; ``params`` holds the bench's own parameters
 EXACT_COUNTERS_KEY = "exact_counters"
+NOTES_KEY = "notes"
 
 
 def items_per_second(items: float, seconds: float) -> float:
@@ -75,8 +76,11 @@ class SessionResults:
 
     def rooflines(self) -> dict[str, float]:
         """dataset hash -> the roofline bench's items/s on that dataset."""
-        return {r.dataset_hash: r.rate for r in self.records
-                if r.roofline and r.rate is not None and r.dataset_hash is not None}
+        return {
+            r.dataset_hash: r.rate
+            for r in self.records
+            if r.roofline and r.rate is not None and r.dataset_hash is not None
+        }
 
     def finalize(self) -> None:
         """Fill ``speedup`` (over the group's baseline) and ``efficiency`` (over the roofline)."""
@@ -104,8 +108,16 @@ class Perf:
     ...                  params={"batch": 32})
     """
 
-    def __init__(self, benchmark: Any, nodeid: str, default_variant: str, default_group: str,
-                 cfg: PerfConfig, settings: BenchSettings, results: SessionResults) -> None:
+    def __init__(
+        self,
+        benchmark: Any,
+        nodeid: str,
+        default_variant: str,
+        default_group: str,
+        cfg: PerfConfig,
+        settings: BenchSettings,
+        results: SessionResults,
+    ) -> None:
         self.benchmark = benchmark
         self.nodeid = nodeid
         self.cfg = cfg
@@ -148,10 +160,11 @@ class Perf:
     ) -> Any:
         """Time ``fn`` (one call = ``items`` items) and record throughput; returns fn's result.
 
-        ``device`` says where the work ran (``cpu`` or ``gpu``). ``sync`` runs inside the timed region after each call (pass ``gpu.sync``), ``setup``
-        runs before each call outside it (pytest-benchmark's pedantic ``setup``), and
-        ``roofline=True`` marks this bench as the limit other benches on the same dataset
-        are measured against. Warm-up rounds run first and are never timed.
+        ``device`` says where the work ran (``cpu`` or ``gpu``). ``sync`` runs inside the
+        timed region after each call (pass ``gpu.sync``), ``setup`` runs before each call
+        outside it (pytest-benchmark's pedantic ``setup``), and ``roofline=True`` marks this
+        bench as the limit other benches on the same dataset are measured against. Warm-up
+        rounds run first and are never timed.
         """
         if self.record is not None:
             raise RuntimeError(f"{self.nodeid}: perf.measure() may be called once per bench")
@@ -161,23 +174,26 @@ class Perf:
         variant = variant or self._default_variant
         self.benchmark.group = group
         info = self.extra_info
-        info.update({
-            "group": group,
-            "variant": variant,
-            "baseline": baseline,
-            "roofline": roofline,
-            "unit": unit,
-            "items": items,
-            "scale": self.scale,
-            "device": device,
-            "threshold": self.settings.threshold,
-            "params": dict(params or {}),
-        })
+        info.update(
+            {
+                "group": group,
+                "variant": variant,
+                "baseline": baseline,
+                "roofline": roofline,
+                "unit": unit,
+                "items": items,
+                "scale": self.scale,
+                "device": device,
+                "threshold": self.settings.threshold,
+                "params": dict(params or {}),
+            }
+        )
         if dataset is not None:
             info.update(dataset.extra_info())
 
         target = fn
         if sync is not None:
+
             def target(*args: Any, **kwargs: Any) -> Any:
                 result = fn(*args, **kwargs)
                 sync()
@@ -187,8 +203,9 @@ class Perf:
             target,
             setup=setup,
             rounds=rounds if rounds is not None else self.settings.rounds,
-            warmup_rounds=(warmup_rounds if warmup_rounds is not None
-                           else self.settings.warmup_rounds),
+            warmup_rounds=(
+                warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
+            ),
             iterations=1,
         )
         rate = None
@@ -197,8 +214,14 @@ class Perf:
             rate = items_per_second(items, statistics.median(data))
             info["items_per_second"] = round(rate, 3)
         self.record = BenchRecord(
-            nodeid=self.nodeid, group=group, variant=variant, extra_info=info,
-            baseline=baseline, roofline=roofline, unit=unit, rate=rate,
+            nodeid=self.nodeid,
+            group=group,
+            variant=variant,
+            extra_info=info,
+            baseline=baseline,
+            roofline=roofline,
+            unit=unit,
+            rate=rate,
             dataset_hash=info.get("dataset_hash"),
         )
         self._results.add(self.record)
@@ -211,14 +234,20 @@ class Perf:
         return list(getattr(inner, "data", []) or [])
 
     def count(self, name: str, value: int) -> None:
-        """Record an exact integer counter (traces, recompiles, ...): compared without statistics."""
+        """Record an exact integer counter (traces, recompiles): compared without statistics."""
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"counter {name!r} must be an int, got {value!r}")
         record_counter(self.extra_info, name, value)
 
     def note(self, **values: Any) -> None:
-        """Record extra figures beside the timing (e.g. ``input_bound_share=0.4``)."""
+        """Record extra figures beside the timing (e.g. ``input_bound_share=0.4``).
+
+        Their names are listed under ``extra_info["notes"]``, and the summary table
+        shows them in its notes column (names starting with ``dataset`` excepted).
+        """
         self.extra_info.update(values)
+        names = self.extra_info.setdefault(NOTES_KEY, [])
+        names.extend(name for name in values if name not in names)
 
 
 def record_counter(extra_info: dict[str, Any], name: str, value: int) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from perfsuite.measure import BenchRecord
+from perfsuite.measure import NOTES_KEY, BenchRecord
 
 
 def _fmt_rate(rate: float | None) -> str:
@@ -34,12 +35,25 @@ def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
                 _fmt_ratio(rec.speedup),
                 _fmt_pct(rec.efficiency),
                 "-" if traces is None else str(traces),
+                _fmt_notes(rec.extra_info),
             ]
         )
     return groups
 
 
-HEADER = ["variant", "throughput", "speedup", "efficiency", "traces"]
+def _fmt_notes(extra_info: dict[str, Any]) -> str:
+    """``name=value`` for each figure a bench noted with ``perf.note`` (dataset keys hidden)."""
+    parts = []
+    for name in extra_info.get(NOTES_KEY, []):
+        if name.startswith("dataset") or name not in extra_info:
+            continue
+        value = extra_info[name]
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        parts.append(f"{name}={text}")
+    return " ".join(parts)
+
+
+HEADER = ["variant", "throughput", "speedup", "efficiency", "traces", "notes"]
 
 
 def format_table(rows: Sequence[Sequence[str]], header: Sequence[str] = HEADER) -> list[str]:

@@ -141,10 +141,10 @@ def test_summary_rows_and_lines() -> None:
     rows = summary_rows(results.records)
     assert list(rows) == ["tfdata", "roofline"]
     assert rows["tfdata"] == [
-        ["baseline (baseline)", "100.0 images/s", "1.00x", "4%", "-"],
-        ["parallel", "1,234 images/s", "12.35x", "50%", "2"],
+        ["baseline (baseline)", "100.0 images/s", "1.00x", "4%", "-", ""],
+        ["parallel", "1,234 images/s", "12.35x", "50%", "2", ""],
     ]
-    assert rows["roofline"] == [["read_only (roofline)", "2,469 images/s", "-", "-", "-"]]
+    assert rows["roofline"] == [["read_only (roofline)", "2,469 images/s", "-", "-", "-", ""]]
     lines = summary_lines(results.records)
     assert lines[0] == "group tfdata:"
     assert lines[1].split() == HEADER
@@ -158,7 +158,17 @@ def test_summary_rows_and_lines() -> None:
 
 def test_summary_without_rate() -> None:
     rows = summary_rows([record("disabled", None)])
-    assert rows == {"tfdata": [["disabled", "-", "-", "-", "-"]]}
+    assert rows == {"tfdata": [["disabled", "-", "-", "-", "-", ""]]}
+
+
+def test_summary_shows_noted_figures_but_not_dataset_keys() -> None:
+    rec = record("e2e", 50.0)
+    rec.extra_info.update(
+        {"input_bound_share": 0.23456, "step_time_ms": 60, "dataset_hash": "abc"},
+        notes=["input_bound_share", "step_time_ms", "dataset_hash"],
+    )
+    rows = summary_rows([rec])
+    assert rows["tfdata"][0][-1] == "input_bound_share=0.2346 step_time_ms=60"
 
 
 def test_format_table_aligns_columns() -> None:
