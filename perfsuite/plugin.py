@@ -72,6 +72,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Saved runs keep raw per-round timings, so comparisons use distributions.
     if config.getoption("benchmark_save", None) or config.getoption("benchmark_autosave", None):
         config.option.benchmark_save_data = True
+    from perfsuite.verdict.gate import PLUGIN_NAME, VerdictPlugin
+
+    config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -88,6 +91,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
     """Collect ``bench_*.py`` files even where ``python_files`` does not name them."""
     if file_path.suffix != ".py" or not fnmatch.fnmatch(file_path.name, "bench_*.py"):
         return None
+    if parent.session.isinitpath(file_path):
+        return None  # named on the command line: pytest collects it already
     patterns = parent.config.getini("python_files")
     if any(fnmatch.fnmatch(file_path.name, pat) for pat in patterns):
         return None  # pytest's python plugin collects it already
@@ -111,8 +116,9 @@ def _gpu_or_skip(config: pytest.Config) -> GPUInfo:
     info = session_gpu(config)
     if info.count == 0:
         if cfg.device is Device.GPU:
-            pytest.fail(f"--perf-device gpu was given but no GPU was found: {info.reason}",
-                        pytrace=False)
+            pytest.fail(
+                f"--perf-device gpu was given but no GPU was found: {info.reason}", pytrace=False
+            )
         pytest.skip(f"no GPU: {info.reason}")
     return info
 
@@ -135,8 +141,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
 
 
-def pytest_benchmark_update_machine_info(config: pytest.Config,
-                                         machine_info: dict[str, Any]) -> None:
+def pytest_benchmark_update_machine_info(
+    config: pytest.Config, machine_info: dict[str, Any]
+) -> None:
     from perfsuite.machine import machine_facts
 
     facts = machine_facts(session_gpu(config))
@@ -144,7 +151,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config,
     machine_info["perfsuite"] = facts
 
 
-def _fail(exc: PerfsuiteError) -> pytest.fail.Exception:
+def _fail(exc: PerfsuiteError) -> BaseException:
     return pytest.fail.Exception(str(exc), pytrace=False)
 
 
@@ -169,8 +176,9 @@ def dataset_recipe(pytestconfig: pytest.Config) -> Callable[..., Recipe]:
 
 
 @pytest.fixture(scope="session")
-def make_image_dataset(pytestconfig: pytest.Config,
-                       dataset_recipe: Callable[..., Recipe]) -> Callable[..., ImageDataset]:
+def make_image_dataset(
+    pytestconfig: pytest.Config, dataset_recipe: Callable[..., Recipe]
+) -> Callable[..., ImageDataset]:
     """Build (or reuse from the cache) the JPEG dataset of a recipe at this session's scale.
 
     >>> def test_x(make_image_dataset):
@@ -180,8 +188,11 @@ def make_image_dataset(pytestconfig: pytest.Config,
     built: dict[str, ImageDataset] = {}
 
     def make(recipe: str | Recipe, **overrides: Any) -> ImageDataset:
-        resolved = (dataset_recipe(recipe, **overrides) if isinstance(recipe, str)
-                    else recipe.with_overrides(**overrides))
+        resolved = (
+            dataset_recipe(recipe, **overrides)
+            if isinstance(recipe, str)
+            else recipe.with_overrides(**overrides)
+        )
         if resolved.hash not in built:
             try:
                 built[resolved.hash] = materialize(resolved, cfg.data_dir)
@@ -193,8 +204,9 @@ def make_image_dataset(pytestconfig: pytest.Config,
 
 
 @pytest.fixture(scope="session")
-def image_dataset(pytestconfig: pytest.Config,
-                  make_image_dataset: Callable[..., ImageDataset]) -> ImageDataset:
+def image_dataset(
+    pytestconfig: pytest.Config, make_image_dataset: Callable[..., ImageDataset]
+) -> ImageDataset:
     """The session's photo dataset: the ``imagenet-like`` recipe, or ``--perf-images``."""
     user = pytestconfig.stash.get(USER_DATASET_KEY, None)
     return user if user is not None else make_image_dataset(DEFAULT_RECIPE)
@@ -225,12 +237,14 @@ def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
     variant = callspec.id if callspec is not None else item.name
     module = item.path.stem if item.path is not None else "bench"
     group = module.removeprefix("bench_").removeprefix("test_")
-    handle = Perf(benchmark, item.nodeid, variant, group, cfg, settings,
-                  session_results(request.config))
+    handle = Perf(
+        benchmark, item.nodeid, variant, group, cfg, settings, session_results(request.config)
+    )
     yield handle
     if handle.record is not None:
         request.config.hook.pytest_perfsuite_update_extra_info(
-            item=item, extra_info=handle.extra_info)
+            item=item, extra_info=handle.extra_info
+        )
 
 
 @pytest.fixture

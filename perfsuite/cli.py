@@ -1,0 +1,190 @@
+"""The ``perfsuite`` console script: judge and report saved runs outside pytest.
+
+``perfsuite compare BASELINE CURRENT`` prints the same verdict table as
+``pytest --benchmark-compare`` and exits with
+
+* 0: no bench slower and no exact counter rose,
+* 1: a regression (a bench slower, or an exact counter rose),
+* 2: bad input (a file that is not a pytest-benchmark run, a run id that does not exist),
+* 3: the runs come from different machines or stacks (``--allow-machine-mismatch``
+  judges them anyway).
+
+``perfsuite report --out DIR`` writes ``summary.md`` and PNG plots for the newest
+saved run (or ``--current``) against the run before it (or ``--baseline``).
+
+BASELINE, CURRENT, ``--baseline`` and ``--current`` are file paths or run ids/globs in
+the storage (``0004``, ``0004_nightly``, ``Linux-CPython-3.11-64bit/0004``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfsuite.errors import PerfsuiteError
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_MACHINE_MISMATCH = 3
+
+DEFAULT_STORAGE = ".benchmarks"
+
+
+def _threshold(value: str) -> float:
+    from perfsuite.options import parse_threshold
+
+    return parse_threshold(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="perfsuite",
+        description="Judge and report pytest-benchmark runs saved by perfsuite.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def storage_option(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--storage",
+            default=DEFAULT_STORAGE,
+            metavar="DIR",
+            help="pytest-benchmark file storage where run ids are looked up "
+            f"(file:// accepted; default: {DEFAULT_STORAGE})",
+        )
+        sub.add_argument(
+            "--threshold",
+            type=_threshold,
+            default=0.05,
+            metavar="FRACTION",
+            help="minimum change of the median for benches whose run records "
+            "no threshold of its own (default 0.05)",
+        )
+
+    compare = commands.add_parser(
+        "compare",
+        help="judge CURRENT against BASELINE; exit 1 on a regression",
+        description="Judge each bench of CURRENT against BASELINE. Exit status: 0 no "
+        "regression, 1 regression, 2 bad input, 3 different machine or stack.",
+    )
+    compare.add_argument("baseline", metavar="BASELINE", help="run file or run id")
+    compare.add_argument("current", metavar="CURRENT", help="run file or run id")
+    storage_option(compare)
+    compare.add_argument(
+        "--allow-machine-mismatch",
+        action="store_true",
+        help="judge runs from different machines or stacks anyway",
+    )
+    compare.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the table as Markdown (for $GITHUB_STEP_SUMMARY)",
+    )
+
+    report = commands.add_parser(
+        "report",
+        help="write summary.md and PNG plots for a saved run",
+        description="Write summary.md (verdict table, per-group throughput) and PNG "
+        "plots (per-group throughput, per-bench history) into --out.",
+    )
+    storage_option(report)
+    report.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="run to judge against (default: the run saved before --current)",
+    )
+    report.add_argument(
+        "--current", metavar="RUN", help="run to report (default: the newest saved run)"
+    )
+    report.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="folder to write into (created if missing)",
+    )
+    return parser
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+    from perfsuite.verdict.runs import Storage, find_run, load_run, storage_path
+    from perfsuite.verdict.table import markdown_lines, text_lines
+
+    storage = Storage(storage_path(args.storage), None)
+    baseline = load_run(find_run(args.baseline, storage))
+    current = load_run(find_run(args.current, storage))
+    comparison = compare_runs(baseline, current, args.threshold)
+    lines = markdown_lines(comparison) if args.markdown else text_lines(comparison)
+    decision = gate_decision(
+        comparison, args.allow_machine_mismatch, allow_flag="--allow-machine-mismatch"
+    )
+    lines.append(f"perfsuite compare: {decision.outcome.value}: {decision.message}")
+    print("\n".join(lines))
+    return {
+        Outcome.PASS: EXIT_OK,
+        Outcome.REGRESSION: EXIT_REGRESSION,
+        Outcome.MISMATCH: EXIT_MACHINE_MISMATCH,
+    }[decision.outcome]
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from perfsuite.report import write_report
+    from perfsuite.verdict.compare import compare_runs
+    from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
+
+    storage = Storage(storage_path(args.storage), None)
+    if args.current:
+        current_path = find_run(args.current, storage)
+    else:
+        latest = storage.latest()
+        if latest is None:
+            raise PerfsuiteError(
+                f"{storage.root}: no saved runs to report "
+                "(save one with pytest --benchmark-autosave, or pass --current)"
+            )
+        current_path = latest
+    current = load_run(current_path)
+    # History: the runs saved beside the current one (its machine folder), oldest first.
+    folder = Storage(current_path.parent.parent, current_path.parent.name)
+    saved = [p for p in folder.runs() if p.resolve() != current_path.resolve()]
+    in_storage = len(saved) < len(folder.runs())
+    notes: list[str] = []
+    if args.baseline:
+        baseline_path: Path | None = find_run(args.baseline, storage)
+    else:
+        key = (current_path.name, str(current_path.parent))
+        earlier = [p for p in saved if (p.name, str(p.parent)) < key] if in_storage else []
+        baseline_path = earlier[-1] if earlier else None
+        if baseline_path is None:
+            notes.append(f"no run saved before {current_path.name}: nothing to compare yet")
+    comparison = None
+    if baseline_path is not None:
+        comparison = compare_runs(load_run(baseline_path), current, args.threshold)
+    history = [*load_runs(saved), current] if in_storage else [current]
+    history.sort(key=lambda run: Path(run.source).name)
+    files = write_report(args.out, current, comparison, [*history, current], notes=notes)
+    print(f"perfsuite report: wrote {len(files)} files into {args.out} (summary: {files[0]})")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``perfsuite`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "compare":
+            return run_compare(args)
+        return run_report(args)
+    except PerfsuiteError as exc:
+        print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""Reports: a Markdown summary (fit for ``$GITHUB_STEP_SUMMARY``) and PNG plots.
+
+``write_report(out, current, comparison, history)`` writes into ``out``:
+
+* ``summary.md``: the verdict table (when a baseline was compared), then per group
+  each variant's median items/s, its spread and its speedup over the group's baseline;
+* ``throughput-<group>.png``: per group, each variant's per-round items/s as a box plot
+  (seconds per call for benches that declare no items);
+* ``history/<bench>.png``: per bench, its median items/s (or time) across the saved
+  runs, with the interquartile range as error bars and the current run marked.
+
+matplotlib is imported only here, inside the plotting functions, with the Agg canvas
+(no display needed, no global pyplot state). Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perfsuite.fsutil import atomic_write_bytes, atomic_write_text
+from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.runs import Bench, Run
+
+SUMMARY_NAME = "summary.md"
+
+
+def _quantiles(values: Sequence[float]) -> tuple[float, float, float]:
+    import numpy as np
+
+    q1, q2, q3 = np.quantile(np.asarray(values, dtype=float), [0.25, 0.5, 0.75])
+    return float(q1), float(q2), float(q3)
+
+
+def _fmt_rate(rate: float) -> str:
+    return f"{rate:,.1f}" if rate < 1000 else f"{rate:,.0f}"
+
+
+def safe_name(text: str, key: str | None = None) -> str:
+    """A file-name-safe stem for ``text``, made unique by a short hash of ``key`` (or text)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_.")[:80] or "bench"
+    digest = hashlib.sha1((key or text).encode("utf-8")).hexdigest()[:8]
+    return f"{stem}-{digest}"
+
+
+def _group_of(bench: Bench) -> str:
+    return str(bench.extra_info.get("group") or bench.group or "ungrouped")
+
+
+def _variant_of(bench: Bench) -> str:
+    return str(bench.extra_info.get("variant") or bench.name)
+
+
+def groups(run: Run) -> dict[str, list[Bench]]:
+    """The run's benches by group, in first-seen order."""
+    found: dict[str, list[Bench]] = {}
+    for bench in run.benches.values():
+        found.setdefault(_group_of(bench), []).append(bench)
+    return found
+
+
+def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
+    """variant, median items/s, spread (IQR of per-round items/s), speedup, rounds."""
+    baseline_rate = next((b.median_rate() for b in benches if b.extra_info.get("baseline")), None)
+    rows = []
+    for bench in benches:
+        rate = bench.median_rate()
+        rates = bench.rates()
+        tag = (
+            " (baseline)"
+            if bench.extra_info.get("baseline")
+            else (" (roofline)" if bench.extra_info.get("roofline") else "")
+        )
+        spread = "-"
+        if len(rates) >= 2:
+            q1, _, q3 = _quantiles(rates)
+            spread = f"{_fmt_rate(q1)} - {_fmt_rate(q3)}"
+        speedup = f"{rate / baseline_rate:.2f}x" if rate and baseline_rate else "-"
+        rows.append(
+            [
+                _variant_of(bench) + tag,
+                f"{_fmt_rate(rate)} {bench.unit}/s"
+                if rate
+                else (f"{bench.median * 1000:.3f} ms/call" if bench.median else "-"),
+                spread,
+                speedup,
+                str(len(bench.data)) if bench.data else "-",
+            ]
+        )
+    return rows
+
+
+GROUP_HEADER = [
+    "variant",
+    "median throughput",
+    "IQR of per-round throughput",
+    "speedup over baseline",
+    "rounds",
+]
+
+
+def _machine_line(run: Run) -> str:
+    facts = run.facts
+    if not facts:
+        return ""
+    parts = [f"{facts.get('cpu_model', '?')}, {facts.get('cpu_count', '?')} CPUs"]
+    if facts.get("gpu_name"):
+        parts.append(f"{facts.get('gpu_count', 1)}x {facts['gpu_name']}")
+    versions = facts.get("versions") or {}
+    stack = [f"{k} {v}" for k, v in versions.items() if v and k != "perfsuite"]
+    if stack:
+        parts.append(", ".join(stack))
+    return "Machine: " + "; ".join(parts) + "."
+
+
+def summary_markdown(
+    current: Run,
+    comparison: RunComparison | None,
+    plots: Sequence[Path],
+    out: Path,
+    notes: Sequence[str] = (),
+) -> str:
+    """The text of ``summary.md``."""
+    from perfsuite.verdict.table import markdown_lines, markdown_table
+
+    lines = ["# perfsuite report", ""]
+    stamp = f" ({current.datetime})" if current.datetime else ""
+    lines.append(f"Run: `{current.source}`{stamp}, {len(current.benches)} benches.")
+    machine = _machine_line(current)
+    if machine:
+        lines.append(machine)
+    lines.append("")
+    lines.extend(["## Verdict", ""])
+    lines.extend(f"> {note}" for note in notes)
+    if notes:
+        lines.append("")
+    if comparison is not None:
+        lines.extend(markdown_lines(comparison))
+    else:
+        lines.append("No baseline was compared.")
+    lines.extend(["", "## Throughput by group", ""])
+    for group, benches in groups(current).items():
+        lines.extend([f"### {group}", ""])
+        lines.extend(markdown_table(group_rows(benches), GROUP_HEADER))
+        lines.append("")
+    if plots:
+        lines.extend(["## Plots", ""])
+        lines.extend(f"- `{p.relative_to(out)}`" for p in plots)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
+    """Box plot of each variant's per-round throughput (seconds when no items are declared)."""
+    use_rates = all(b.items for b in benches)
+    series = [(b, b.rates() if use_rates else list(b.data)) for b in benches]
+    series = [(b, values) for b, values in series if values]
+    if not series:
+        return None
+    figure = _figure(max(5.0, 1.2 * len(series) + 2), 4.0)
+    axes = figure.add_subplot(1, 1, 1)
+    labels = [
+        _variant_of(b) + ("\n(baseline)" if b.extra_info.get("baseline") else "") for b, _ in series
+    ]
+    boxes = axes.boxplot([values for _, values in series], patch_artist=True)
+    axes.set_xticks(range(1, len(labels) + 1), labels, rotation=20, ha="right")
+    for patch, (bench, _) in zip(boxes["boxes"], series, strict=True):
+        patch.set_facecolor("#f4a261" if bench.extra_info.get("baseline") else "#8ecae6")
+    unit = series[0][0].unit
+    axes.set_ylabel(
+        f"{unit}/s per round (higher is better)"
+        if use_rates
+        else "seconds per call (lower is better)"
+    )
+    axes.set_title(f"{group}: throughput by variant")
+    axes.grid(axis="y", alpha=0.3)
+    return _png(figure)
+
+
+def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | None:
+    """One bench's median (with IQR error bars) across ``history``; ``current`` is marked."""
+    points: list[tuple[str, float, float, float, bool]] = []
+    use_rates = bool(current.benches[fullname].items)
+    for run in history:
+        bench = run.benches.get(fullname)
+        if bench is None:
+            continue
+        values = bench.rates() if use_rates else list(bench.data)
+        if values:
+            q1, q2, q3 = _quantiles(values)
+        else:
+            centre = bench.median_rate() if use_rates else bench.median
+            if not centre:
+                continue
+            q1 = q2 = q3 = centre
+        points.append((run.name, q1, q2, q3, run is current))
+    if not points:
+        return None
+    figure = _figure(max(5.0, 0.5 * len(points) + 3), 3.6)
+    axes = figure.add_subplot(1, 1, 1)
+    xs = list(range(len(points)))
+    medians = [p[2] for p in points]
+    low = [p[2] - p[1] for p in points]
+    high = [p[3] - p[2] for p in points]
+    axes.errorbar(
+        xs,
+        medians,
+        yerr=[low, high],
+        fmt="o-",
+        color="#457b9d",
+        capsize=3,
+        label="saved runs (median, IQR)",
+    )
+    marked = [i for i, p in enumerate(points) if p[4]]
+    if marked:
+        axes.plot(
+            [xs[i] for i in marked],
+            [medians[i] for i in marked],
+            marker="*",
+            markersize=16,
+            linestyle="none",
+            color="#e63946",
+            label="current run",
+        )
+    axes.set_xticks(xs, [p[0] for p in points], rotation=30, ha="right", fontsize=7)
+    unit = current.benches[fullname].unit
+    axes.set_ylabel(
+        f"{unit}/s (higher is better)" if use_rates else "seconds per call (lower is better)"
+    )
+    axes.set_title(current.benches[fullname].label, fontsize=9)
+    axes.legend(fontsize=7, loc="best")
+    axes.grid(alpha=0.3)
+    return _png(figure)
+
+
+def write_report(
+    out: Path,
+    current: Run,
+    comparison: RunComparison | None,
+    history: Sequence[Run],
+    notes: Sequence[str] = (),
+) -> list[Path]:
+    """Write ``summary.md`` and the PNGs into ``out``; returns the files written.
+
+    ``history`` is every run to plot, oldest first, and should include ``current``
+    (matched by identity) so it is marked.
+    """
+    written: list[Path] = []
+    for group, benches in groups(current).items():
+        data = throughput_png(group, benches)
+        if data is not None:
+            path = out / f"throughput-{safe_name(group)}.png"
+            atomic_write_bytes(path, data)
+            written.append(path)
+    for fullname in current.benches:
+        data = history_png(fullname, history, current)
+        if data is not None:
+            path = out / "history" / f"{safe_name(current.benches[fullname].label, fullname)}.png"
+            atomic_write_bytes(path, data)
+            written.append(path)
+    summary = out / SUMMARY_NAME
+    atomic_write_text(summary, summary_markdown(current, comparison, written, out, notes))
+    return [summary, *written]

@@ -1,0 +1,1 @@
+"""Regression verdicts: statistics on raw samples, exact counters, the gate, offline compare."""

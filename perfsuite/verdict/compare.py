@@ -1,0 +1,330 @@
+"""Pairing a run's benches with its baseline's and judging each pair.
+
+What makes two runs comparable (``machine_mismatch``): the same CPU model and usable
+CPU count, the same GPU model and count, GPU driver, CUDA and cuDNN, the same Python
+minor version, and the same versions of the measured stack (TensorFlow, PyTorch, DALI,
+NumPy, Pillow, pytest-benchmark). perfsuite's own version is left out on purpose: a
+perfsuite change is what a comparison is often meant to judge. GPU memory size is left
+out too: the GPU model already fixes it. A plugin can add facts through
+``pytest_perfsuite_update_machine_facts``; those under the ``extra`` key of the facts
+are compared as well.
+
+Per bench, a different ``scale`` or ``dataset_hash`` makes the pair "not comparable":
+it is listed with the reason and never judged.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfsuite.verdict.runs import Bench, Run
+from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
+
+DEFAULT_THRESHOLD = 0.05
+
+#: perfsuite machine facts that define "the same machine and stack"
+MACHINE_KEYS: tuple[str, ...] = (
+    "cpu_model",
+    "cpu_count",
+    "gpu_name",
+    "gpu_count",
+    "gpu_driver",
+    "cuda",
+    "cudnn",
+)
+#: versions (``facts['versions']``) that define "the same stack"; perfsuite's own is left out
+VERSION_KEYS: tuple[str, ...] = (
+    "tensorflow",
+    "torch",
+    "nvidia.dali",
+    "numpy",
+    "pillow",
+    "pytest-benchmark",
+)
+#: per-bench extra_info keys that must match for a pair to be judged at all
+COMPARABLE_KEYS: tuple[str, ...] = ("scale", "dataset_hash")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One machine or stack fact that differs between baseline and current."""
+
+    key: str
+    baseline: Any
+    current: Any
+
+    def __str__(self) -> str:
+        def show(value: Any) -> str:
+            return "-" if value is None else str(value)
+
+        return f"{self.key} {show(self.baseline)} -> {show(self.current)}"
+
+
+def _python_minor(machine_info: dict[str, Any]) -> str | None:
+    version = machine_info.get("python_version")
+    return ".".join(str(version).split(".")[:2]) if version else None
+
+
+def _machine_view(run: Run) -> dict[str, Any]:
+    facts = run.facts
+    view: dict[str, Any] = {key: facts.get(key) for key in MACHINE_KEYS}
+    versions = facts.get("versions")
+    versions = versions if isinstance(versions, dict) else {}
+    view.update({key: versions.get(key) for key in VERSION_KEYS})
+    extra = facts.get("extra")
+    if isinstance(extra, dict):
+        view.update({f"extra.{k}": v for k, v in extra.items()})
+    view["python"] = _python_minor(run.machine_info)
+    return view
+
+
+def machine_mismatch(baseline: Run, current: Run) -> list[Difference]:
+    """Facts that differ; a run saved without perfsuite's facts differs in all of them."""
+    base, cur = _machine_view(baseline), _machine_view(current)
+    keys = list(dict.fromkeys([*base, *cur]))
+    return [Difference(k, base.get(k), cur.get(k)) for k in keys if base.get(k) != cur.get(k)]
+
+
+@dataclass(frozen=True)
+class CounterChange:
+    """An exact counter of one bench: baseline and current values (``None`` if absent)."""
+
+    name: str
+    baseline: int | None
+    current: int | None
+
+    @property
+    def rose(self) -> bool:
+        return (
+            self.baseline is not None
+            and self.current is not None
+            and (self.current > self.baseline)
+        )
+
+    @property
+    def fell(self) -> bool:
+        return (
+            self.baseline is not None
+            and self.current is not None
+            and (self.current < self.baseline)
+        )
+
+    def __str__(self) -> str:
+        def show(value: int | None) -> str:
+            return "-" if value is None else str(value)
+
+        return f"{self.name} {show(self.baseline)} -> {show(self.current)}"
+
+
+@dataclass(frozen=True)
+class BenchVerdict:
+    """The verdict on one bench present in both runs."""
+
+    fullname: str
+    label: str
+    baseline: Bench
+    current: Bench
+    time: Comparison | None  # None when not comparable
+    rate_change: float | None  # relative change of the median items/s
+    unit: str
+    counters: tuple[CounterChange, ...] = ()
+    not_comparable: str | None = None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.time.verdict if self.time is not None else None
+
+    @property
+    def counters_rose(self) -> list[CounterChange]:
+        return [c for c in self.counters if c.rose]
+
+    @property
+    def regressed(self) -> bool:
+        """Slower, or an exact counter rose."""
+        return self.verdict is Verdict.SLOWER or bool(self.counters_rose)
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Every bench of ``current`` judged against ``baseline``."""
+
+    baseline: Run
+    current: Run
+    verdicts: list[BenchVerdict]
+    added: list[str]
+    removed: list[str]
+    mismatch: list[Difference] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[BenchVerdict]:
+        return [v for v in self.verdicts if v.regressed]
+
+    @property
+    def not_comparable(self) -> list[BenchVerdict]:
+        return [v for v in self.verdicts if v.not_comparable]
+
+    def counts(self) -> dict[str, int]:
+        """How many benches got each verdict (plus ``not comparable``)."""
+        tally = {v.value: 0 for v in Verdict}
+        tally["not comparable"] = 0
+        for item in self.verdicts:
+            key = item.verdict.value if item.verdict is not None else "not comparable"
+            tally[key] += 1
+        return tally
+
+
+def _threshold(baseline: Bench, current: Bench, default: float) -> float:
+    for info in (current.extra_info, baseline.extra_info):
+        value = info.get("threshold")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return default
+
+
+def _not_comparable(baseline: Bench, current: Bench) -> str | None:
+    reasons = []
+    for key in COMPARABLE_KEYS:
+        old, new = baseline.extra_info.get(key), current.extra_info.get(key)
+        if old is not None and new is not None and old != new:
+            reasons.append(f"{key} {old} -> {new}")
+    if current.median is None and not current.data:
+        reasons.append("current run has no timings")
+    elif baseline.median is None and not baseline.data:
+        reasons.append("baseline has no timings")
+    return "; ".join(reasons) or None
+
+
+def _counters(baseline: Bench, current: Bench) -> tuple[CounterChange, ...]:
+    old, new = baseline.counters(), current.counters()
+    names = list(dict.fromkeys([*old, *new]))
+    return tuple(CounterChange(n, old.get(n), new.get(n)) for n in names)
+
+
+def judge_bench(
+    baseline: Bench, current: Bench, default_threshold: float = DEFAULT_THRESHOLD
+) -> BenchVerdict:
+    """Compare one bench: rank test on raw samples, else medians; counters exactly."""
+    counters = _counters(baseline, current)
+
+    def verdict(
+        time: Comparison | None, rate_change: float | None = None, reason: str | None = None
+    ) -> BenchVerdict:
+        return BenchVerdict(
+            fullname=current.fullname,
+            label=current.label,
+            baseline=baseline,
+            current=current,
+            time=time,
+            rate_change=rate_change,
+            unit=current.unit,
+            counters=counters,
+            not_comparable=reason,
+        )
+
+    reason = _not_comparable(baseline, current)
+    if reason is not None:
+        return verdict(None, reason=reason)
+    threshold = _threshold(baseline, current, default_threshold)
+    try:
+        time = _compare_times(baseline, current, threshold)
+    except ValueError as exc:  # zero or negative timings: nothing sound to judge
+        return verdict(None, reason=str(exc))
+    rate_change = None
+    old_rate, new_rate = baseline.median_rate(), current.median_rate()
+    if baseline.data and current.data and baseline.items and current.items:
+        old_rate, new_rate = _median(baseline.rates()), _median(current.rates())
+    if old_rate and new_rate:
+        rate_change = new_rate / old_rate - 1
+    return verdict(time, rate_change)
+
+
+def _compare_times(baseline: Bench, current: Bench, threshold: float) -> Comparison:
+    if baseline.data and current.data:
+        return compare_samples(baseline.data, current.data, threshold)
+    old = baseline.median if baseline.median is not None else _median(baseline.data)
+    new = current.median if current.median is not None else _median(current.data)
+    side = "baseline" if not baseline.data else "current run"
+    return compare_aggregates(
+        old,
+        new,
+        threshold,
+        reason=f"{side} has no raw samples: medians compared against the threshold only",
+        n_baseline=len(baseline.data),
+        n_current=len(current.data),
+    )
+
+
+def _median(values: tuple[float, ...] | list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def pairs(baseline: Run, current: Run) -> Iterator[tuple[Bench, Bench]]:
+    """Benches present in both runs, in the current run's order."""
+    for name, bench in current.benches.items():
+        if name in baseline.benches:
+            yield baseline.benches[name], bench
+
+
+def compare_runs(
+    baseline: Run, current: Run, default_threshold: float = DEFAULT_THRESHOLD
+) -> RunComparison:
+    """Judge every bench of ``current`` present in ``baseline``; list added and removed ones."""
+    verdicts = [judge_bench(b, c, default_threshold) for b, c in pairs(baseline, current)]
+    added = [n for n in current.benches if n not in baseline.benches]
+    removed = [n for n in baseline.benches if n not in current.benches]
+    return RunComparison(
+        baseline, current, verdicts, added, removed, machine_mismatch(baseline, current)
+    )
+
+
+class Outcome(enum.Enum):
+    """What a gate concludes from a comparison."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    MISMATCH = "machine mismatch"
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """The gate's outcome and the one line that explains it."""
+
+    outcome: Outcome
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.PASS
+
+
+def gate_decision(
+    comparison: RunComparison,
+    allow_mismatch: bool,
+    allow_flag: str = "--perf-allow-machine-mismatch",
+) -> GateDecision:
+    """Regression if any bench is slower or a counter rose; refused on a machine mismatch."""
+    if comparison.mismatch and not allow_mismatch:
+        what = "; ".join(str(d) for d in comparison.mismatch)
+        return GateDecision(
+            Outcome.MISMATCH,
+            f"cannot judge: the baseline is from a different machine or stack "
+            f"({what}); pass {allow_flag} to gate anyway",
+        )
+    regressions = comparison.regressions
+    if regressions:
+        parts = []
+        for item in regressions:
+            why = [item.verdict.value] if item.verdict is Verdict.SLOWER else []
+            why.extend(str(c) for c in item.counters_rose)
+            parts.append(f"{item.label} ({', '.join(why)})")
+        return GateDecision(
+            Outcome.REGRESSION,
+            f"{len(regressions)} regression{'s' if len(regressions) > 1 else ''}: "
+            + "; ".join(parts),
+        )
+    return GateDecision(Outcome.PASS, "no bench slower, no exact counter rose")

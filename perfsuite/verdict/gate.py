@@ -1,0 +1,269 @@
+"""The pytest side of verdicts: compare with ``--benchmark-compare``, gate with ``--perf-gate``.
+
+:class:`VerdictPlugin` is registered by perfsuite's ``pytest_configure`` and fetched
+with ``config.pluginmanager.get_plugin(PLUGIN_NAME)``. It
+
+* resolves the baseline at configure time the way ``--benchmark-compare`` does (the
+  newest saved run of this machine, or the given run id/glob) and turns a broken or
+  missing baseline into a usage error naming the file, or a note when there is no
+  baseline yet;
+* keeps each bench's raw per-round timings as the bench finishes, so the current run
+  is judged whether or not it is saved;
+* judges every bench at session end, sets a non-zero exit status under
+  ``--perf-gate`` when one is slower, an exact counter rose, or the baseline's machine
+  differs (unless ``--perf-allow-machine-mismatch``), writes ``--perf-report``, and
+  prints the "perfsuite verdict" section.
+
+Nothing heavy is imported until a comparison or report is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from perfsuite.config import PerfConfig
+from perfsuite.errors import PerfsuiteError
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.compare import GateDecision, RunComparison
+    from perfsuite.verdict.runs import Bench, Run
+
+PLUGIN_NAME = "perfsuite-verdict"
+CURRENT_SOURCE = "this session"
+
+
+class VerdictPlugin:
+    """Per-session verdict state and the hooks that fill it."""
+
+    def __init__(self, config: pytest.Config, settings: PerfConfig) -> None:
+        self.config = config
+        self.settings = settings
+        self.baseline: Run | None = None
+        self.notes: list[str] = []
+        self.comparison: RunComparison | None = None
+        self.decision: GateDecision | None = None
+        self.report_files: list[Path] = []
+        self._measured: dict[str, Any] = {}
+        self._saved_datetime: str | None = None
+        self._machine_info: dict[str, Any] | None = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, settings: PerfConfig) -> VerdictPlugin:
+        """Build the plugin and resolve the baseline now, before pytest-benchmark loads it.
+
+        A broken or unknown baseline is a usage error naming the file, raised here so it
+        comes before pytest-benchmark's own loading (which fails on some broken files).
+        """
+        plugin = cls(config, settings)
+        plugin.resolve_baseline()
+        return plugin
+
+    # -- options ---------------------------------------------------------------------
+
+    def _option(self, name: str) -> Any:
+        return self.config.getoption(name, None)
+
+    @property
+    def compare_spec(self) -> bool | str | None:
+        """``True`` (newest saved run), a run id/glob, or ``None`` when not comparing."""
+        value = self._option("benchmark_compare")
+        return value if value else None
+
+    @property
+    def saving(self) -> bool:
+        return bool(self._option("benchmark_save") or self._option("benchmark_autosave"))
+
+    @property
+    def storage_option(self) -> str:
+        return str(self._option("benchmark_storage") or "file://./.benchmarks")
+
+    @property
+    def active(self) -> bool:
+        """Off in xdist workers and where benchmarks are disabled or skipped."""
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            return False
+        return not (self._option("benchmark_disable") or self._option("benchmark_skip"))
+
+    # -- hooks -----------------------------------------------------------------------
+
+    def resolve_baseline(self) -> None:
+        """Load the ``--benchmark-compare`` baseline, or note that there is none yet."""
+        spec = self.compare_spec
+        if not self.active:
+            return
+        if spec is None:
+            if self.settings.gate:
+                self.notes.append(
+                    "--perf-gate has nothing to judge: add --benchmark-compare "
+                    "(the newest saved run) or --benchmark-compare=RUN_ID"
+                )
+            return
+        try:
+            self.baseline = self._load_baseline(spec)
+        except PerfsuiteError as exc:
+            raise pytest.UsageError(f"perfsuite: baseline {exc}") from None
+
+    def _load_baseline(self, spec: bool | str) -> Run | None:
+        from perfsuite.verdict.runs import Storage, load_run
+
+        storage = Storage.for_session(self.storage_option)
+        if spec is True:
+            path = storage.latest()
+            if path is None:
+                where = storage.root / (storage.machine_id or "")
+                self.notes.append(
+                    f"no baseline in {where} yet: this run becomes the first baseline"
+                    if self.saving
+                    else f"no baseline in {where} yet: save this run with --benchmark-autosave "
+                    "to make it the first baseline"
+                )
+                return None
+        else:
+            path = storage.resolve(str(spec))
+        return load_run(path)
+
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+        """Keep the bench's pytest-benchmark record (raw timings, extra_info) once it ran."""
+        if call.when != "call":
+            return
+        funcargs = getattr(item, "funcargs", None) or {}
+        fixture = funcargs.get("benchmark")
+        record = getattr(fixture, "stats", None)
+        if record is not None and getattr(record, "fullname", None):
+            self._measured[record.fullname] = record
+
+    def pytest_benchmark_update_json(
+        self, config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]
+    ) -> None:
+        # The saved run's timestamp tells it apart from older runs in the history plots.
+        stamp = output_json.get("datetime")
+        self._saved_datetime = stamp if isinstance(stamp, str) else None
+        machine_info = output_json.get("machine_info")
+        if isinstance(machine_info, dict):
+            self._machine_info = machine_info
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.active or (self.baseline is None and self.settings.report is None):
+            return
+        current = self.current_run()
+        if self.baseline is not None:
+            from perfsuite.verdict.compare import compare_runs, gate_decision
+
+            self.comparison = compare_runs(self.baseline, current, self.settings.threshold)
+            if self.settings.gate:
+                self.decision = gate_decision(self.comparison, self.settings.allow_machine_mismatch)
+                if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.settings.report is not None:
+            self._write_report(self.settings.report, current)
+
+    def _write_report(self, out: Path, current: Run) -> None:
+        from perfsuite.report import write_report
+        from perfsuite.verdict.runs import Storage, load_runs
+
+        history: list[Run] = []
+        try:
+            storage = Storage.for_session(self.storage_option)
+            history = [
+                r
+                for r in load_runs(storage.runs())
+                if self._saved_datetime is None or r.datetime != self._saved_datetime
+            ]
+        except PerfsuiteError:
+            pass
+        try:
+            self.report_files = write_report(
+                out, current, self.comparison, [*history, current], notes=self.notes
+            )
+        except (OSError, PerfsuiteError) as exc:
+            self.notes.append(f"could not write the report into {out}: {exc}")
+
+    def current_run(self) -> Run:
+        """This session's benches, with raw timings, in the shape of a saved run."""
+        from perfsuite.verdict.runs import Run
+
+        benches: dict[str, Bench] = {}
+        for fullname, record in self._measured.items():
+            bench = _bench_from_record(fullname, record)
+            if bench is not None:
+                benches[fullname] = bench
+        machine_info = self._machine_info
+        if machine_info is None:  # not saved: ask the same hooks a save asks
+            machine_info = self.config.hook.pytest_benchmark_generate_machine_info(
+                config=self.config
+            )
+            self.config.hook.pytest_benchmark_update_machine_info(
+                config=self.config, machine_info=machine_info
+            )
+        return Run(
+            source=CURRENT_SOURCE,
+            benches=benches,
+            machine_info=machine_info,
+            datetime=self._saved_datetime,
+        )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        lines = self.summary_lines()
+        if not lines:
+            return
+        terminalreporter.section("perfsuite verdict")
+        for line in lines:
+            red = line.startswith("perfsuite gate: FAILED") or line.startswith(
+                "perfsuite gate: REFUSED"
+            )
+            terminalreporter.write_line(line, red=red, bold=red)
+
+    def summary_lines(self) -> list[str]:
+        """The verdict section: notes, the table, the gate's outcome, the report files."""
+        lines = list(self.notes)
+        if self.comparison is not None:
+            from perfsuite.verdict.table import text_lines
+
+            lines.extend(text_lines(self.comparison))
+        if self.decision is not None:
+            from perfsuite.verdict.compare import Outcome
+
+            status = {
+                Outcome.PASS: "passed",
+                Outcome.REGRESSION: "FAILED",
+                Outcome.MISMATCH: "REFUSED",
+            }[self.decision.outcome]
+            lines.append(f"perfsuite gate: {status}: {self.decision.message}")
+        if self.report_files:
+            lines.append(
+                f"perfsuite report: {len(self.report_files)} files in {self.settings.report}"
+            )
+        return lines
+
+
+def _bench_from_record(fullname: str, record: Any) -> Bench | None:
+    from perfsuite.verdict.runs import Bench
+
+    if getattr(record, "has_error", False):
+        return None
+    stats = getattr(record, "stats", None)
+    data = [float(x) for x in (getattr(stats, "data", None) or [])]
+    if not data:
+        return None
+    ordered = sorted(data)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    group = getattr(record, "group", None)
+    return Bench(
+        fullname=fullname,
+        name=str(getattr(record, "name", fullname)),
+        group=group if isinstance(group, str) else None,
+        extra_info=dict(getattr(record, "extra_info", {}) or {}),
+        data=tuple(data),
+        median=median,
+    )
+
+
+def verdict_plugin(config: pytest.Config) -> VerdictPlugin | None:
+    """The session's :class:`VerdictPlugin`, if registered."""
+    plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    return plugin if isinstance(plugin, VerdictPlugin) else None

@@ -1,0 +1,170 @@
+"""The verdict table, as terminal text and as Markdown.
+
+Each row names the direction in words: ``time +30.0%`` is a longer median call time,
+``images/s -23.1%`` a lower median throughput, and the verdict column says ``SLOWER``
+(upper case, a regression) or ``faster``/``same``/``inconclusive``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfsuite.summary import format_table
+from perfsuite.verdict.compare import BenchVerdict, RunComparison
+from perfsuite.verdict.stats import Verdict
+
+HEADER = ["bench", "verdict", "median time [99% CI]", "throughput", "p", "rounds", "counters"]
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f}%"
+
+
+def _verdict_word(item: BenchVerdict) -> str:
+    if item.verdict is None:
+        return "not comparable"
+    word = item.verdict.value
+    return word.upper() if item.verdict is Verdict.SLOWER else word
+
+
+def _time_cell(item: BenchVerdict) -> str:
+    if item.time is None:
+        return "-"
+    cell = f"time {_pct(item.time.change)}"
+    if item.time.ci is not None:
+        low, high = item.time.ci
+        cell += f" [{_pct(low)}, {_pct(high)}]"
+    return cell
+
+
+def _rate_cell(item: BenchVerdict) -> str:
+    if item.rate_change is None:
+        return "-"
+    return f"{item.unit}/s {_pct(item.rate_change)}"
+
+
+def _p_cell(item: BenchVerdict) -> str:
+    if item.time is None or item.time.p is None:
+        return "-"
+    return f"{item.time.p:.2g}"
+
+
+def _counter_cell(item: BenchVerdict) -> str:
+    parts = []
+    for change in item.counters:
+        if change.rose:
+            parts.append(f"{change} ROSE")
+        elif change.fell:
+            parts.append(f"{change} fell")
+        elif change.baseline is None or change.current is None:
+            parts.append(f"{change} (new)" if change.baseline is None else f"{change} (gone)")
+        else:
+            parts.append(f"{change.name} {change.current}")
+    return ", ".join(parts) or "-"
+
+
+def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]:
+    """Table rows and the numbered notes their ``[n]`` marks refer to."""
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for item in comparison.verdicts:
+        if item.not_comparable:
+            continue
+        word = _verdict_word(item)
+        assert item.time is not None
+        if item.time.fallback:
+            if item.time.fallback not in notes:
+                notes.append(item.time.fallback)
+            word += f" [{notes.index(item.time.fallback) + 1}]"
+        rounds = f"{item.time.n_baseline}/{item.time.n_current}"
+        threshold = f" (>{item.time.threshold * 100:g}%)"
+        rows.append(
+            [
+                item.label,
+                word + threshold,
+                _time_cell(item),
+                _rate_cell(item),
+                _p_cell(item),
+                rounds,
+                _counter_cell(item),
+            ]
+        )
+    return rows, notes
+
+
+def headline(comparison: RunComparison) -> str:
+    """One line: how many benches got which verdict."""
+    counts = {k: v for k, v in comparison.counts().items() if v}
+    rose = sum(1 for v in comparison.verdicts if v.counters_rose)
+    parts = [f"{n} {word}" for word, n in counts.items()]
+    if rose:
+        parts.append(f"exact counters rose in {rose}")
+    total = len(comparison.verdicts)
+    return f"{total} bench{'es' if total != 1 else ''} compared: " + (", ".join(parts) or "none")
+
+
+def _extra_lines(comparison: RunComparison) -> list[str]:
+    lines: list[str] = []
+    for item in comparison.not_comparable:
+        lines.append(f"not comparable: {item.label}: {item.not_comparable}")
+    for name in comparison.added:
+        lines.append(f"added since the baseline (not judged): {name}")
+    for name in comparison.removed:
+        lines.append(f"removed since the baseline: {name}")
+    return lines
+
+
+def mismatch_lines(comparison: RunComparison) -> list[str]:
+    """What differs between the two runs' machines or stacks (empty when nothing does)."""
+    if not comparison.mismatch:
+        return []
+    return [
+        "baseline is from a different machine or stack: "
+        + "; ".join(str(d) for d in comparison.mismatch)
+    ]
+
+
+def text_lines(comparison: RunComparison) -> list[str]:
+    """The verdict table and its notes for a terminal."""
+    lines = [f"baseline: {comparison.baseline.source}", f"current:  {comparison.current.source}"]
+    lines.extend(mismatch_lines(comparison))
+    rows, notes = verdict_rows(comparison)
+    if rows:
+        lines.extend(format_table(rows, HEADER))
+    lines.extend(f"[{i}] {note}" for i, note in enumerate(notes, 1))
+    lines.extend(_extra_lines(comparison))
+    lines.append(headline(comparison))
+    return lines
+
+
+def _md_escape(cell: str) -> str:
+    return cell.replace("|", "\\|")
+
+
+def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
+    """A GitHub-flavoured Markdown table."""
+    lines = [
+        "| " + " | ".join(_md_escape(h) for h in header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines.extend("| " + " | ".join(_md_escape(str(c)) for c in row) + " |" for row in rows)
+    return lines
+
+
+def markdown_lines(comparison: RunComparison) -> list[str]:
+    """The verdict table and its notes as Markdown."""
+    lines = [f"Baseline `{comparison.baseline.source}`, current `{comparison.current.source}`.", ""]
+    for line in mismatch_lines(comparison):
+        lines.extend([f"> **Warning:** {line}", ""])
+    rows, notes = verdict_rows(comparison)
+    if rows:
+        bold = [
+            [f"**{r[0]}**" if r[1].startswith("SLOWER") or "ROSE" in r[6] else r[0], *r[1:]]
+            for r in rows
+        ]
+        lines.extend(markdown_table(bold, HEADER))
+        lines.append("")
+    lines.extend(f"[{i}] {note}  " for i, note in enumerate(notes, 1))
+    lines.extend(f"- {line}" for line in _extra_lines(comparison))
+    lines.extend(["", headline(comparison)])
+    return lines

@@ -1,0 +1,192 @@
+"""``perfsuite compare`` and ``perfsuite report``: exit codes both ways and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfsuite.cli import EXIT_BAD_INPUT, EXIT_MACHINE_MISMATCH, EXIT_OK, EXIT_REGRESSION, main
+
+MACHINE = "Linux-CPython-3.11-64bit"
+FACTS: dict[str, Any] = {
+    "cpu_model": "Test CPU 3000",
+    "cpu_count": 2,
+    "gpu_name": None,
+    "gpu_count": 0,
+    "gpu_driver": None,
+    "cuda": None,
+    "cudnn": None,
+    "versions": {"numpy": "2.4.6", "perfsuite": "0.1.0"},
+}
+
+
+def run_doc(
+    mean: float, *, traces: int = 3, facts: dict[str, Any] | None = None, seed: int = 0
+) -> dict[str, Any]:
+    data = [float(x) for x in np.random.default_rng(seed).normal(mean, mean / 100, 12)]
+    info = {
+        "group": "decode",
+        "variant": "pil",
+        "baseline": True,
+        "unit": "images",
+        "items": 16,
+        "scale": "smoke",
+        "threshold": 0.05,
+        "traces": traces,
+        "exact_counters": ["traces"],
+    }
+    bench = {
+        "group": "decode",
+        "name": "test_decode[pil]",
+        "fullname": "bench_decode.py::test_decode[pil]",
+        "extra_info": info,
+        "stats": {"data": data, "median": float(np.median(data))},
+    }
+    return {
+        "machine_info": {"python_version": "3.11.9", "perfsuite": facts or FACTS},
+        "commit_info": {},
+        "benchmarks": [bench],
+        "datetime": f"2025-01-0{seed + 1}T00:00:00+00:00",
+        "version": "5.3.1",
+    }
+
+
+def save(storage: Path, name: str, doc: dict[str, Any]) -> Path:
+    path = storage / MACHINE / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    save(store, "0001_base", run_doc(0.10))
+    save(store, "0002_same", run_doc(0.10, seed=1))
+    save(store, "0003_slow", run_doc(0.13, seed=2))
+    save(store, "0004_traces", run_doc(0.10, traces=7, seed=3))
+    save(store, "0005_other", run_doc(0.10, facts=dict(FACTS, cpu_count=8), seed=4))
+    return store
+
+
+def compare(storage: Path, *args: str) -> int:
+    return main(["compare", *args, "--storage", str(storage)])
+
+
+def test_compare_same_exits_0(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0001", "0002") == EXIT_OK
+    out = capsys.readouterr().out
+    assert "decode/pil" in out
+    assert "perfsuite compare: pass" in out
+
+
+def test_compare_slower_exits_1(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0001", "0003_slow") == EXIT_REGRESSION
+    out = capsys.readouterr().out
+    assert "SLOWER" in out
+    assert "time +29.8%" in out
+    assert "images/s -23.0%" in out
+    assert "perfsuite compare: regression: 1 regression: decode/pil (slower)" in out
+
+
+def test_compare_faster_exits_0(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0003", "0001") == EXIT_OK
+    assert "faster" in capsys.readouterr().out
+
+
+def test_compare_counter_rise_exits_1(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0001", "0004") == EXIT_REGRESSION
+    assert "traces 3 -> 7 ROSE" in capsys.readouterr().out
+
+
+def test_compare_machine_mismatch(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0001", "0005") == EXIT_MACHINE_MISMATCH
+    out = capsys.readouterr().out
+    assert "cpu_count 2 -> 8" in out
+    assert "--allow-machine-mismatch" in out
+    assert compare(storage, "0001", "0005", "--allow-machine-mismatch") == EXIT_OK
+
+
+def test_compare_file_paths_and_markdown(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, cur = storage / MACHINE / "0001_base.json", storage / MACHINE / "0003_slow.json"
+    assert main(["compare", str(base), str(cur), "--markdown"]) == EXIT_REGRESSION
+    out = capsys.readouterr().out
+    assert "| bench | verdict |" in out
+    assert "| **decode/pil** | SLOWER" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json at all", "not valid JSON"),
+        ('{"version": "5.3.1", "benchmarks": [', "truncated JSON"),
+        ('{"version": "99.0.0", "benchmarks": []}', "saved by pytest-benchmark 99.0.0"),
+        ('{"benchmarks": []}', "not a pytest-benchmark run (no 'version' field)"),
+    ],
+)
+def test_compare_bad_file_exits_2(
+    storage: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    bad = storage / "bad.json"
+    bad.write_text(content)
+    assert compare(storage, str(bad), "0001") == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith(f"perfsuite compare: error: {bad}: {message}")
+    assert err.count("\n") == 1
+
+
+def test_compare_unknown_run_id_exits_2(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0009_slow", "0001") == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "run '0009_slow' not found" in err
+    assert "closest: " in err
+    assert "0003_slow" in err
+
+
+def test_compare_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(tmp_path / "a" / "x.json"), "0001"]) == EXIT_BAD_INPUT
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_usage_error_exits_2() -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "only-one"])
+    assert info.value.code == EXIT_BAD_INPUT
+
+
+def test_report_command(storage: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (storage / MACHINE / "0005_other.json").unlink()
+    out = tmp_path / "report"
+    assert main(["report", "--storage", str(storage), "--out", str(out)]) == EXIT_OK
+    summary = (out / "summary.md").read_text()
+    assert "Baseline `" in summary
+    assert "0003_slow.json" in summary
+    assert "traces 3 -> 7 ROSE" in summary
+    assert len(list(out.rglob("*.png"))) == 2
+    assert "perfsuite report: wrote 3 files" in capsys.readouterr().out
+
+
+def test_report_without_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--storage", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "no saved runs to report" in capsys.readouterr().err
+
+
+def test_console_script_runs(storage: Path) -> None:
+    script = Path(sys.executable).parent / "perfsuite"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "perfsuite.cli"]
+    args = ["compare", "0001", "0003", "--storage", str(storage)]
+    slower = subprocess.run([*command, *args], capture_output=True, text=True, check=False)
+    assert slower.returncode == EXIT_REGRESSION, slower.stderr
+    same = subprocess.run(
+        [*command, "compare", "0001", "0002", "--storage", f"file://{storage}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert same.returncode == EXIT_OK, same.stderr

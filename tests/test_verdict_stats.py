@@ -1,0 +1,343 @@
+"""Verdicts from constructed sample sets, exact counters, machine facts and run loading."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfsuite.config import ALPHA, MIN_RANK_SAMPLES, ROUNDS
+from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision, machine_mismatch
+from perfsuite.verdict.runs import Storage, load_run, parse_run
+from perfsuite.verdict.stats import (
+    Verdict,
+    compare_aggregates,
+    compare_samples,
+    min_rank_samples,
+    smallest_p,
+)
+from perfsuite.verdict.table import markdown_lines, text_lines
+
+FACTS: dict[str, Any] = {
+    "cpu_model": "Test CPU 3000",
+    "cpu_count": 2,
+    "gpu_name": None,
+    "gpu_count": 0,
+    "gpu_memory_bytes": None,
+    "gpu_driver": None,
+    "cuda": None,
+    "cudnn": None,
+    "versions": {"tensorflow": "2.21.0", "numpy": "2.4.6", "perfsuite": "0.1.0"},
+}
+
+
+def normal(mean: float, sd: float, n: int = 12, seed: int = 0) -> list[float]:
+    return [float(x) for x in np.random.default_rng(seed).normal(mean, sd, n)]
+
+
+def bench_doc(
+    name: str,
+    data: list[float],
+    *,
+    items: int = 32,
+    counters: dict[str, int] | None = None,
+    with_data: bool = True,
+    **extra: Any,
+) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "group": "g",
+        "variant": name,
+        "baseline": False,
+        "unit": "images",
+        "items": items,
+        "scale": "smoke",
+        "dataset_hash": "abc",
+        "threshold": 0.05,
+    }
+    info.update(extra)
+    if counters:
+        info.update(counters)
+        info["exact_counters"] = list(counters)
+    stats: dict[str, Any] = {"median": float(np.median(data)), "rounds": len(data)}
+    if with_data:
+        stats["data"] = list(data)
+    return {
+        "group": info["group"],
+        "name": f"test_x[{name}]",
+        "fullname": f"bench_x.py::test_x[{name}]",
+        "extra_info": info,
+        "stats": stats,
+    }
+
+
+def run_doc(benches: list[dict[str, Any]], facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "machine_info": {"python_version": "3.11.9", "perfsuite": facts or FACTS},
+        "commit_info": {},
+        "benchmarks": benches,
+        "datetime": "2025-01-01T00:00:00+00:00",
+        "version": "5.3.1",
+    }
+
+
+# -- statistics ---------------------------------------------------------------------
+
+
+def test_minimum_rounds_for_the_rank_test() -> None:
+    assert smallest_p(6, 6) == pytest.approx(2 / math.comb(12, 6))
+    assert smallest_p(6, 6) >= ALPHA > smallest_p(7, 7)
+    assert min_rank_samples(ALPHA) == MIN_RANK_SAMPLES == 7
+    assert all(rounds >= MIN_RANK_SAMPLES for rounds in ROUNDS.values())
+
+
+def test_clearly_slower() -> None:
+    result = compare_samples(normal(1.0, 0.01), normal(1.3, 0.01, seed=1), 0.05)
+    assert result.verdict is Verdict.SLOWER
+    assert result.p is not None
+    assert result.p < ALPHA
+    assert result.ci is not None
+    assert 0.25 < result.ci[0] <= result.change <= result.ci[1] < 0.35
+
+
+def test_clearly_faster() -> None:
+    result = compare_samples(normal(1.3, 0.01), normal(1.0, 0.01, seed=1), 0.05)
+    assert result.verdict is Verdict.FASTER
+    assert result.change < -0.2
+
+
+def test_identical_samples_are_same() -> None:
+    data = normal(1.0, 0.01)
+    result = compare_samples(data, list(data), 0.05)
+    assert result.verdict is Verdict.SAME
+    assert result.change == 0.0
+
+
+def test_constant_samples_are_same() -> None:
+    assert compare_samples([1.0] * 8, [1.0] * 8, 0.05).verdict is Verdict.SAME
+
+
+def test_noisy_samples_are_inconclusive() -> None:
+    base = [abs(x) + 0.1 for x in normal(1.0, 0.4, seed=3)]
+    cur = [abs(x) + 0.1 for x in normal(1.0, 0.4, seed=4)]
+    result = compare_samples(base, cur, 0.05)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.ci is not None
+    assert result.ci[0] < -0.05 or result.ci[1] > 0.05
+
+
+def test_significant_but_small_change_is_same() -> None:
+    result = compare_samples(normal(1.0, 0.001), normal(1.02, 0.001, seed=1), 0.05)
+    assert result.p is not None
+    assert result.p < ALPHA
+    assert result.verdict is Verdict.SAME
+
+
+def test_per_bench_threshold_decides_the_effect() -> None:
+    base, cur = normal(1.0, 0.001), normal(1.08, 0.001, seed=1)
+    assert compare_samples(base, cur, 0.05).verdict is Verdict.SLOWER
+    assert compare_samples(base, cur, 0.10).verdict is Verdict.SAME
+
+
+def test_higher_is_better() -> None:
+    base_rate, cur_rate = normal(1000, 10), normal(1300, 10, seed=1)
+    assert compare_samples(base_rate, cur_rate, 0.05, higher_is_better=True).verdict is (
+        Verdict.FASTER
+    )
+    assert compare_samples(cur_rate, base_rate, 0.05, higher_is_better=True).verdict is (
+        Verdict.SLOWER
+    )
+    # the same numbers read as times are the other way round
+    assert compare_samples(base_rate, cur_rate, 0.05).verdict is Verdict.SLOWER
+
+
+def test_confidence_interval_is_reproducible() -> None:
+    base, cur = normal(1.0, 0.05), normal(1.05, 0.05, seed=1)
+    assert compare_samples(base, cur, 0.05) == compare_samples(base, cur, 0.05)
+
+
+def test_too_few_rounds_fall_back_to_medians() -> None:
+    result = compare_samples(normal(1.0, 0.01, n=5), normal(1.3, 0.01, n=5, seed=1), 0.05)
+    assert result.verdict is Verdict.SLOWER
+    assert result.p is None
+    assert result.ci is None
+    assert result.fallback is not None
+    assert ">= 7 rounds" in result.fallback
+    same = compare_samples([1.0] * 6, [1.01] * 6, 0.05)
+    assert same.verdict is Verdict.SAME
+    assert same.fallback is not None
+
+
+def test_aggregates() -> None:
+    assert compare_aggregates(1.0, 1.2, 0.05).verdict is Verdict.SLOWER
+    assert compare_aggregates(1.0, 0.8, 0.05).verdict is Verdict.FASTER
+    assert compare_aggregates(1.0, 1.04, 0.05).verdict is Verdict.SAME
+
+
+def test_bad_samples_are_rejected() -> None:
+    with pytest.raises(ValueError, match="baseline"):
+        compare_samples([], [1.0], 0.05)
+    with pytest.raises(ValueError, match="positive"):
+        compare_samples([1.0, 0.0], [1.0, 1.0], 0.05)
+
+
+# -- runs ---------------------------------------------------------------------------
+
+
+def compare_docs(base: dict[str, Any], cur: dict[str, Any]) -> Any:
+    return compare_runs(parse_run(base, "base.json"), parse_run(cur, "cur.json"))
+
+
+def test_run_comparison_table_names_directions() -> None:
+    base = run_doc([bench_doc("a", normal(0.10, 0.001)), bench_doc("b", normal(0.10, 0.001))])
+    cur = run_doc(
+        [bench_doc("a", normal(0.13, 0.001, seed=1)), bench_doc("b", normal(0.10, 0.001, seed=2))]
+    )
+    comparison = compare_docs(base, cur)
+    by_label = {v.label: v for v in comparison.verdicts}
+    assert by_label["g/a"].verdict is Verdict.SLOWER
+    assert by_label["g/a"].rate_change is not None
+    assert by_label["g/a"].rate_change < -0.2
+    assert by_label["g/b"].verdict in (Verdict.SAME, Verdict.INCONCLUSIVE)
+    text = "\n".join(text_lines(comparison))
+    assert "SLOWER" in text
+    assert "time +3" in text
+    assert "images/s -2" in text
+    decision = gate_decision(comparison, allow_mismatch=False)
+    assert decision.outcome is Outcome.REGRESSION
+    assert "g/a (slower)" in decision.message
+    assert any(line.startswith("| **g/a**") for line in markdown_lines(comparison))
+
+
+def test_exact_counter_rise_is_a_regression() -> None:
+    data = normal(0.1, 0.001)
+    base = run_doc([bench_doc("r", data, counters={"traces": 4})])
+    cur = run_doc([bench_doc("r", list(data), counters={"traces": 9})])
+    comparison = compare_docs(base, cur)
+    (item,) = comparison.verdicts
+    assert item.verdict is Verdict.SAME
+    assert item.regressed
+    assert [str(c) for c in item.counters_rose] == ["traces 4 -> 9"]
+    decision = gate_decision(comparison, allow_mismatch=False)
+    assert decision.outcome is Outcome.REGRESSION
+    assert "traces 4 -> 9" in decision.message
+    assert "traces 4 -> 9 ROSE" in "\n".join(text_lines(comparison))
+
+
+def test_exact_counter_fall_is_not_a_regression() -> None:
+    data = normal(0.1, 0.001)
+    base = run_doc([bench_doc("r", data, counters={"traces": 9})])
+    cur = run_doc([bench_doc("r", list(data), counters={"traces": 1})])
+    assert gate_decision(compare_docs(base, cur), allow_mismatch=False).passed
+
+
+def test_added_removed_and_not_comparable_are_listed() -> None:
+    data = normal(0.1, 0.001)
+    base = run_doc([bench_doc("old", data), bench_doc("s", data, scale="smoke")])
+    cur = run_doc([bench_doc("new", data), bench_doc("s", normal(0.5, 0.001), scale="default")])
+    comparison = compare_docs(base, cur)
+    assert comparison.added == ["bench_x.py::test_x[new]"]
+    assert comparison.removed == ["bench_x.py::test_x[old]"]
+    (item,) = comparison.verdicts
+    assert item.verdict is None
+    assert item.not_comparable == "scale smoke -> default"
+    assert gate_decision(comparison, allow_mismatch=False).passed
+    text = "\n".join(text_lines(comparison))
+    assert "not comparable: g/s: scale smoke -> default" in text
+    assert "added since the baseline (not judged): bench_x.py::test_x[new]" in text
+
+
+def test_baseline_without_raw_samples_falls_back_and_says_so() -> None:
+    base = run_doc([bench_doc("a", normal(0.10, 0.001), with_data=False)])
+    cur = run_doc([bench_doc("a", normal(0.13, 0.001, seed=1))])
+    comparison = compare_docs(base, cur)
+    (item,) = comparison.verdicts
+    assert item.verdict is Verdict.SLOWER
+    assert item.time is not None
+    assert item.time.fallback is not None
+    assert "baseline has no raw samples" in item.time.fallback
+    text = "\n".join(text_lines(comparison))
+    assert "SLOWER [1]" in text
+    assert "[1] baseline has no raw samples" in text
+
+
+def test_machine_mismatch_lists_what_differs() -> None:
+    other = dict(FACTS, cpu_count=4, versions=dict(FACTS["versions"], tensorflow="2.20.0"))
+    data = normal(0.1, 0.001)
+    base = run_doc([bench_doc("a", data)], facts=other)
+    cur = run_doc([bench_doc("a", list(data))])
+    comparison = compare_docs(base, cur)
+    assert [str(d) for d in comparison.mismatch] == [
+        "cpu_count 4 -> 2",
+        "tensorflow 2.20.0 -> 2.21.0",
+    ]
+    refused = gate_decision(comparison, allow_mismatch=False)
+    assert refused.outcome is Outcome.MISMATCH
+    assert "cpu_count 4 -> 2" in refused.message
+    assert gate_decision(comparison, allow_mismatch=True).passed
+
+
+def test_perfsuite_version_is_not_a_mismatch() -> None:
+    newer = dict(FACTS, versions=dict(FACTS["versions"], perfsuite="9.9.9"))
+    base, cur = parse_run(run_doc([], facts=newer), "b"), parse_run(run_doc([]), "c")
+    assert machine_mismatch(base, cur) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("this is not json", "not valid JSON"),
+        ('{"benchmarks": [{"fullname": "x", "st', "truncated JSON"),
+        ("", "empty file"),
+        ('{"benchmarks": []}', "no 'version' field"),
+        ('{"version": "2.1.0", "benchmarks": []}', "pytest-benchmark 2.1.0"),
+        ('{"version": "5.3.1"}', "no 'benchmarks' list"),
+        ("[1, 2]", "top level is not an object"),
+        ('{"version": "5.3.1", "benchmarks": [{"name": "x"}]}', "no 'fullname'"),
+    ],
+)
+def test_bad_run_files_name_the_file(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "0001_bad.json"
+    path.write_text(content)
+    with pytest.raises(PerfsuiteError, match=message) as info:
+        load_run(path)
+    assert str(info.value).startswith(str(path))
+    assert "\n" not in str(info.value)
+
+
+def save(storage: Path, machine: str, name: str, doc: dict[str, Any]) -> Path:
+    path = storage / machine / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_storage_resolves_run_ids(tmp_path: Path) -> None:
+    doc = run_doc([])
+    first = save(tmp_path, "m1", "0001_first", doc)
+    second = save(tmp_path, "m1", "0002_second", doc)
+    other = save(tmp_path, "m2", "0003_other", doc)
+    storage = Storage(tmp_path, "m1")
+    assert storage.runs() == [first, second]
+    assert storage.latest() == second
+    assert storage.resolve("0001") == first
+    assert storage.resolve("0001_first") == first
+    assert storage.resolve("m2/0003") == other
+    assert storage.resolve(str(second)) == second
+    assert Storage(tmp_path).latest() == other
+    assert Storage(tmp_path / "missing", "m1").latest() is None
+
+
+def test_unknown_run_id_lists_the_closest(tmp_path: Path) -> None:
+    for name in ("0001_nightly", "0002_nightly", "0003_feature"):
+        save(tmp_path, "m1", name, run_doc([]))
+    with pytest.raises(PerfsuiteError, match="run '0004_nightly' not found") as info:
+        Storage(tmp_path, "m1").resolve("0004_nightly")
+    assert "closest: " in str(info.value)
+    assert "0002_nightly" in str(info.value)
+    with pytest.raises(PerfsuiteError, match="no saved runs"):
+        Storage(tmp_path / "empty", "m1").resolve("0001")
