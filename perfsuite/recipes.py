@@ -22,6 +22,7 @@ changes whenever the data it describes would change.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import sys
 from collections.abc import Iterable, Mapping
@@ -39,7 +40,19 @@ else:  # pragma: no cover
 #: bumped whenever the image generator changes the bytes it writes
 GENERATOR_VERSION = 1
 
-BUILTIN_RECIPES = Path(__file__).resolve().parent.parent / "fixtures" / "recipes"
+
+def _builtin_recipes() -> Path:
+    """fixtures/recipes in a checkout; the installed ``perfsuite.recipe_files`` otherwise."""
+    checkout = Path(__file__).resolve().parent.parent / "fixtures" / "recipes"
+    if checkout.is_dir():
+        return checkout
+    spec = importlib.util.find_spec("perfsuite.recipe_files")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return checkout
+
+
+BUILTIN_RECIPES = _builtin_recipes()
 SCALES = ("smoke", "default", "full")
 SUBSAMPLING = {"4:4:4": 0, "4:2:2": 1, "4:2:0": 2}
 _KEYS = {"description", "count", "classes", "width", "height", "quality", "subsampling", "seed"}

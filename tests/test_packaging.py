@@ -169,3 +169,32 @@ def test_help_without_the_plugin(tmp_path: Path) -> None:
         tmp_path,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_wheel_ships_the_builtin_recipes(tmp_path: Path) -> None:
+    """A non-editable install finds imagenet-like & co. as perfsuite.recipe_files."""
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            "-w",
+            str(tmp_path),
+            str(root),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("perfsuite-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for recipe in ("imagenet-like", "fixed-224", "variable-shapes"):
+        assert f"perfsuite/recipe_files/{recipe}.toml" in names
+    assert "perfsuite/py.typed" in names
