@@ -134,12 +134,14 @@ class GPU:
         """Block until all GPU work queued so far is done (call before reading the clock)."""
         if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
             sys.modules["torch"].cuda.synchronize()
-        elif "tensorflow" in sys.modules:
+        elif "tensorflow" in sys.modules and sys.modules["tensorflow"].config.list_physical_devices(
+            "GPU"
+        ):
             sys.modules["tensorflow"].test.experimental.sync_devices()
         else:
             raise RuntimeError(
-                "gpu.sync() needs torch or TensorFlow to reach the device: "
-                "pip install 'perfsuite[torch]'"
+                "gpu.sync(): no CUDA device is reachable through torch or TensorFlow; "
+                "install a CUDA build, e.g. pip install 'perfsuite[torch]'"
             )
 
     def warm_up(self) -> None:
