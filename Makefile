@@ -8,7 +8,9 @@ BIN    := $(VENV)/bin
 SCALE  ?= default
 PYTEST_ARGS ?=
 EXTRAS ?= all,dev
-STAMP  := $(VENV)/.perfsuite-installed
+comma  := ,
+# one stamp per set of extras, so `make setup EXTRAS=all,dev,cuda` installs them after any earlier make
+STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: bench smoke test tests lint typecheck actionlint setup clean-venv
 

@@ -25,7 +25,9 @@ def _model(perf: Any, kind: str, shapes: str) -> str:
 @pytest.mark.parametrize("kind", tf_models.KINDS)
 @pytest.mark.parametrize("mode", tf_models.MODES)
 def test_retracing(perf: Any, dataset_recipe: Any, mode: str, kind: str, shapes: str) -> None:
-    steps = perf.pick(smoke=2, default=6, full=dataset_recipe("variable-shapes").count)
+    # Full scale keeps the study's models, batch and sizes but not its 300-1000 steps per
+    # call: at its ~7 s per retraced ResNet152V2 step that alone would take hours (README).
+    steps = perf.pick(smoke=2, default=6, full=10)
     recipe = dataset_recipe("variable-shapes" if shapes == "variable" else "fixed-224", count=steps)
     run = tf_models.RetracingRun(
         _model(perf, kind, shapes),
@@ -47,6 +49,7 @@ def test_retracing(perf: Any, dataset_recipe: Any, mode: str, kind: str, shapes:
         baseline=mode == "eager",
         device=tf_models.model_device(),
         params=run.params,
+        rounds=perf.pick(smoke=None, default=None, full=7),  # 7: the least a rank test decides on
         warmup_rounds=0,
     )
     traces = run.finish()

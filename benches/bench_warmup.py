@@ -142,6 +142,7 @@ def _measure_processes(
     args: list[str],
     params: dict[str, Any],
     device: str = "cpu",
+    variant: str = "cold",
 ) -> None:
     """Cold rounds in fresh processes, started together; each round times its first call."""
     n = _process_samples(perf)
@@ -154,8 +155,8 @@ def _measure_processes(
             lambda proc: proc.first(),
             items=BATCH,
             group=group,
-            variant="cold",
-            baseline=True,
+            variant=variant,
+            baseline=variant == "cold",
             device=device,
             setup=setup,
             rounds=n,
@@ -235,6 +236,7 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
             [str(BATCH), str(SIZE), "1" if benchmark else "0"],
             params,
             device="gpu",
+            variant=variant,
         )
         return
     before = torch.backends.cudnn.benchmark

@@ -163,9 +163,13 @@ def run_report(args: argparse.Namespace) -> int:
     comparison = None
     if baseline_path is not None:
         comparison = compare_runs(load_run(baseline_path), current, args.threshold)
-    history = [*load_runs(saved), current] if in_storage else [current]
-    history.sort(key=lambda run: Path(run.source).name)
-    files = write_report(args.out, current, comparison, [*history, current], notes=notes)
+    # Oldest first; a current run from outside the storage comes after the saved ones.
+    history = sorted(load_runs(saved), key=lambda run: Path(run.source).name)
+    if in_storage:
+        history = sorted([*history, current], key=lambda run: Path(run.source).name)
+    else:
+        history.append(current)
+    files = write_report(args.out, current, comparison, history, notes=notes)
     print(f"perfsuite report: wrote {len(files)} files into {args.out} (summary: {files[0]})")
     return EXIT_OK
 

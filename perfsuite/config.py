@@ -77,6 +77,11 @@ class PerfConfig:
         for key in ("data_dir", "images", "recipes", "report"):
             if key in values and not values[key].is_absolute():
                 values[key] = Path(config.invocation_params.dir) / values[key]
+        recipes = values.get("recipes")
+        if recipes is not None and not recipes.is_dir():
+            raise pytest.UsageError(
+                f"--perf-recipes {recipes}: not a folder; pass a folder of recipe .toml files"
+            )
         return cls(rootdir=rootdir, **values)
 
     def pick(self, *, smoke: Any, default: Any, full: Any) -> Any:

@@ -28,6 +28,8 @@ from perfsuite.recipes import Recipe
 MANIFEST = "manifest.json"
 FILE_LIST = "file_list.txt"
 JPEG_SUFFIXES = {".jpg", ".jpeg"}
+#: the benches crop 224x224: a user's image must be at least that on each side
+MIN_SIDE = 224
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,12 @@ def describe_folder(folder: Path, data_dir: Path) -> ImageDataset:
                 if image.format != "JPEG":
                     raise PerfsuiteError(f"{path}: is {image.format}, not a JPEG; remove it")
                 image.load()
+                width, height = image.size
+            if min(width, height) < MIN_SIDE:
+                raise PerfsuiteError(
+                    f"{path}: {width}x{height} px is smaller than the {MIN_SIDE}x{MIN_SIDE} crop "
+                    "the benches take; remove or upscale it"
+                )
         except PerfsuiteError:
             raise
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:

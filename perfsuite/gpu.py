@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -75,8 +77,10 @@ def detect_gpu() -> GPUInfo:
             )
         build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
         reasons.append(f"torch {torch.__version__} ({build}) sees no CUDA device")
-    if "tensorflow" in sys.modules:  # only if already loaded: importing it costs seconds
-        tf = sys.modules["tensorflow"]
+    # TensorFlow only where torch is absent: the same stack always gives the same facts.
+    if not is_installed("torch") and is_installed("tensorflow"):
+        import tensorflow as tf
+
         devices = tf.config.list_physical_devices("GPU")
         if devices:
             build = tf.sysconfig.get_build_info()
@@ -112,6 +116,7 @@ class GPU:
 
     def __init__(self, info: GPUInfo) -> None:
         self.info = info
+        self._sync: Callable[[], None] | None = None
 
     @property
     def name(self) -> str | None:
@@ -132,17 +137,24 @@ class GPU:
 
     def sync(self) -> None:
         """Block until all GPU work queued so far is done (call before reading the clock)."""
-        if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
-            sys.modules["torch"].cuda.synchronize()
-        elif "tensorflow" in sys.modules and sys.modules["tensorflow"].config.list_physical_devices(
-            "GPU"
-        ):
-            sys.modules["tensorflow"].test.experimental.sync_devices()
-        else:
-            raise RuntimeError(
-                "gpu.sync(): no CUDA device is reachable through torch or TensorFlow; "
-                "install a CUDA build, e.g. pip install 'perfsuite[torch]'"
-            )
+        if self._sync is None:
+            self._sync = self._find_sync()
+        self._sync()
+
+    def _find_sync(self) -> Callable[[], None]:
+        """The synchronize call of a framework that sees the GPU, looked up once."""
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            sync: Callable[[], None] = torch.cuda.synchronize
+            return sync
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and tf.config.list_physical_devices("GPU"):
+            sync = tf.test.experimental.sync_devices
+            return sync
+        raise RuntimeError(
+            "gpu.sync(): no CUDA device is reachable through torch or TensorFlow; "
+            "install a CUDA build, e.g. pip install 'perfsuite[torch]'"
+        )
 
     def warm_up(self) -> None:
         """Pay one-off costs once: context creation, a first cuBLAS and cuDNN call."""
@@ -165,3 +177,6 @@ class GPU:
                 tf.nn.conv2d(
                     tf.random.normal([8, 64, 64, 3]), tf.random.normal([3, 3, 3, 16]), 1, "SAME"
                 ).numpy()
+        # Looked up here, never inside a timed region; sync() says what is missing if none.
+        with contextlib.suppress(RuntimeError):
+            self._sync = self._find_sync()

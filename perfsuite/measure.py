@@ -18,6 +18,7 @@ from typing import Any
 
 from perfsuite.config import BenchSettings, PerfConfig
 from perfsuite.datasets import ImageDataset
+from perfsuite.errors import PerfsuiteError
 
 #: extra_info keys perfsuite owns; ``params`` holds the bench's own parameters
 EXACT_COUNTERS_KEY = "exact_counters"
@@ -72,6 +73,16 @@ class SessionResults:
     records: list[BenchRecord] = field(default_factory=list)
 
     def add(self, record: BenchRecord) -> None:
+        """Add a measured bench; a second baseline in one group is a mistake in the bench."""
+        for other in self.records:
+            if other.group != record.group or other.variant == record.variant:
+                continue
+            for role in ("baseline", "roofline"):
+                if getattr(record, role) and getattr(other, role):
+                    raise PerfsuiteError(
+                        f"{record.nodeid}: group {record.group!r} already has a {role}, "
+                        f"{other.variant!r} ({other.nodeid}); mark one variant per group"
+                    )
         self.records.append(record)
 
     def rooflines(self) -> dict[str, float]:
@@ -92,8 +103,9 @@ class SessionResults:
             base = baselines.get(record.group)
             if base:
                 record.extra_info["speedup"] = round(record.rate / base, 4)
+            # The roofline is the host's decode limit: it bounds host (CPU) pipelines only.
             roof = roofs.get(record.dataset_hash or "")
-            if roof and not record.roofline:
+            if roof and not record.roofline and record.extra_info.get("device") == "cpu":
                 record.extra_info["efficiency"] = round(efficiency(record.rate, roof), 4)
 
 

@@ -123,6 +123,15 @@ def _gpu_or_skip(config: pytest.Config) -> GPUInfo:
     return info
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Bad input found inside a bench (a recipe, a pipeline name) fails it in one line."""
+    try:
+        return (yield)
+    except PerfsuiteError as exc:
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
     # Before pytest-benchmark saves: fill in speedup and efficiency for every bench.

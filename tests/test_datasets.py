@@ -369,7 +369,7 @@ def test_spawned_worker_refuses_to_build(monkeypatch: pytest.MonkeyPatch, tmp_pa
 # -- a user's own folder ---------------------------------------------------------------------
 
 
-def make_jpeg(path: Path, value: int = 0, size: tuple[int, int] = (40, 32)) -> None:
+def make_jpeg(path: Path, value: int = 0, size: tuple[int, int] = (232, 224)) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     ramp = np.linspace(0, 255, size[0] * size[1] * 3).reshape(size[1], size[0], 3)
     Image.fromarray(((ramp + value) % 256).astype(np.uint8)).save(path, quality=90)
@@ -474,6 +474,13 @@ def test_unusable_user_folder_is_named(tmp_path: Path, setup: str, fragment: str
         (folder / "notes.txt").write_text("x")
     with pytest.raises(PerfsuiteError, match=re.escape(f"--perf-images {folder}: {fragment}")):
         describe_folder(folder, tmp_path / "data")
+
+
+def test_too_small_image_in_user_folder_is_named(tmp_path: Path) -> None:
+    make_jpeg(tmp_path / "photos" / "cat" / "a.jpg")
+    make_jpeg(tmp_path / "photos" / "cat" / "tiny.jpg", size=(300, 200))
+    with pytest.raises(PerfsuiteError, match=r"tiny\.jpg: 300x200 px is smaller than the 224x224"):
+        describe_folder(tmp_path / "photos", tmp_path / "cache")
 
 
 def test_whitespace_in_user_path_is_named(tmp_path: Path) -> None:

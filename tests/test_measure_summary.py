@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from perfsuite.errors import PerfsuiteError
 from perfsuite.measure import (
     EXACT_COUNTERS_KEY,
     BenchRecord,
@@ -71,13 +72,14 @@ def record(
     baseline: bool = False,
     roofline: bool = False,
     dataset: str | None = "h1",
+    device: str = "cpu",
     **info: Any,
 ) -> BenchRecord:
     return BenchRecord(
         nodeid=f"bench_x.py::test[{variant}]",
         group=group,
         variant=variant,
-        extra_info=dict(info),
+        extra_info={"device": device, **info},
         baseline=baseline,
         roofline=roofline,
         rate=rate,
@@ -93,8 +95,9 @@ def test_finalize_fills_speedup_and_efficiency() -> None:
     roof = record("read_only", 500.0, group="roofline", roofline=True)
     other_data = record("other_data", 300.0, dataset="h2")
     no_base = record("alone", 10.0, group="solo")
+    on_gpu = record("gpu_decode", 900.0, device="gpu")
     unmeasured = record("disabled", None)
-    for r in (base, fast, slow, roof, other_data, no_base, unmeasured):
+    for r in (base, fast, slow, roof, other_data, no_base, on_gpu, unmeasured):
         results.add(r)
     assert results.rooflines() == {"h1": 500.0}
     results.finalize()
@@ -109,7 +112,18 @@ def test_finalize_fills_speedup_and_efficiency() -> None:
     assert roof.efficiency is None  # the roofline is the limit, not measured against it
     assert roof.speedup is None
     assert other_data.efficiency is None  # no roofline on that dataset
-    assert unmeasured.extra_info == {}
+    assert on_gpu.efficiency is None  # the host's decode limit does not bound GPU decoding
+    assert on_gpu.speedup == 9.0
+    assert unmeasured.extra_info == {"device": "cpu"}
+
+
+@pytest.mark.parametrize("role", ["baseline", "roofline"])
+def test_a_second_baseline_or_roofline_in_a_group_is_an_error(role: str) -> None:
+    results = SessionResults()
+    results.add(record("a", 1.0, **{role: True}))
+    results.add(record("a", 1.0, **{role: True}))  # the same variant again (a rerun): fine
+    with pytest.raises(PerfsuiteError, match=rf"group 'tfdata' already has a {role}, 'a'"):
+        results.add(record("b", 1.0, **{role: True}))
 
 
 def test_finalize_rounds_to_four_places() -> None:

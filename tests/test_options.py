@@ -180,6 +180,7 @@ def test_default_data_dir_honours_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 def _good_values(root: Path) -> list[tuple[str, str, str, Any]]:
     """(flag, command-line value, PerfConfig field, expected) for every option."""
+    (root / "recipes").mkdir(exist_ok=True)
     return [
         ("--perf-scale", "smoke", "scale", Scale.SMOKE),
         ("--perf-device", "cpu", "device", Device.CPU),
@@ -193,7 +194,7 @@ def _good_values(root: Path) -> list[tuple[str, str, str, Any]]:
         ),
         ("--perf-data-dir", "cache", "data_dir", root / "cache"),
         ("--perf-images", "photos", "images", root / "photos"),
-        ("--perf-recipes", "/abs/recipes", "recipes", Path("/abs/recipes")),
+        ("--perf-recipes", str(root / "recipes"), "recipes", root / "recipes"),
         ("--perf-report", "out", "report", root / "out"),
         ("--perf-gate", "true", "gate", True),
         ("--perf-allow-machine-mismatch", "true", "allow_machine_mismatch", True),
@@ -229,6 +230,11 @@ def test_each_option_as_an_ini_key(pytester: pytest.Pytester, index: int) -> Non
     pytester.makeini(f"[pytest]\n{flag.removeprefix('--').replace('-', '_')} = {value}\n")
     cfg = perf_config(pytester.parseconfigure())
     assert getattr(cfg, field) == expected
+
+
+def test_recipes_option_must_be_a_folder(pytester: pytest.Pytester) -> None:
+    with pytest.raises(pytest.UsageError, match=r"--perf-recipes .*missing: not a folder"):
+        pytester.parseconfigure(f"--perf-recipes={pytester.path / 'missing'}")
 
 
 def test_command_line_wins_over_ini(pytester: pytest.Pytester) -> None:

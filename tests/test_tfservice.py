@@ -166,9 +166,15 @@ def test_describe_exit() -> None:
     assert tfservice.describe_exit(-9) == "was killed by SIGKILL (exit status -9)"
 
 
-def test_local_worker_counts_cover_every_core() -> None:
-    counts = tfservice.local_worker_counts()
-    assert counts == tuple(range(1, tfservice.usable_cores() + 1))
+@pytest.mark.parametrize(
+    ("cores", "expected"),
+    [(1, (1,)), (2, (1, 2)), (3, (1, 2, 3)), (16, (1, 2, 4, 8, 16)), (24, (1, 2, 4, 8, 16, 24))],
+)
+def test_local_worker_counts_are_powers_of_two_and_every_core(
+    monkeypatch: pytest.MonkeyPatch, cores: int, expected: tuple[int, ...]
+) -> None:
+    monkeypatch.setattr(tfservice, "usable_cores", lambda: cores)
+    assert tfservice.local_worker_counts() == expected
 
 
 def test_consumer_returns_the_last_batch_of_each_call() -> None:

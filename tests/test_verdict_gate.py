@@ -13,16 +13,32 @@ pytest_plugins = ["pytester"]
 MACHINE_ID: str = get_machine_id()  # type: ignore[no-untyped-call]
 
 BENCH = '''
-"""A bench whose duration and trace count come from the environment."""
+"""A bench whose measured duration (through faketimer) and trace count come from the env."""
 import os
-import time
 
 
 def test_sleep(perf):
-    delay = float(os.environ.get("PERF_TEST_DELAY", "0.01"))
-    perf.measure(lambda: time.sleep(delay), items=4, group="sleep", variant="nap", baseline=True)
+    perf.measure(lambda: None, items=4, group="sleep", variant="nap", baseline=True)
     perf.count("traces", int(os.environ.get("PERF_TEST_TRACES", "1")))
 '''
+
+# A deterministic clock, so verdicts don't depend on this machine's load: every reading
+# advances by PERF_TEST_DELAY seconds, give or take a fixed 0-0.4% pattern, so each
+# measured round lasts one step and runs with equal delays have equal distributions.
+FAKE_TIMER = """
+import itertools
+import os
+
+_now = 0.0
+_wobble = itertools.cycle([1.0, 1.001, 1.002, 1.003, 1.004])
+
+
+def clock():
+    global _now
+    _now += float(os.environ.get("PERF_TEST_DELAY", "0.01")) * next(_wobble)
+    return _now
+"""
+
 
 CONFTEST = """
 import os
@@ -36,7 +52,7 @@ def pytest_perfsuite_update_machine_facts(config, facts):
 
 @pytest.fixture
 def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(bench_sleep=BENCH)
+    pytester.makepyfile(bench_sleep=BENCH, faketimer=FAKE_TIMER)
     pytester.makeconftest(CONFTEST)
     return pytester
 
@@ -58,6 +74,7 @@ def run(
         "--perf-rounds=10",
         "--perf-scale=smoke",
         f"--benchmark-storage={pytester.path / 'store'}",
+        "--benchmark-timer=faketimer.clock",
         *args,
     )
 

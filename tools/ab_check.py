@@ -37,6 +37,7 @@ from perfsuite.verdict.runs import load_run
 
 DECODE_BENCH = '''
 """PIL decoding of the imagenet-like JPEGs; AB_PASSES sets the decoding passes per call."""
+import io
 import os
 
 from PIL import Image
@@ -50,8 +51,6 @@ def test_decode(perf, image_dataset):
     passes = int(os.environ.get("AB_PASSES", str(BASE_PASSES)))
 
     def decode():
-        import io
-
         for _ in range(passes):
             for data in files:
                 with Image.open(io.BytesIO(data)) as image:
