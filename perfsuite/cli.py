@@ -109,14 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
-    from perfsuite.verdict.runs import Storage, find_run, load_run, storage_path
+    from perfsuite.verdict.compare import HISTORY_RUNS, Outcome, compare_runs, gate_decision
+    from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
     from perfsuite.verdict.table import markdown_lines, text_lines
 
     storage = Storage(storage_path(args.storage), None)
-    baseline = load_run(find_run(args.baseline, storage))
-    current = load_run(find_run(args.current, storage))
-    comparison = compare_runs(baseline, current, args.threshold)
+    baseline_path = find_run(args.baseline, storage)
+    current_path = find_run(args.current, storage)
+    baseline, current = load_run(baseline_path), load_run(current_path)
+    # History: runs saved in the current run's folder before it (the noise band's input).
+    earlier = [
+        p
+        for p in Storage(current_path.parent.parent, current_path.parent.name).runs()
+        if p.name < current_path.name
+    ]
+    comparison = compare_runs(baseline, current, args.threshold, load_runs(earlier[-HISTORY_RUNS:]))
     lines = markdown_lines(comparison) if args.markdown else text_lines(comparison)
     decision = gate_decision(
         comparison, args.allow_machine_mismatch, allow_flag="--allow-machine-mismatch"
@@ -132,7 +139,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     from perfsuite.report import write_report
-    from perfsuite.verdict.compare import compare_runs
+    from perfsuite.verdict.compare import HISTORY_RUNS, compare_runs
     from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
 
     storage = Storage(storage_path(args.storage), None)
@@ -162,7 +169,12 @@ def run_report(args: argparse.Namespace) -> int:
             notes.append(f"no run saved before {current_path.name}: nothing to compare yet")
     comparison = None
     if baseline_path is not None:
-        comparison = compare_runs(load_run(baseline_path), current, args.threshold)
+        comparison = compare_runs(
+            load_run(baseline_path),
+            current,
+            args.threshold,
+            load_runs([p for p in saved if p.name < current_path.name][-HISTORY_RUNS:]),
+        )
     # Oldest first; a current run from outside the storage comes after the saved ones.
     history = sorted(load_runs(saved), key=lambda run: Path(run.source).name)
     if in_storage:

@@ -12,7 +12,13 @@ import pytest
 
 from perfsuite.config import ALPHA, MIN_RANK_SAMPLES, ROUNDS
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision, machine_mismatch
+from perfsuite.verdict.compare import (
+    Outcome,
+    compare_runs,
+    gate_decision,
+    machine_mismatch,
+    noise_band,
+)
 from perfsuite.verdict.runs import Storage, load_run, parse_run
 from perfsuite.verdict.stats import (
     Verdict,
@@ -341,3 +347,78 @@ def test_unknown_run_id_lists_the_closest(tmp_path: Path) -> None:
     assert "0002_nightly" in str(info.value)
     with pytest.raises(PerfsuiteError, match="no saved runs"):
         Storage(tmp_path / "empty", "m1").resolve("0001")
+
+
+# -- run-to-run noise from the saved history ---------------------------------------------
+
+
+def history_docs(medians: list[float]) -> list[Any]:
+    """Earlier runs of bench "a" whose medians are ``medians`` (tight within each run)."""
+    return [
+        parse_run(run_doc([bench_doc("a", normal(m, m * 0.002, seed=i))]), f"h{i}.json")
+        for i, m in enumerate(medians)
+    ]
+
+
+def test_noise_band_needs_enough_history() -> None:
+    assert noise_band([1.0, 1.2, 0.8, 1.1]) is None  # 4 < MIN_HISTORY
+    sigma = 1.4826 * 0.05  # log medians of [e^-0.1, e^-0.05, 1, e^0.05, e^0.1]: MAD 0.05
+    band = noise_band([math.exp(v) for v in (-0.1, -0.05, 0.0, 0.05, 0.1)])
+    assert band == pytest.approx(math.exp(3 * sigma) - 1)
+
+
+def test_noisy_machine_history_widens_the_threshold() -> None:
+    # Unchanged runs of this bench spread +-10% on this machine: a 12% change, though
+    # significant within the two runs, is inside that noise and is not called slower.
+    base = run_doc([bench_doc("a", normal(0.100, 0.0005))])
+    cur = run_doc([bench_doc("a", normal(0.112, 0.0005, seed=1))])
+    history = history_docs([0.09, 0.11, 0.10, 0.095, 0.105, 0.092, 0.108])
+    plain = compare_docs(base, cur).verdicts[0]
+    assert plain.verdict is Verdict.SLOWER
+    widened = compare_runs(parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history)
+    item = widened.verdicts[0]
+    assert item.verdict is not Verdict.SLOWER
+    assert item.time is not None
+    assert item.time.threshold > 0.12
+    assert item.note is not None
+    assert "threshold widened from 5% to" in item.note
+    assert "threshold widened" in "\n".join(text_lines(widened))
+
+
+def test_noisy_history_still_catches_a_change_beyond_the_noise() -> None:
+    base = run_doc([bench_doc("a", normal(0.100, 0.0005))])
+    cur = run_doc([bench_doc("a", normal(0.150, 0.0005, seed=1))])
+    history = history_docs([0.09, 0.11, 0.10, 0.095, 0.105, 0.092, 0.108])
+    comparison = compare_runs(parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history)
+    assert comparison.verdicts[0].verdict is Verdict.SLOWER
+
+
+def test_quiet_machine_history_keeps_the_threshold() -> None:
+    base = run_doc([bench_doc("a", normal(0.100, 0.0005))])
+    cur = run_doc([bench_doc("a", normal(0.112, 0.0005, seed=1))])
+    history = history_docs([0.100, 0.1005, 0.0995, 0.1002, 0.0998, 0.1001])
+    comparison = compare_runs(parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history)
+    item = comparison.verdicts[0]
+    assert item.verdict is Verdict.SLOWER
+    assert item.note is None
+    assert item.time is not None
+    assert item.time.threshold == 0.05
+
+
+def test_history_from_another_machine_or_dataset_is_ignored() -> None:
+    base = run_doc([bench_doc("a", normal(0.100, 0.0005))])
+    cur = run_doc([bench_doc("a", normal(0.112, 0.0005, seed=1))])
+    medians = [0.09, 0.11, 0.10, 0.095, 0.105, 0.092, 0.108]
+    other_machine = [
+        parse_run(run_doc([bench_doc("a", normal(m, 0.0002))], {**FACTS, "cpu_count": 64}), "o")
+        for m in medians
+    ]
+    other_data = [
+        parse_run(run_doc([bench_doc("a", normal(m, 0.0002), dataset_hash="zzz")]), "d")
+        for m in medians
+    ]
+    for history in (other_machine, other_data):
+        comparison = compare_runs(
+            parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history
+        )
+        assert comparison.verdicts[0].verdict is Verdict.SLOWER

@@ -10,8 +10,11 @@ pytest again and again, each run judged by ``--benchmark-compare ... --perf-gate
   shapes instead of one, compared with the unchanged version, in ``--cycles``
   parametrized trials (skipped without TensorFlow).
 
-It prints how many runs of each case got each verdict, how often the gate failed, and
-how long one comparison cycle (a pytest run with ``--benchmark-compare --perf-gate``)
+Verdicts are judged with the unchanged runs saved so far as history, as a nightly
+job's storage holds them (their run-to-run spread can widen a bench's threshold; the
+first five cycles have too little history for that), and also without it. It prints
+how many runs of each case got each verdict, how often the gate failed, and how long
+one comparison cycle (a pytest run with ``--benchmark-compare --perf-gate``)
 takes. Usage::
 
     python tools/ab_check.py [--cycles 20] [--rounds 12] [--timer time.process_time]
@@ -89,6 +92,7 @@ class Case:
 
     name: str
     verdicts: Counter[str] = field(default_factory=Counter)
+    plain: Counter[str] = field(default_factory=Counter)  # the same, judged without history
     counters_rose: int = 0
     gate_failed: int = 0
     runs: int = 0
@@ -120,12 +124,27 @@ def pytest_run(workdir: Path, out: Path, env: dict[str, str], *args: str) -> tup
     return done.returncode, elapsed
 
 
-def judge(case: Case, baseline: Path, current: Path, status: int, elapsed: float) -> None:
-    """Count the verdicts of ``current`` against ``baseline`` (offline, same code as the gate)."""
-    comparison = compare_runs(load_run(baseline), load_run(current))
+def judge(
+    case: Case,
+    baseline: Path,
+    current: Path,
+    status: int,
+    elapsed: float,
+    history: list[Path] | None = None,
+) -> None:
+    """Count the verdicts of ``current`` against ``baseline`` (offline, same code as the gate).
+
+    ``history`` is the unchanged runs saved before, as a nightly's storage holds them:
+    their run-to-run spread can widen a bench's threshold. ``plain`` counts the verdicts
+    without it.
+    """
+    runs = [load_run(p) for p in history or []]
+    comparison = compare_runs(load_run(baseline), load_run(current), history=runs)
     for item in comparison.verdicts:
         case.verdicts[item.verdict.value if item.verdict else "not comparable"] += 1
         case.counters_rose += bool(item.counters_rose)
+    for item in compare_runs(load_run(baseline), load_run(current)).verdicts:
+        case.plain[item.verdict.value if item.verdict else "not comparable"] += 1
     case.gate_failed += status == 1
     case.runs += 1
     case.seconds.append(elapsed)
@@ -142,12 +161,13 @@ def decode_cycles(workdir: Path, cycles: int, rounds: int, timer: str | None) ->
         current = workdir / f"a{cycle}.json"
         gate = [f"--benchmark-compare={previous}", "--perf-gate"]
         status, elapsed = pytest_run(workdir, current, {"AB_PASSES": "10"}, *common, *gate)
-        judge(aa, previous, current, status, elapsed)
+        unchanged = [workdir / f"a{i}.json" for i in range(cycle)]  # saved before this run
+        judge(aa, previous, current, status, elapsed, unchanged)
         for case, passes in ((w20, "12"), (w10, "11")):
             slow = workdir / f"w{passes}_{cycle}.json"
             gate = [f"--benchmark-compare={current}", "--perf-gate"]
             status, elapsed = pytest_run(workdir, slow, {"AB_PASSES": passes}, *common, *gate)
-            judge(case, current, slow, status, elapsed)
+            judge(case, current, slow, status, elapsed, [*unchanged, current])
         previous = current
         print(
             f"cycle {cycle}/{cycles}: A/A {dict(aa.verdicts)}, +20% {dict(w20.verdicts)}, "
@@ -179,7 +199,8 @@ def print_table(cases: list[Case]) -> None:
         "benches judged",
         *VERDICTS,
         "counter rose",
-        "gate failed runs",
+        "slower without history",
+        "gate failed runs (no history)",
         "median s/cycle",
     ]
     rows = [header]
@@ -190,6 +211,7 @@ def print_table(cases: list[Case]) -> None:
                 str(sum(case.verdicts.values())),
                 *(str(case.verdicts.get(v, 0)) for v in VERDICTS),
                 str(case.counters_rose),
+                str(case.plain.get("slower", 0)),
                 str(case.gate_failed),
                 f"{statistics.median(case.seconds):.1f}" if case.seconds else "-",
             ]

@@ -11,12 +11,23 @@ are compared as well.
 
 Per bench, a different ``scale`` or ``dataset_hash`` makes the pair "not comparable":
 it is listed with the reason and never judged.
+
+Run-to-run noise. The rank test sees only the spread *within* each run; on a shared or
+throttling machine whole runs shift by more than that (seen on our 2-core development
+VM: the medians of one unchanged bench spread over +-15% across sessions). When the
+storage holds at least ``MIN_HISTORY`` earlier comparable runs of a bench, the spread of
+their medians (1.4826 x the median absolute deviation of the log medians, a robust
+standard deviation) sets a floor under the bench's threshold: ``exp(3 sigma) - 1``. A
+change inside that band is what this machine does between unchanged runs, so it is
+never called slower or faster; the table says when a threshold was widened, and by
+how much. A quiet, dedicated runner has a small band and keeps the bench's threshold.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +35,12 @@ from perfsuite.verdict.runs import Bench, Run
 from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
 
 DEFAULT_THRESHOLD = 0.05
+#: earlier comparable runs of a bench needed before their spread widens its threshold
+MIN_HISTORY = 5
+#: how many robust standard deviations of run-to-run noise a change must exceed
+NOISE_SIGMAS = 3.0
+#: at most this many of the newest earlier runs are used for the noise band
+HISTORY_RUNS = 20
 
 #: perfsuite machine facts that define "the same machine and stack"
 MACHINE_KEYS: tuple[str, ...] = (
@@ -132,6 +149,7 @@ class BenchVerdict:
     unit: str
     counters: tuple[CounterChange, ...] = ()
     not_comparable: str | None = None
+    note: str | None = None  # e.g. the threshold was widened by run-to-run noise
 
     @property
     def verdict(self) -> Verdict | None:
@@ -203,11 +221,51 @@ def _counters(baseline: Bench, current: Bench) -> tuple[CounterChange, ...]:
     return tuple(CounterChange(n, old.get(n), new.get(n)) for n in names)
 
 
+def noise_band(medians: Sequence[float]) -> float | None:
+    """The relative change unchanged runs of a bench show: ``exp(3 sigma) - 1``.
+
+    ``sigma`` is 1.4826 x the median absolute deviation of the log medians of earlier
+    runs; ``None`` with fewer than ``MIN_HISTORY`` of them.
+
+    >>> round(noise_band([1.0, 1.1, 0.9, 1.0, 1.05]), 3)
+    0.242
+    """
+    logs = sorted(math.log(m) for m in medians if m > 0)
+    if len(logs) < MIN_HISTORY:
+        return None
+    center = _median(logs)
+    sigma = 1.4826 * _median([abs(v - center) for v in logs])
+    return math.exp(NOISE_SIGMAS * sigma) - 1
+
+
+def history_medians(history: Sequence[Run], current: Bench) -> list[float]:
+    """Median times of ``current``'s bench in earlier runs it is comparable with."""
+    medians = []
+    for run in history[-HISTORY_RUNS:]:
+        bench = run.benches.get(current.fullname)
+        if bench is None or _not_comparable(bench, current) is not None:
+            continue
+        median = bench.median if bench.median is not None else None
+        if bench.data:
+            median = _median(bench.data)
+        if median is not None and median > 0:
+            medians.append(median)
+    return medians
+
+
 def judge_bench(
-    baseline: Bench, current: Bench, default_threshold: float = DEFAULT_THRESHOLD
+    baseline: Bench,
+    current: Bench,
+    default_threshold: float = DEFAULT_THRESHOLD,
+    history: Sequence[float] = (),
 ) -> BenchVerdict:
-    """Compare one bench: rank test on raw samples, else medians; counters exactly."""
+    """Compare one bench: rank test on raw samples, else medians; counters exactly.
+
+    ``history`` holds the bench's median times in earlier comparable runs: their
+    spread can widen the threshold (see the module docstring).
+    """
     counters = _counters(baseline, current)
+    note = None
 
     def verdict(
         time: Comparison | None, rate_change: float | None = None, reason: str | None = None
@@ -222,12 +280,20 @@ def judge_bench(
             unit=current.unit,
             counters=counters,
             not_comparable=reason,
+            note=note,
         )
 
     reason = _not_comparable(baseline, current)
     if reason is not None:
         return verdict(None, reason=reason)
     threshold = _threshold(baseline, current, default_threshold)
+    band = noise_band(history)
+    if band is not None and band > threshold:
+        note = (
+            f"threshold widened from {threshold * 100:g}% to {band * 100:.0f}%: unchanged runs "
+            f"of this bench on this machine spread that much ({len(history)} earlier runs)"
+        )
+        threshold = band
     try:
         time = _compare_times(baseline, current, threshold)
     except ValueError as exc:  # zero or negative timings: nothing sound to judge
@@ -271,10 +337,21 @@ def pairs(baseline: Run, current: Run) -> Iterator[tuple[Bench, Bench]]:
 
 
 def compare_runs(
-    baseline: Run, current: Run, default_threshold: float = DEFAULT_THRESHOLD
+    baseline: Run,
+    current: Run,
+    default_threshold: float = DEFAULT_THRESHOLD,
+    history: Sequence[Run] = (),
 ) -> RunComparison:
-    """Judge every bench of ``current`` present in ``baseline``; list added and removed ones."""
-    verdicts = [judge_bench(b, c, default_threshold) for b, c in pairs(baseline, current)]
+    """Judge every bench of ``current`` present in ``baseline``; list added and removed ones.
+
+    ``history`` is the earlier runs saved on this machine, oldest first (the baseline
+    among them): the run-to-run noise they show can widen a bench's threshold.
+    """
+    comparable = [run for run in history if not machine_mismatch(run, current)]
+    verdicts = [
+        judge_bench(b, c, default_threshold, history_medians(comparable, c))
+        for b, c in pairs(baseline, current)
+    ]
     added = [n for n in current.benches if n not in baseline.benches]
     removed = [n for n in baseline.benches if n not in current.benches]
     return RunComparison(

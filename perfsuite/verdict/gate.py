@@ -20,6 +20,7 @@ Nothing heavy is imported until a comparison or report is asked for.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ class VerdictPlugin:
         self._measured: dict[str, Any] = {}
         self._saved_datetime: str | None = None
         self._machine_info: dict[str, Any] | None = None
+        self._started = time.time()  # runs saved before this are this session's history
 
     @classmethod
     def from_config(cls, config: pytest.Config, settings: PerfConfig) -> VerdictPlugin:
@@ -153,13 +155,24 @@ class VerdictPlugin:
         if self.baseline is not None:
             from perfsuite.verdict.compare import compare_runs, gate_decision
 
-            self.comparison = compare_runs(self.baseline, current, self.settings.threshold)
+            self.comparison = compare_runs(
+                self.baseline, current, self.settings.threshold, self._history()
+            )
             if self.settings.gate:
                 self.decision = gate_decision(self.comparison, self.settings.allow_machine_mismatch)
                 if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.report is not None:
             self._write_report(self.settings.report, current)
+
+    def _history(self) -> list[Run]:
+        """The runs saved on this machine before this session, oldest first."""
+        from perfsuite.verdict.compare import HISTORY_RUNS
+        from perfsuite.verdict.runs import Storage, load_runs
+
+        storage = Storage.for_session(self.storage_option)
+        earlier = [p for p in storage.runs() if p.stat().st_mtime < self._started]
+        return load_runs(earlier[-HISTORY_RUNS:])
 
     def _write_report(self, out: Path, current: Run) -> None:
         from perfsuite.report import write_report

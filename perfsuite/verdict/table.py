@@ -72,10 +72,11 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
             continue
         word = _verdict_word(item)
         assert item.time is not None
-        if item.time.fallback:
-            if item.time.fallback not in notes:
-                notes.append(item.time.fallback)
-            word += f" [{notes.index(item.time.fallback) + 1}]"
+        for note in (item.time.fallback, item.note):
+            if note:
+                if note not in notes:
+                    notes.append(note)
+                word += f" [{notes.index(note) + 1}]"
         rounds = f"{item.time.n_baseline}/{item.time.n_current}"
         threshold = f" (>{item.time.threshold * 100:g}%)"
         rows.append(
