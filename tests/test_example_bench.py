@@ -10,7 +10,14 @@ import pytest
 
 pytest_plugins = ("pytester",)
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "bench_candidate.py"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+EXAMPLE = DOCS / "examples" / "bench_candidate.py"
+
+
+def test_the_guide_shows_the_example_file_verbatim() -> None:
+    guide = (DOCS / "adding-a-bench.md").read_text()
+    start = guide.index("```python\n") + len("```python\n")
+    assert guide[start : guide.index("```", start)] == EXAMPLE.read_text()
 
 
 @pytest.mark.tf

@@ -251,10 +251,21 @@ def test_added_removed_and_not_comparable_are_listed() -> None:
     (item,) = comparison.verdicts
     assert item.verdict is None
     assert item.not_comparable == "scale smoke -> default"
-    assert gate_decision(comparison, allow_mismatch=False).passed
+    decision = gate_decision(comparison, allow_mismatch=False)
+    assert not decision.passed  # nothing was judged at all: the gate does not pass
+    assert "none of the baseline's 1 benches ran comparably" in decision.message
     text = "\n".join(text_lines(comparison))
     assert "not comparable: g/s: scale smoke -> default" in text
     assert "added since the baseline (not judged): bench_x.py::test_x[new]" in text
+
+
+def test_a_removed_bench_beside_judged_ones_does_not_fail_the_gate() -> None:
+    data = normal(0.1, 0.001)
+    base = run_doc([bench_doc("old", data), bench_doc("kept", data)])
+    cur = run_doc([bench_doc("kept", normal(0.1, 0.001, seed=3))])
+    comparison = compare_docs(base, cur)
+    assert comparison.removed == ["bench_x.py::test_x[old]"]
+    assert gate_decision(comparison, allow_mismatch=False).passed
 
 
 def test_baseline_without_raw_samples_falls_back_and_says_so() -> None:

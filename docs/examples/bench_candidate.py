@@ -28,10 +28,10 @@ def candidate(data: Any, spec: pipes.PipelineSpec) -> Any:
 def test_candidate(perf: Any, image_dataset: Any, variant: str) -> None:
     batch, batches = perf.pick(smoke=8, default=32, full=64), 4
     spec = pipes.PipelineSpec(batch=batch, shuffle_buffer=image_dataset.count, seed=1)
-    built = candidate(image_dataset, spec) if variant == "candidate" else None
-    iterator = iter(
-        built if built is not None else pipes.build(variant, image_dataset, spec).dataset
-    )
+    if variant == "candidate":
+        iterator = iter(candidate(image_dataset, spec))
+    else:
+        iterator = iter(pipes.build(variant, image_dataset, spec).dataset)
     perf.measure(
         lambda: pipes.take_batches(iterator, batches),  # warm-up rounds run first, untimed
         items=batch * batches,

@@ -392,6 +392,14 @@ def gate_decision(
             f"cannot judge: the baseline is from a different machine or stack "
             f"({what}); pass {allow_flag} to gate anyway",
         )
+    judged = [v for v in comparison.verdicts if not v.not_comparable]
+    if comparison.removed and not judged:
+        return GateDecision(
+            Outcome.MISMATCH,
+            f"cannot judge: none of the baseline's {len(comparison.removed)} benches ran "
+            "comparably in this run (skipped, failed or renamed?); a gate with nothing "
+            "compared does not pass",
+        )
     regressions = comparison.regressions
     if regressions:
         parts = []
