@@ -15,6 +15,7 @@ import torch
 
 from perfsuite.config import PerfConfig
 from perfsuite.datasets import ImageDataset
+from perfsuite.machine import usable_cpus
 from perfsuite.measure import Perf
 from perfsuite.options import Device
 from perfsuite.workloads import dali_pipelines as dali
@@ -39,7 +40,7 @@ def _loader(
     pin_memory: bool = False,
 ) -> tuple[Batches, dict[str, Any]]:
     """``variant``'s endless (images, labels) batches, warmed by two batches, and its params."""
-    cores = tm.usable_cores()
+    cores = usable_cpus()
     if variant == BASELINE:
         loader = tm.torch_loader(
             dataset, kind, batch_size=batch, workers=cores, seed=SEED, pin_memory=pin_memory
@@ -120,7 +121,7 @@ def test_dali_rrc(
 def test_dali_threads(
     perf: Perf, request: pytest.FixtureRequest, image_dataset: ImageDataset, threads: str
 ) -> None:
-    cores = tm.usable_cores()
+    cores = usable_cpus()
     count = cores if threads == "all" else int(threads)
     if threads == "all" and cores <= 2:
         pytest.skip(f"all usable cores = {cores}: already measured as threads_{cores}")

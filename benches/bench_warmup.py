@@ -262,10 +262,10 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
 @pytest.mark.dali
 @pytest.mark.parametrize("variant", ["cold", "warm"])
 def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
-    from perfsuite.workloads.torch_models import usable_cores
+    from perfsuite.machine import usable_cpus
 
     batch = perf.pick(smoke=8, default=16, full=32)
-    threads = usable_cores()
+    threads = usable_cpus()
     params = {"pipeline": "decode, resize 240, cast (CPU)", "batch": batch, "threads": threads}
 
     def build() -> Any:

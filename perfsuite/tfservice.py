@@ -38,6 +38,7 @@ from typing import Any, NoReturn
 import pytest
 
 from perfsuite.errors import PerfsuiteError
+from perfsuite.machine import usable_cpus as usable_cores
 from perfsuite.options import ServiceAddress
 
 ENTRY_POINT = "perfsuite.workloads.tfservice_worker"
@@ -64,13 +65,6 @@ class ServiceStartError(ServiceError):
 
 class ServiceLost(ServiceError):
     """A service process exited while it was in use."""
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def local_worker_counts() -> tuple[int, ...]:

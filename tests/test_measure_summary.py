@@ -120,10 +120,11 @@ def test_finalize_fills_speedup_and_efficiency() -> None:
 @pytest.mark.parametrize("role", ["baseline", "roofline"])
 def test_a_second_baseline_or_roofline_in_a_group_is_an_error(role: str) -> None:
     results = SessionResults()
-    results.add(record("a", 1.0, **{role: True}))
-    results.add(record("a", 1.0, **{role: True}))  # the same variant again (a rerun): fine
+    flags: dict[str, Any] = {role: True}
+    results.add(record("a", 1.0, **flags))
+    results.add(record("a", 1.0, **flags))  # the same variant again (a rerun): fine
     with pytest.raises(PerfsuiteError, match=rf"group 'tfdata' already has a {role}, 'a'"):
-        results.add(record("b", 1.0, **{role: True}))
+        results.add(record("b", 1.0, **flags))
 
 
 def test_finalize_rounds_to_four_places() -> None:

@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from perfsuite.datasets import ImageDataset
 from perfsuite.errors import PerfsuiteError
+from perfsuite.machine import usable_cpus as host_cores
 from perfsuite.tfrecords import IMAGE_KEY, LABEL_KEY, TFRecordShards
 from perfsuite.workloads.tf_image import (
     CROP,
@@ -57,11 +58,6 @@ BEST = "parallel_map"
 RECORD_SHUFFLE_BUFFER = 1024
 DEFAULT_OPTIMIZATIONS = True
 MAP_PARALLELIZATION = False
-
-
-def host_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import multiprocessing
 import multiprocessing.context
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -39,14 +38,6 @@ STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 AREA = (0.08, 1.0)
 RATIO = (3 / 4, 4 / 3)
 ATTEMPTS = 10
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask, not the machine's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def flat_size(input_size: int) -> int:
