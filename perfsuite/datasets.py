@@ -15,14 +15,13 @@ import hashlib
 import json
 import multiprocessing
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfsuite.errors import PerfsuiteError
-from perfsuite.fsutil import atomic_write_text, file_lock
+from perfsuite.fsutil import atomic_write_text, build_dir_once, sha256_file
 from perfsuite.recipes import Recipe
 
 MANIFEST = "manifest.json"
@@ -89,31 +88,16 @@ def ensure_writable(data_dir: Path) -> None:
 def materialize(recipe: Recipe, data_dir: Path, workers: int | None = None) -> ImageDataset:
     """The dataset for ``recipe`` in ``data_dir``: reused if intact, else (re)built atomically."""
     _check_not_bootstrapping()
-    final = data_dir / recipe.dirname
-    dataset = load_verified(final, recipe)
-    if dataset is not None:
-        return dataset
+    found = load_verified(data_dir / recipe.dirname, recipe)
+    if found is not None:
+        return found  # a read-only cache with a good dataset is fine
     ensure_writable(data_dir)
-    with file_lock(data_dir / f".{recipe.dirname}.lock"):
-        dataset = load_verified(final, recipe)  # another process may have built it meanwhile
-        if dataset is not None:
-            return dataset
-        if final.exists():
-            _discard(final, data_dir)
-        for stale in data_dir.glob(f".{recipe.dirname}.build-*"):
-            # Left by a process killed mid-build: only the lock holder builds.
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{recipe.dirname}.build-", dir=data_dir))
-        try:
-            _generate(recipe, tmp, workers)
-            os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    dataset = load_verified(final, recipe)
-    if dataset is None:  # pragma: no cover - only if someone alters it within microseconds
-        raise PerfsuiteError(f"dataset {final} failed verification right after it was built")
-    return dataset
+    return build_dir_once(
+        data_dir / recipe.dirname,
+        lambda root: load_verified(root, recipe),
+        lambda tmp: _generate(recipe, tmp, workers),
+        "dataset",
+    )
 
 
 def _check_not_bootstrapping() -> None:
@@ -132,13 +116,6 @@ def _check_not_bootstrapping() -> None:
 
 def _file_list_text(entries: list[dict[str, Any]]) -> str:
     return "".join(f"{e['path']} {e['label']}\n" for e in entries)
-
-
-def _discard(path: Path, data_dir: Path) -> None:
-    """Move a broken dataset out of the way first (atomic), then delete it."""
-    trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=data_dir))
-    os.rename(path, trash / path.name)
-    shutil.rmtree(trash, ignore_errors=True)
 
 
 def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
@@ -175,14 +152,6 @@ def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1))
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def load_verified(root: Path, recipe: Recipe) -> ImageDataset | None:
     """The dataset at ``root`` if it is whole and matches ``recipe``, else None."""
     try:
@@ -196,7 +165,7 @@ def load_verified(root: Path, recipe: Recipe) -> ImageDataset | None:
             return None
         for entry in entries:
             path = root / entry["path"]
-            if path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
+            if path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
                 return None
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -1,13 +1,20 @@
-"""Atomic writes and a cross-process lock."""
+"""Atomic writes, a cross-process lock, and folders built once and renamed into place."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+from perfsuite.errors import PerfsuiteError
+
+T = TypeVar("T")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -41,3 +48,54 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def discard_dir(path: Path) -> None:
+    """Move a folder out of the way first (atomic), then delete it."""
+    trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=path.parent))
+    os.rename(path, trash / path.name)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def build_dir_once(
+    final: Path, load: Callable[[Path], T | None], build: Callable[[Path], None], what: str
+) -> T:
+    """The folder at ``final`` as ``load`` accepts it, building it once if it is missing or bad.
+
+    ``load`` returns ``None`` for a folder that is absent, incomplete or altered. The build
+    happens under a lock next to ``final`` (so two processes end with one good copy), into a
+    temporary folder renamed into place (so readers never see half of it); a bad folder is
+    moved away first, and build folders left by killed processes are removed.
+    """
+    found = load(final)
+    if found is not None:
+        return found
+    parent = final.parent
+    with file_lock(parent / f".{final.name}.lock"):
+        found = load(final)  # another process may have built it meanwhile
+        if found is not None:
+            return found
+        if final.exists():
+            discard_dir(final)
+        for stale in parent.glob(f".{final.name}.build-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # only the lock holder builds
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.build-", dir=parent))
+        try:
+            build(tmp)
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    found = load(final)
+    if found is None:  # pragma: no cover - only if someone alters it within microseconds
+        raise PerfsuiteError(f"{what} {final} failed verification right after it was built")
+    return found

@@ -12,18 +12,14 @@ only to write shards, so this module imports fast.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfsuite.datasets import ImageDataset, ensure_writable
 from perfsuite.errors import PerfsuiteError
-from perfsuite.fsutil import file_lock
+from perfsuite.fsutil import build_dir_once, sha256_file
 
 MANIFEST = "manifest.json"
 #: bumped whenever the bytes written for the same images would change
@@ -81,28 +77,16 @@ def materialize_shards(dataset: ImageDataset, data_dir: Path, shards: int) -> TF
     >>> tf.data.TFRecordDataset([str(p) for p in shards.paths])
     """
     ranges = shard_ranges(dataset.count, shards)
-    final = data_dir / shards_dirname(dataset, shards)
-    found = load_verified_shards(final, dataset, shards)
+    found = load_verified_shards(data_dir / shards_dirname(dataset, shards), dataset, shards)
     if found is not None:
-        return found
+        return found  # a read-only cache with good shards is fine
     ensure_writable(data_dir)
-    with file_lock(data_dir / f".{final.name}.lock"):
-        found = load_verified_shards(final, dataset, shards)  # built meanwhile by another process
-        if found is not None:
-            return found
-        if final.exists():
-            _discard(final, data_dir)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.build-", dir=data_dir))
-        try:
-            _write(dataset, ranges, tmp)
-            os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    found = load_verified_shards(final, dataset, shards)
-    if found is None:  # pragma: no cover - only if someone alters it within microseconds
-        raise PerfsuiteError(f"TFRecord shards {final} failed verification right after writing")
-    return found
+    return build_dir_once(
+        data_dir / shards_dirname(dataset, shards),
+        lambda root: load_verified_shards(root, dataset, shards),
+        lambda tmp: _write(dataset, ranges, tmp),
+        "TFRecord shards",
+    )
 
 
 def load_verified_shards(root: Path, dataset: ImageDataset, shards: int) -> TFRecordShards | None:
@@ -119,7 +103,7 @@ def load_verified_shards(root: Path, dataset: ImageDataset, shards: int) -> TFRe
         entries = manifest["shards"]
         for entry in entries:
             path = root / entry["path"]
-            if path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
+            if path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
                 return None
         records = tuple(int(e["records"]) for e in entries)
         if sum(records) != dataset.count:
@@ -149,7 +133,7 @@ def _write(dataset: ImageDataset, ranges: list[range], root: Path) -> None:
             {
                 "path": name,
                 "records": len(part),
-                "sha256": _sha256(path),
+                "sha256": sha256_file(path),
                 "bytes": path.stat().st_size,
             }
         )
@@ -172,18 +156,3 @@ def _example(tf: Any, image: bytes, label: int) -> bytes:
     )
     data: bytes = tf.train.Example(features=features).SerializeToString()
     return data
-
-
-def _discard(path: Path, data_dir: Path) -> None:
-    """Move broken shards out of the way first (atomic), then delete them."""
-    trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=data_dir))
-    os.rename(path, trash / path.name)
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
