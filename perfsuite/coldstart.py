@@ -39,9 +39,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Protocol
 
+from perfsuite.closing import Closing
 from perfsuite.errors import PerfsuiteError
 
 #: every protocol line the child writes starts with this (library output is kept apart)
@@ -87,7 +87,7 @@ def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
     return " | ".join(kept) if kept else "(no stderr)"
 
 
-class ColdProcess:
+class ColdProcess(Closing):
     """One fresh ``python -m perfsuite.coldstart`` process, driven step by step (see module doc)."""
 
     def __init__(
@@ -255,17 +255,6 @@ class ColdProcess:
         if self._stderr_text is None:
             self._stderr_text = self.stderr_text()
             self._stderr.close()
-
-    def __enter__(self) -> ColdProcess:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def start_many(

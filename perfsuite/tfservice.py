@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NoReturn
 
 import pytest
 
+from perfsuite.closing import Closing
 from perfsuite.errors import PerfsuiteError
 from perfsuite.machine import usable_cpus as usable_cores
 from perfsuite.options import ServiceAddress
@@ -137,7 +137,7 @@ def history() -> tuple[ProcessRecord, ...]:
     return tuple(ProcessRecord(p.name, p.pid, p.port) for p in _HISTORY)
 
 
-class LocalCluster:
+class LocalCluster(Closing):
     """A dispatcher and workers as child processes on loopback; :meth:`stop` ends all of them.
 
     >>> with LocalCluster() as cluster:
@@ -176,17 +176,6 @@ class LocalCluster:
     def processes(self) -> list[ServiceProcess]:
         """Every process of this cluster, parked workers included."""
         return self.serving + self.parked
-
-    def __enter__(self) -> LocalCluster:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def ensure_workers(self, count: int, *, spare: int = 0) -> None:
         """Start the dispatcher if needed and workers until ``count`` serve; never stops any.
@@ -237,6 +226,10 @@ class LocalCluster:
             code = proc.popen.poll()
             if code is not None:
                 raise ServiceLost(f"{proc.describe()} {describe_exit(code)}")
+
+    def close(self) -> None:
+        """Stop every process (what ``with`` does on exit)."""
+        self.stop()
 
     def stop(self) -> None:
         """Stop every process: close stdin, SIGTERM, wait, SIGKILL. Safe to call twice."""
@@ -368,7 +361,7 @@ def _fail(message: str) -> NoReturn:
     raise pytest.fail.Exception(message, pytrace=False) from None
 
 
-class BoundedConsumer:
+class BoundedConsumer(Closing):
     """Pulls batches on a helper thread, so a stalled or broken pipeline fails in bounded time.
 
     :meth:`take` waits for its batches while calling ``watch`` every ``poll`` seconds (it
@@ -401,17 +394,6 @@ class BoundedConsumer:
         self._broken = False
         self._thread = threading.Thread(target=self._run, name="bounded-consumer", daemon=True)
         self._thread.start()
-
-    def __enter__(self) -> BoundedConsumer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _run(self) -> None:
         iterator: Iterator[Any] | None = None
@@ -477,7 +459,7 @@ class Service:
     workers: int | None  # None: a remote dispatcher's workers are not ours to count
 
 
-class ServicePool:
+class ServicePool(Closing):
     """The session's tf.data service: a remote dispatcher, or a local cluster sized on demand.
 
     A local cluster grows as benches ask for more workers (the processes of up to
@@ -509,17 +491,6 @@ class ServicePool:
         self._remote_error: str | None = None
         self._remote_checked = False
         self._start_error: str | None = None
-
-    def __enter__(self) -> ServicePool:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         if self.cluster is not None:
