@@ -13,10 +13,10 @@ pytest.importorskip("nvidia.dali", reason="needs NVIDIA DALI: pip install 'perfs
 
 import torch
 
+from perfsuite.bench.machine import usable_cpus
+from perfsuite.bench.measure import Perf
 from perfsuite.config import PerfConfig
-from perfsuite.datasets import ImageDataset
-from perfsuite.machine import usable_cpus
-from perfsuite.measure import Perf
+from perfsuite.data.datasets import ImageDataset
 from perfsuite.options import Device
 from perfsuite.workloads import dali_pipelines as dali
 from perfsuite.workloads import torch_models as tm

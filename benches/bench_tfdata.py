@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
 
-from perfsuite.tfrecords import materialize_shards
+from perfsuite.data.tfrecords import materialize_shards
 from perfsuite.workloads import tf_models
 from perfsuite.workloads import tfdata_pipelines as pipes
 

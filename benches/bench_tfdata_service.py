@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from perfsuite.bench.measure import Perf
 from perfsuite.config import PerfConfig
-from perfsuite.datasets import ImageDataset
-from perfsuite.measure import Perf
+from perfsuite.data.datasets import ImageDataset
+from perfsuite.harness.tfservice import BoundedConsumer, ServicePool, local_worker_counts
 from perfsuite.plugin import perf_config
-from perfsuite.tfservice import BoundedConsumer, ServicePool, local_worker_counts
 
 pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from perfsuite import coldstart
-from perfsuite.datasets import ImageDataset
-from perfsuite.measure import Perf
+from perfsuite.bench.measure import Perf
+from perfsuite.data.datasets import ImageDataset
+from perfsuite.harness import coldstart
 from perfsuite.workloads import warmup_cases as wc
 
 BATCH = 1  # one image per call, as in the study's viewer
@@ -264,7 +264,7 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
 @pytest.mark.dali
 @pytest.mark.parametrize("variant", ["cold", "warm"])
 def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
-    from perfsuite.machine import usable_cpus
+    from perfsuite.bench.machine import usable_cpus
 
     batch = perf.pick(smoke=8, default=16, full=32)
     threads = usable_cpus()

@@ -6,8 +6,8 @@ the code that needs them.
 
 from __future__ import annotations
 
+from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
-from perfsuite.recipes import Recipe, load_recipe
 
 __version__ = "0.1.0"
 

@@ -138,8 +138,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from perfsuite.report import write_report
     from perfsuite.verdict.compare import HISTORY_RUNS, compare_runs
+    from perfsuite.verdict.report import write_report
     from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
 
     storage = Storage(storage_path(args.storage), None)

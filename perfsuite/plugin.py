@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from perfsuite import hookspecs
+from perfsuite.bench.frameworks import MARKER_MODULES, install_hint, is_installed
+from perfsuite.bench.gpu import GPU, GPUInfo, detect_gpu
+from perfsuite.bench.measure import Perf, SessionResults
+from perfsuite.bench.summary import summary_lines
+from perfsuite.bench.traces import TraceCounter
 from perfsuite.config import BenchSettings, PerfConfig
-from perfsuite.datasets import ImageDataset, describe_folder, materialize
+from perfsuite.data.datasets import ImageDataset, describe_folder, materialize
+from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
-from perfsuite.frameworks import MARKER_MODULES, install_hint, is_installed
-from perfsuite.gpu import GPU, GPUInfo, detect_gpu
-from perfsuite.measure import Perf, SessionResults
 from perfsuite.options import Device, add_options
-from perfsuite.recipes import Recipe, load_recipe
-from perfsuite.summary import summary_lines
-from perfsuite.traces import TraceCounter
 
 CONFIG_KEY = pytest.StashKey[PerfConfig]()
 RESULTS_KEY = pytest.StashKey[SessionResults]()
@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Saved runs keep raw per-round timings, so comparisons use distributions.
     if config.getoption("benchmark_save", None) or config.getoption("benchmark_autosave", None):
         config.option.benchmark_save_data = True
-    from perfsuite.verdict.gate import PLUGIN_NAME, VerdictPlugin
+    from perfsuite.gate import PLUGIN_NAME, VerdictPlugin
 
     config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
 
@@ -153,7 +153,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def pytest_benchmark_update_machine_info(
     config: pytest.Config, machine_info: dict[str, Any]
 ) -> None:
-    from perfsuite.machine import machine_facts
+    from perfsuite.bench.machine import machine_facts
 
     facts = machine_facts(session_gpu(config))
     config.hook.pytest_perfsuite_update_machine_facts(config=config, facts=facts)
@@ -235,7 +235,7 @@ def gpu(pytestconfig: pytest.Config) -> GPU:
 
 @pytest.fixture
 def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
-    """The measuring fixture every bench uses (see :class:`perfsuite.measure.Perf`)."""
+    """The measuring fixture every bench uses (see :class:`perfsuite.bench.measure.Perf`)."""
     item = request.node
     cfg = perf_config(request.config)
     try:

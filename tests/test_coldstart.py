@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from perfsuite import coldstart
-from perfsuite.coldstart import ColdProcess, ColdStartError, ColdTimings, run_cold_sample
+from perfsuite.harness import coldstart
+from perfsuite.harness.coldstart import ColdProcess, ColdStartError, ColdTimings, run_cold_sample
 
 CASES = textwrap.dedent(
     """
@@ -104,7 +104,7 @@ def test_arguments_reach_the_child_verbatim_without_a_shell(
     assert seen[0]["kwargs"]["shell"] is False
     command = seen[0]["args"][0]
     assert isinstance(command, list)
-    assert command[1:3] == ["-m", "perfsuite.coldstart"]
+    assert command[1:3] == ["-m", "perfsuite.harness.coldstart"]
 
 
 def test_nonzero_exit_reports_code_and_stderr(cases_env: dict[str, str]) -> None:

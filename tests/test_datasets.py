@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image, JpegImagePlugin
 
-from perfsuite.datasets import (
+from perfsuite.data.datasets import (
     FILE_LIST,
     MANIFEST,
     ImageDataset,
@@ -27,9 +27,9 @@ from perfsuite.datasets import (
     load_verified,
     materialize,
 )
+from perfsuite.data.imagegen import render_jpeg
+from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
-from perfsuite.imagegen import render_jpeg
-from perfsuite.recipes import Recipe, load_recipe
 
 pytest_plugins = ("pytester",)
 
@@ -288,8 +288,8 @@ CONCURRENT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import numpy, PIL.Image  # loaded before the start line, so both start together
-    from perfsuite.datasets import materialize
-    from perfsuite.recipes import load_recipe
+    from perfsuite.data.datasets import materialize
+    from perfsuite.data.recipes import load_recipe
 
     data, me, peer = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     recipe = load_recipe("imagenet-like", "smoke").with_overrides(
@@ -555,7 +555,7 @@ def test_bad_perf_images_is_a_usage_error_before_any_test(
 def test_reuse_never_renders_and_repair_rebuilds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import perfsuite.imagegen as imagegen
+    import perfsuite.data.imagegen as imagegen
 
     data = tmp_path / "data"
     first = materialize(tiny(), data)

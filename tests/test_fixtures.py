@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from perfsuite.bench.traces import TraceCounter, tracing_count
+from perfsuite.data.recipes import load_recipe
 from perfsuite.errors import PerfsuiteError
-from perfsuite.recipes import load_recipe
-from perfsuite.traces import TraceCounter, tracing_count
 
 pytest_plugins = ("pytester",)
 

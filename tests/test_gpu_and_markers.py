@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import perfsuite.plugin
-from perfsuite.frameworks import (
+from perfsuite.bench.frameworks import (
     FRAMEWORKS,
     MARKER_MODULES,
     distribution_version,
@@ -18,7 +18,7 @@ from perfsuite.frameworks import (
     is_installed,
     require,
 )
-from perfsuite.gpu import GPU, GPUInfo
+from perfsuite.bench.gpu import GPU, GPUInfo
 
 pytest_plugins = ("pytester",)
 

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite.errors import PerfsuiteError
-from perfsuite.measure import (
+from perfsuite.bench.measure import (
     EXACT_COUNTERS_KEY,
     BenchRecord,
     SessionResults,
@@ -23,8 +22,9 @@ from perfsuite.measure import (
     items_per_second,
     record_counter,
 )
-from perfsuite.recipes import load_recipe
-from perfsuite.summary import HEADER, format_table, summary_lines, summary_rows
+from perfsuite.bench.summary import HEADER, format_table, summary_lines, summary_rows
+from perfsuite.data.recipes import load_recipe
+from perfsuite.errors import PerfsuiteError
 
 pytest_plugins = ("pytester",)
 

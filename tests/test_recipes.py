@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite.errors import PerfsuiteError
-from perfsuite.recipes import (
+from perfsuite.data.recipes import (
     BUILTIN_RECIPES,
     GENERATOR_VERSION,
     SCALES,
@@ -18,6 +17,7 @@ from perfsuite.recipes import (
     load_recipe,
     parse_recipe_file,
 )
+from perfsuite.errors import PerfsuiteError
 
 pytest_plugins = ("pytester",)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from perfsuite.report import group_rows, safe_name, write_report
 from perfsuite.verdict.compare import compare_runs
+from perfsuite.verdict.report import group_rows, safe_name, write_report
 from perfsuite.verdict.runs import Bench, Run
 
 

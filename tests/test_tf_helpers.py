@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.datasets import ImageDataset
-from perfsuite.errors import PerfsuiteError
-from perfsuite.recipes import load_recipe
-from perfsuite.tfrecords import (
+from perfsuite.data.datasets import ImageDataset
+from perfsuite.data.recipes import load_recipe
+from perfsuite.data.tfrecords import (
     MANIFEST,
     SHARD_FORMAT,
     load_verified_shards,
@@ -25,6 +24,7 @@ from perfsuite.tfrecords import (
     shard_ranges,
     shards_dirname,
 )
+from perfsuite.errors import PerfsuiteError
 
 pytest_plugins = ("pytester",)
 
@@ -144,10 +144,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from perfsuite.datasets import materialize
+from perfsuite.data.datasets import materialize
 from perfsuite.errors import PerfsuiteError
-from perfsuite.recipes import load_recipe
-from perfsuite.tfrecords import materialize_shards
+from perfsuite.data.recipes import load_recipe
+from perfsuite.data.tfrecords import materialize_shards
 from perfsuite.workloads import tf_models
 from perfsuite.workloads import tfdata_pipelines as pipes
 

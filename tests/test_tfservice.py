@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite import tfservice
+from perfsuite.harness import tfservice
 from perfsuite.options import ServiceAddress
 
 pytest_plugins = ("pytester",)
@@ -27,7 +27,7 @@ import json, os
 from pathlib import Path
 from typing import Any
 import pytest
-from perfsuite import tfservice
+from perfsuite.harness import tfservice
 
 ALIVE = {}
 
@@ -52,7 +52,7 @@ def pytest_unconfigure(config):
 #: kills worker 1 with SIGKILL in the middle of the first service bench's timed rounds
 KILLING_CONFTEST = """
 import os, signal
-from perfsuite import tfservice
+from perfsuite.harness import tfservice
 
 _take = tfservice.BoundedConsumer.take
 CALLS = [0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfsuite.summary import format_table
+from perfsuite.bench.summary import format_table
 from perfsuite.verdict.compare import BenchVerdict, RunComparison
 from perfsuite.verdict.stats import Verdict
 

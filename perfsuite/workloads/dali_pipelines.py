@@ -15,7 +15,7 @@ from nvidia.dali.pipeline import Pipeline
 from nvidia.dali.plugin.base_iterator import LastBatchPolicy
 from nvidia.dali.plugin.pytorch import DALIGenericIterator
 
-from perfsuite.datasets import ImageDataset
+from perfsuite.data.datasets import ImageDataset
 from perfsuite.workloads.torch_models import CROP, MEAN, RESIZE, STD, Kind
 
 Device = Literal["cpu", "gpu"]

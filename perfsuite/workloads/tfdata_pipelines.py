@@ -26,10 +26,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf
 
-from perfsuite.datasets import ImageDataset
+from perfsuite.bench.machine import usable_cpus as host_cores
+from perfsuite.data.datasets import ImageDataset
+from perfsuite.data.tfrecords import IMAGE_KEY, LABEL_KEY, TFRecordShards
 from perfsuite.errors import PerfsuiteError
-from perfsuite.machine import usable_cpus as host_cores
-from perfsuite.tfrecords import IMAGE_KEY, LABEL_KEY, TFRecordShards
 from perfsuite.workloads.tf_image import (
     CROP,
     crop_and_scale,
@@ -325,7 +325,7 @@ def tfrecord(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
     if shards is None:
         raise PerfsuiteError(
             "the tfrecord variant needs PipelineSpec.shards "
-            "(perfsuite.tfrecords.materialize_shards)"
+            "(perfsuite.data.tfrecords.materialize_shards)"
         )
     if shards.dataset_hash != data.recipe_hash:
         raise PerfsuiteError(

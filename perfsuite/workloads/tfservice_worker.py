@@ -1,6 +1,6 @@
 """The tf.data service's two sides: its server processes, and the pipelines the bench sends them.
 
-Run as a child process by :mod:`perfsuite.tfservice`, never by hand::
+Run as a child process by :mod:`perfsuite.harness.tfservice`, never by hand::
 
     python -m perfsuite.workloads.tfservice_worker dispatcher --port 0
     python -m perfsuite.workloads.tfservice_worker worker --dispatcher 127.0.0.1:PORT

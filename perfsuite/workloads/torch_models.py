@@ -25,7 +25,7 @@ from PIL import Image
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from perfsuite.datasets import ImageDataset
+from perfsuite.data.datasets import ImageDataset
 
 Kind = Literal["resize", "rrc"]
 

@@ -3,7 +3,7 @@
 Each case has a way to get a fresh, never-called object (so a cold sample never
 reuses anything already warm) and a call to time. Unlike the other workload modules
 this one imports its frameworks inside the functions: it serves four frameworks,
-and a cold-start child (``python -m perfsuite.coldstart``) running one case must pay
+and a cold-start child (``python -m perfsuite.harness.coldstart``) running one case must pay
 for importing that case's framework only.
 
 The model everywhere is the DALI study's small CNN (conv 3->6, pool, conv 6->16,

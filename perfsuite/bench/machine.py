@@ -7,8 +7,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from perfsuite.frameworks import framework_versions
-from perfsuite.gpu import GPUInfo, detect_gpu
+from perfsuite.bench.frameworks import framework_versions
+from perfsuite.bench.gpu import GPUInfo, detect_gpu
 
 
 def cpu_model() -> str:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfsuite.fsutil import atomic_write_bytes, atomic_write_text
+from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.runs import Bench, Run
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite.data.fsutil import atomic_write_text, build_dir_once, sha256_file
+from perfsuite.data.recipes import Recipe
 from perfsuite.errors import PerfsuiteError
-from perfsuite.fsutil import atomic_write_text, build_dir_once, sha256_file
-from perfsuite.recipes import Recipe
 
 MANIFEST = "manifest.json"
 FILE_LIST = "file_list.txt"
@@ -119,7 +119,7 @@ def _file_list_text(entries: list[dict[str, Any]]) -> str:
 
 
 def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
-    from perfsuite.imagegen import write_items
+    from perfsuite.data.imagegen import write_items
 
     indices = list(range(recipe.count))
     workers = max(1, min(workers or os.cpu_count() or 1, len(indices) // 16 or 1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from perfsuite.measure import NOTES_KEY, BenchRecord
+from perfsuite.bench.measure import NOTES_KEY, BenchRecord
 
 
 def _fmt_rate(rate: float | None) -> str:

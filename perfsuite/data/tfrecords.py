@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfsuite.datasets import ImageDataset, ensure_writable
+from perfsuite.data.datasets import ImageDataset, ensure_writable
+from perfsuite.data.fsutil import build_dir_once, sha256_file
 from perfsuite.errors import PerfsuiteError
-from perfsuite.fsutil import build_dir_once, sha256_file
 
 MANIFEST = "manifest.json"
 #: bumped whenever the bytes written for the same images would change

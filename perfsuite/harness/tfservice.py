@@ -36,9 +36,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-from perfsuite.closing import Closing
+from perfsuite.bench.machine import usable_cpus as usable_cores
 from perfsuite.errors import PerfsuiteError
-from perfsuite.machine import usable_cpus as usable_cores
+from perfsuite.harness.closing import Closing
 from perfsuite.options import ServiceAddress
 
 ENTRY_POINT = "perfsuite.workloads.tfservice_worker"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.config import BenchSettings, PerfConfig
-from perfsuite.datasets import ImageDataset
+from perfsuite.data.datasets import ImageDataset
 from perfsuite.errors import PerfsuiteError
 
 #: extra_info keys perfsuite owns; ``params`` holds the bench's own parameters

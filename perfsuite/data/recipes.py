@@ -43,7 +43,7 @@ GENERATOR_VERSION = 1
 
 def _builtin_recipes() -> Path:
     """fixtures/recipes in a checkout; the installed ``perfsuite.recipe_files`` otherwise."""
-    checkout = Path(__file__).resolve().parent.parent / "fixtures" / "recipes"
+    checkout = Path(__file__).resolve().parents[2] / "fixtures" / "recipes"
     if checkout.is_dir():
         return checkout
     spec = importlib.util.find_spec("perfsuite.recipe_files")

@@ -11,7 +11,7 @@ import hashlib
 import io
 from pathlib import Path
 
-from perfsuite.recipes import SUBSAMPLING, Recipe
+from perfsuite.data.recipes import SUBSAMPLING, Recipe
 
 
 def render_jpeg(recipe: Recipe, index: int) -> bytes:

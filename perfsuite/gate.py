@@ -175,7 +175,7 @@ class VerdictPlugin:
         return load_runs(earlier[-HISTORY_RUNS:])
 
     def _write_report(self, out: Path, current: Run) -> None:
-        from perfsuite.report import write_report
+        from perfsuite.verdict.report import write_report
         from perfsuite.verdict.runs import Storage, load_runs
 
         history: list[Run] = []

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from perfsuite.frameworks import is_installed
+from perfsuite.bench.frameworks import is_installed
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from perfsuite.measure import record_counter
+from perfsuite.bench.measure import record_counter
 
 
 def tracing_count(fn: Any) -> int:

@@ -2,7 +2,7 @@
 
 Cold-start is a per-process effect (tracing, graph optimization, kernel and memory
 set-up, a CUDA context), so an honest cold sample needs a process that has done none
-of it. :class:`ColdProcess` starts ``python -m perfsuite.coldstart`` (no shell, the
+of it. :class:`ColdProcess` starts ``python -m perfsuite.harness.coldstart`` (no shell, the
 same interpreter) and drives it one step at a time over its stdin, so a bench can
 time exactly one step (the first call) while the interpreter start, the framework
 import and the model load happen outside the timed region::
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from perfsuite.closing import Closing
 from perfsuite.errors import PerfsuiteError
+from perfsuite.harness.closing import Closing
 
 #: every protocol line the child writes starts with this (library output is kept apart)
 MARKER = "perfsuite-coldstart"
@@ -88,7 +88,7 @@ def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
 
 
 class ColdProcess(Closing):
-    """One fresh ``python -m perfsuite.coldstart`` process, driven step by step (see module doc)."""
+    """One fresh ``python -m perfsuite.harness.coldstart`` process, driven step by step."""
 
     def __init__(
         self,
@@ -111,7 +111,7 @@ class ColdProcess(Closing):
         self.command = [
             python,
             "-m",
-            "perfsuite.coldstart",
+            "perfsuite.harness.coldstart",
             "--steady",
             str(steady),
             target,
@@ -288,7 +288,7 @@ def run_cold_sample(target: str, args: Sequence[str] = (), **kwargs: Any) -> Col
         return proc.timings()
 
 
-# --- the child side: python -m perfsuite.coldstart [--steady N] module:function [args...]
+# --- the child side: python -m perfsuite.harness.coldstart [--steady N] module:function [args...]
 
 
 def _reply(out: IO[str], **values: Any) -> None:
@@ -298,7 +298,7 @@ def _reply(out: IO[str], **values: Any) -> None:
 
 def child_main(argv: Sequence[str] | None = None) -> int:
     """Run one cold-start case, answering each command read from stdin with a JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m perfsuite.coldstart")
+    parser = argparse.ArgumentParser(prog="python -m perfsuite.harness.coldstart")
     parser.add_argument("--steady", type=int, default=5)
     parser.add_argument("target", help="module:function returning a case (load, call)")
     parser.add_argument("args", nargs="*")
@@ -332,7 +332,7 @@ def child_main(argv: Sequence[str] | None = None) -> int:
             _reply(out, steady_s=steady)
             return 0
         else:
-            print(f"perfsuite.coldstart: unknown command {command!r}", file=sys.stderr)
+            print(f"perfsuite.harness.coldstart: unknown command {command!r}", file=sys.stderr)
             return 2
     return 0
 

@@ -1,0 +1,1 @@
+"""What a bench gets: the measuring fixture, trace counters, GPU facts, machine facts."""

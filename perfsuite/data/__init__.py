@@ -1,0 +1,1 @@
+"""Synthetic datasets: recipes, image generation, JPEG datasets, TFRecord shards, atomic builds."""
