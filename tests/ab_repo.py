@@ -68,6 +68,7 @@ class Repo:
 
     root: Path
     cache: Path
+    tmpdir: Path | None = None  # TMPDIR of the controller (where its private folder goes)
 
     def git(self, *args: str) -> str:
         out = subprocess.run(
@@ -94,12 +95,15 @@ class Repo:
         env["XDG_CACHE_HOME"] = str(self.cache)
         env["PYTHONPATH"] = str(PERFSUITE_ROOT)
         env.pop("PYTEST_ADDOPTS", None)
+        if self.tmpdir is not None:
+            env["TMPDIR"] = str(self.tmpdir)
         if log is not None:
             env["AB_TEST_LOG"] = str(log)
         return env
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "perfsuite.cli", "ab", *args]
+        # This file as the script: the repository's folder is not put on sys.path first.
+        return [sys.executable, __file__, "ab", *args]
 
     def ab(self, *args: str, log: Path | None = None, timeout: float = 120) -> Result:
         proc = subprocess.run(
@@ -136,7 +140,7 @@ class Result:
     err: str
 
 
-SMALL = ["--min-pairs", "10", "--max-pairs", "12", "--block-rounds", "1", "--seed", "7"]
+SMALL = ["--min-pairs", "10", "--max-pairs", "12", "--block-rounds", "3", "--seed", "7"]
 #: pytest arguments for the sides: the tiny benches at smoke scale, quietly
 SIDE_ARGS = ["--", "benches", "--perf-scale=smoke", "-q", "-p", "no:randomly"]
 
@@ -187,3 +191,9 @@ def processes_with(marker: str) -> list[int]:
 
 def interrupt(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGINT)
+
+
+if __name__ == "__main__":
+    from perfsuite.cli import main
+
+    sys.exit(main())

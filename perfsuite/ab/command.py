@@ -243,7 +243,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         ]
         for spec in specs:
             protocol_check(spec)
-        workdir = Path(tempfile.mkdtemp(prefix="perfsuite-ab-"))
+        # Unix socket paths must stay short (108 bytes): fall back to /tmp for a long TMPDIR.
+        tmp = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
+        workdir = Path(tempfile.mkdtemp(prefix="perfsuite-ab-", dir=tmp))
         stack.callback(shutil.rmtree, workdir, True)
         sides = [SideProcess(spec, workdir) for spec in specs]
         for side in sides:
