@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ab_repo import SIDE_ARGS, SMALL, Repo, make_repo, processes_with
+
+from tests.ab_repo import SIDE_ARGS, SMALL, Repo, make_repo, processes_with
 
 #: a hang guard only (each of these ends in a few seconds); never a timing assertion
 HANG_S = 120

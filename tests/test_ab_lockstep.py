@@ -6,9 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from ab_repo import SIDE_ARGS, SMALL, make_repo, processes_with, read_log
-
 from perfsuite.ab.revisions import WorktreeCache
+from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, processes_with, read_log
 
 LOOPS = 300_000
 ONE_SIDE = "def test_{name}(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n"
