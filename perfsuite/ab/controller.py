@@ -5,9 +5,12 @@ the benches they have in common, in A's order (benches on one side only are list
 as added or removed). In each bench a side runs its warm-up and says ``ready``; once
 both are ready at the same bench, the controller sends ``block`` to one side at a
 time, so only one side ever runs timed work while the other waits idle on its
-socket. Pairs of blocks run in a seeded, balanced random order: the first pair of
-every two is AB or BA at random and the second is its mirror (ABBA or BAAB). After
-each pair the bench is judged on the look schedule of
+socket. Before each block the controller waits until the idle side's threads are
+quiet (an asynchronous pipeline refills its prefetch buffers after its block), and
+each block starts with untimed drain rounds that take what the side's own pipeline
+prefetched while it waited. Pairs of blocks run in a seeded, balanced random order:
+the first pair of every two is AB or BA at random and the second is its mirror (ABBA
+or BAAB). After each pair the bench is judged on the look schedule of
 :class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
 (pairs, seconds) is spent, both sides get ``done`` and move on.
 
@@ -46,6 +49,9 @@ class BenchRun:
     result: PairedResult | None = None
     skipped: str | None = None
     seconds: float = 0.0
+    unsettled: int = 0  # blocks started while the idle side still worked (after 2 s)
+    drained: list[int] = field(default_factory=list)  # untimed rounds before each block
+    warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
 
     @property
     def ratios(self) -> list[float]:
@@ -88,10 +94,12 @@ class Controller:
         block_rounds: int,
         seed: int,
         threshold: float,
+        drain_rounds: int = 0,
     ) -> None:
         self.sides = {"A": a, "B": b}
         self.budget = budget
         self.block_rounds = block_rounds
+        self.drain_rounds = drain_rounds
         self.seed = seed
         self.threshold = threshold
         self.state = {"A": _State(), "B": _State()}
@@ -236,6 +244,7 @@ class Controller:
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
         run = BenchRun(nodeid, self._threshold())
+        run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
         k, max_pairs = self._pair_limit()
         sequential = Sequential(self.budget, run.threshold)
@@ -246,9 +255,13 @@ class Controller:
             if not orders:
                 orders.extend(pair_orders(rng))
             for name in orders.pop(0):
-                self._send(name, "block", rounds=k)
+                if not self.sides["B" if name == "A" else "A"].settle():
+                    run.unsettled += 1
+                self._send(name, "block", rounds=k, drain=self.drain_rounds)
                 blocks = run.a_blocks if name == "A" else run.b_blocks
-                blocks.append(self._block(name, nodeid))
+                seconds, drained = self._block(name, nodeid)
+                blocks.append(seconds)
+                run.drained.append(drained)
                 run.order.append(name)
             run.seconds = time.monotonic() - start
             n = len(run.a_blocks)
@@ -257,14 +270,14 @@ class Controller:
             self._send(name, "done")
             self.state[name].ready = None
 
-    def _block(self, name: str, nodeid: str) -> list[float]:
+    def _block(self, name: str, nodeid: str) -> tuple[list[float], int]:
         while True:
             sender, message = self._next(only=name)
             if message.get("type") == "block_done":
                 seconds = [float(s) for s in message.get("seconds", [])]
                 if not seconds or any(not s > 0 for s in seconds):
                     raise self.sides[name].fault(f"{nodeid}: a block timed {seconds}")
-                return seconds
+                return seconds, int(message.get("drained") or 0)
             self._handle(sender, message)  # an error or a failure report raises
 
 
