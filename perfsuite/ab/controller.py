@@ -14,6 +14,11 @@ or BAAB). After each pair the bench is judged on the look schedule of
 :class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
 (pairs, seconds) is spent, both sides get ``done`` and move on.
 
+Setting up and warming up take turns too: a side says ``arrive`` before a bench's
+setup and starts only on ``go``, given while the other side is not setting up or
+warming up (and, after a settle, quiet), so warm-up rounds are uncontended: they are
+the yardstick of each block's drain.
+
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
 """
@@ -75,6 +80,8 @@ class _State:
     ended: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome without ready
     hello: dict[str, Any] | None = None
     finished: bool = False
+    arrived: str | None = None  # at this bench's setup, waiting for its turn
+    busy: str | None = None  # setting up or warming up this bench
 
 
 def pair_orders(rng: random.Random) -> tuple[str, str]:
@@ -183,8 +190,10 @@ class Controller:
             if errors:
                 raise side.fault("collection failed: " + "; ".join(map(str, errors)), tail=False)
             state.hello = message
+        elif kind == "arrive":
+            state.arrived = str(message["nodeid"])
         elif kind == "ready":
-            state.ready = message
+            state.ready, state.busy = message, None
             nodeid = str(message["nodeid"])
             peer = self.state[other]
             if nodeid in peer.ended:
@@ -193,11 +202,14 @@ class Controller:
                 self._alternate(nodeid)
         elif kind == "report":
             nodeid, outcome = str(message["nodeid"]), str(message["outcome"])
+            if state.busy == nodeid and (message.get("when") == "call" or outcome != "passed"):
+                state.busy = None
             if outcome == "failed":
                 where = "" if message.get("when") == "call" else f" ({message.get('when')})"
                 raise side.fault(f"{nodeid}{where}: {message.get('message')}", tail=False)
             if state.ready is not None and state.ready["nodeid"] == nodeid:
                 state.ready = None  # a skip inside measure (sent by us): nothing to do
+                self._grant()
                 return
             if outcome == "skipped" or message.get("when") == "call":
                 label = "skipped" if outcome == "skipped" else "passed"
@@ -216,6 +228,16 @@ class Controller:
             raise side.fault(f"{message.get('nodeid')}: {message.get('message')}", tail=False)
         elif kind == "finished":
             state.finished = True
+        self._grant()
+
+    def _grant(self) -> None:
+        """Let one side at a time set up and warm up a bench, once the other is quiet."""
+        for name in self.sides:
+            state, other = self.state[name], "B" if name == "A" else "A"
+            if state.arrived is not None and self.state[other].busy is None:
+                self.sides[other].settle()
+                self._send(name, "go")
+                state.busy, state.arrived = state.arrived, None
 
     def _skip(self, name: str, nodeid: str, reason: str) -> None:
         self._send(name, "skip", reason=reason)

@@ -8,6 +8,7 @@ with ``PERFSUITE_AB_SIDE`` (``A`` or ``B``).
 Side to controller:
 
 * ``hello {protocol, side, benches: [nodeid, ...], errors: [text, ...]}`` after collection
+* ``arrive {nodeid}``: about to set up a bench; waits for ``go``
 * ``ready {nodeid, max_rounds, threshold, warmup}``: warm-up done (``warmup``: its
   rounds' seconds), waiting for blocks
   (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
@@ -22,6 +23,7 @@ Side to controller:
 Controller to side:
 
 * ``plan {benches: [nodeid, ...]}``: run exactly these, in this order
+* ``go {}``: set up and warm up the bench now (one side at a time)
 * ``block {rounds, drain}``: run at least ``drain`` untimed rounds (more while rounds
   come out far faster than the side's median: an asynchronous pipeline's buffer, filled
   while the side waited, still emptying), then time ``rounds`` rounds

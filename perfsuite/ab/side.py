@@ -123,6 +123,12 @@ class LockstepSide:
         if deselected:
             config.hook.pytest_deselected(items=deselected)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Set up (fixtures, datasets, warm-up) only in this side's turn."""
+        self.channel.send("arrive", nodeid=item.nodeid)
+        self._expect("go")
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed or report.skipped or report.when == "call":
             self._send(
