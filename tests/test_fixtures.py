@@ -197,7 +197,7 @@ def test_trace_counter_adds_up_and_records() -> None:
     counter.add("traces", 3)
     counter.add("recompiles", 0)
     assert counter.totals == {"traces": 5, "recompiles": 0}
-    assert info == {"traces": 5, "recompiles": 0, "exact_counters": ["traces", "recompiles"]}
+    assert info == {"perfsuite": {"schema": 1, "counters": {"traces": 5, "recompiles": 0}}}
 
 
 def test_recipe_errors_are_perfsuite_errors() -> None:
