@@ -8,7 +8,8 @@ naming the path and the option that chose it:
 * ``--benchmark-storage`` (file storages only) and its machine folder, when
   ``--benchmark-save``/``--benchmark-autosave`` will write into it;
 * ``--benchmark-json``: its folder must exist and take a new file;
-* ``--perf-report``: a folder, or a place where one can be created;
+* ``--perf-report``: a folder holding nothing but an earlier report (it is replaced as
+  a unit), or a place where one can be created;
 * ``--perf-data-dir`` (or the ``perf_data_dir`` ini key), where it is given: a folder,
   or a place where one can be created. An existing read-only cache is accepted (a
   whole cached dataset is read, not written); building into it says so when it happens.
@@ -122,3 +123,11 @@ def check_outputs(config: pytest.Config, cfg: PerfConfig) -> None:
             check_output(output)
         except OutputError as exc:
             raise pytest.UsageError(f"{output.option} {output.path}: {exc}") from None
+    if cfg.report is not None:
+        from perfsuite.errors import PerfsuiteError
+        from perfsuite.verdict.report import check_replaceable
+
+        try:
+            check_replaceable(cfg.report)
+        except PerfsuiteError as exc:
+            raise pytest.UsageError(f"--perf-report {exc}") from None

@@ -96,6 +96,7 @@ def _a_file(pytester: pytest.Pytester) -> Path:
         ("--benchmark-json", "{tmp}/missing/out.json", "{tmp}/missing does not exist"),
         ("--perf-report", "{file}/report", "is under {file}, which is a file"),
         ("--perf-report", "/proc/perfsuite-report", "cannot write in /proc"),
+        ("--perf-report", "{tmp}", "holds a-file, bench_sleep.py, conftest.py"),
         ("--perf-data-dir", "{file}", "is a file, not a folder"),
     ],
 )

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite.bench.measure import BenchRecord
-from perfsuite.verdict.textable import format_table
+from perfsuite.verdict.textable import format_table as format_table  # re-exported
 
 
 def _fmt_rate(rate: float | None) -> str:
