@@ -12,7 +12,6 @@ or from the previous flat layout). The session's own benches go through the same
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,14 +193,3 @@ def load_run(path: Path) -> Run:
             "delete it or save a new baseline with --benchmark-autosave",
         ) from None
     return parse_run(document, str(path))
-
-
-def load_runs(paths: Sequence[Path]) -> list[Run]:
-    """Load several runs for a history; unreadable ones are skipped (history is best-effort)."""
-    runs: list[Run] = []
-    for path in paths:
-        try:
-            runs.append(load_run(path))
-        except PerfsuiteError:
-            continue
-    return runs
