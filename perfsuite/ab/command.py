@@ -274,6 +274,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         verdicts = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
         print("\n".join(verdicts.text_lines()))
         if args.report is not None:
-            write_report(args.report, verdicts, [s.json_path for s in sides])
+            write_report(
+                args.report, verdicts, [s.json_path for s in sides], [s.log_path for s in sides]
+            )
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK
