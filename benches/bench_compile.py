@@ -42,7 +42,7 @@ def test_compile(
     # caches, so every timed call (fresh dynamo state, every compilation paid) is alike.
     with trace_counter.track() as tally:
         run.run(*run.setup()[0])
-    perf.note(dataset=recipe.name, dataset_hash=recipe.hash)
+    perf.use_dataset(recipe)
     perf.measure(
         run.run,
         setup=run.setup,

@@ -10,19 +10,24 @@
   runs, with the interquartile range as error bars and the current run marked.
 
 matplotlib is imported only here, inside the plotting functions, with the Agg canvas
-(no display needed, no global pyplot state). Every file is written atomically.
+(no display needed, no global pyplot state). The folder is written as a unit: into a
+temporary folder swapped into place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text
+from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, replace_dir
+from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.runs import Bench, Run
 
@@ -48,11 +53,21 @@ def safe_name(text: str, key: str | None = None) -> str:
 
 
 def _group_of(bench: Bench) -> str:
-    return str(bench.extra_info.get("group") or bench.group or "ungrouped")
+    if bench.result is not None:
+        return bench.result.group
+    return bench.group or "ungrouped"
 
 
 def _variant_of(bench: Bench) -> str:
-    return str(bench.extra_info.get("variant") or bench.name)
+    return bench.result.variant if bench.result is not None else bench.name
+
+
+def _is_baseline(bench: Bench) -> bool:
+    return bench.result is not None and bench.result.baseline
+
+
+def _is_roofline(bench: Bench) -> bool:
+    return bench.result is not None and bench.result.roofline
 
 
 def groups(run: Run) -> dict[str, list[Bench]]:
@@ -65,15 +80,13 @@ def groups(run: Run) -> dict[str, list[Bench]]:
 
 def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
     """variant, median items/s, spread (IQR of per-round items/s), speedup, rounds."""
-    baseline_rate = next((b.median_rate() for b in benches if b.extra_info.get("baseline")), None)
+    baseline_rate = next((b.median_rate() for b in benches if _is_baseline(b)), None)
     rows = []
     for bench in benches:
         rate = bench.median_rate()
         rates = bench.rates()
         tag = (
-            " (baseline)"
-            if bench.extra_info.get("baseline")
-            else (" (roofline)" if bench.extra_info.get("roofline") else "")
+            " (baseline)" if _is_baseline(bench) else (" (roofline)" if _is_roofline(bench) else "")
         )
         spread = "-"
         if len(rates) >= 2:
@@ -179,13 +192,11 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
         return None
     figure = _figure(max(5.0, 1.2 * len(series) + 2), 4.0)
     axes = figure.add_subplot(1, 1, 1)
-    labels = [
-        _variant_of(b) + ("\n(baseline)" if b.extra_info.get("baseline") else "") for b, _ in series
-    ]
+    labels = [_variant_of(b) + ("\n(baseline)" if _is_baseline(b) else "") for b, _ in series]
     boxes = axes.boxplot([values for _, values in series], patch_artist=True)
     axes.set_xticks(range(1, len(labels) + 1), labels, rotation=20, ha="right")
     for patch, (bench, _) in zip(boxes["boxes"], series, strict=True):
-        patch.set_facecolor("#f4a261" if bench.extra_info.get("baseline") else "#8ecae6")
+        patch.set_facecolor("#f4a261" if _is_baseline(bench) else "#8ecae6")
     unit = series[0][0].unit
     axes.set_ylabel(
         f"{unit}/s per round (higher is better)"
@@ -253,6 +264,28 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
     return _png(figure)
 
 
+def report_entry(name: str) -> bool:
+    """Whether a top-level name in a report folder is one :func:`write_report` writes."""
+    return name in (SUMMARY_NAME, "history") or (
+        name.startswith("throughput-") and name.endswith(".png")
+    )
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse to replace a folder that holds anything but an earlier report."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise PerfsuiteError(f"{out}: is a file; choose a folder for the report")
+    foreign = sorted(entry.name for entry in out.iterdir() if not report_entry(entry.name))
+    if foreign:
+        raise PerfsuiteError(
+            f"{out}: holds {', '.join(foreign[:3])}"
+            f"{' ...' if len(foreign) > 3 else ''}, which a report would replace; "
+            "choose a new or empty folder"
+        )
+
+
 def write_report(
     out: Path,
     current: Run,
@@ -260,11 +293,34 @@ def write_report(
     history: Sequence[Run],
     notes: Sequence[str] = (),
 ) -> list[Path]:
-    """Write ``summary.md`` and the PNGs into ``out``; returns the files written.
+    """Write ``summary.md`` and the PNGs into ``out`` as a unit; returns the files written.
 
     ``history`` is every run to plot, oldest first, and should include ``current``
-    (matched by identity) so it is marked.
+    (matched by identity) so it is marked. The report is written into a temporary
+    folder beside ``out`` and swapped into place, so readers (and a failure half-way)
+    see the old report whole or the new one whole. ``out`` may hold only an earlier
+    report (anything else is refused, never deleted).
     """
+    out = Path(os.path.abspath(out))
+    check_replaceable(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        written = _write_files(staging, current, comparison, history, notes)
+        replace_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [out / path.relative_to(staging) for path in written]
+
+
+def _write_files(
+    out: Path,
+    current: Run,
+    comparison: RunComparison | None,
+    history: Sequence[Run],
+    notes: Sequence[str],
+) -> list[Path]:
     written: list[Path] = []
     for group, benches in groups(current).items():
         data = throughput_png(group, benches)
