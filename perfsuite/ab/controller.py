@@ -28,7 +28,6 @@ from __future__ import annotations
 import random
 import selectors
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +171,7 @@ class Controller:
         a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
-        common = [n for n in a_ids if n in b_set]
+        common = [n for n in a_ids if n in b_set]  # in A's order
         for name in self.sides:
             self._send(name, "plan", benches=common)
         while not all(s.finished for s in self.state.values()):
@@ -314,9 +313,3 @@ class Controller:
                     raise self.sides[name].fault(f"{nodeid}: a block timed {seconds}")
                 return seconds, int(message.get("drained") or 0)
             self._handle(sender, message)  # an error or a failure report raises
-
-
-def common_order(a: Sequence[str], b: Sequence[str]) -> list[str]:
-    """The benches both sides collected, in A's order."""
-    other = set(b)
-    return [n for n in a if n in other]
