@@ -266,14 +266,17 @@ class Controller:
         return self.threshold
 
     def _pair_limit(self) -> tuple[int, int]:
-        """(rounds per block, most pairs) given the sides' finite pools of rounds."""
-        k, pairs = self.block_rounds, self.budget.max_pairs
-        for name in self.sides:
-            cap = (self.state[name].ready or {}).get("max_rounds")
-            if isinstance(cap, int) and cap > 0:
-                k = min(k, cap)
-                pairs = min(pairs, cap // k)
-        return k, max(pairs, 1)
+        """(rounds per block, most pairs): a side with a finite pool of rounds (fresh
+        processes started up front) alternates one round per block, as many as the
+        smaller pool holds."""
+        caps = [
+            cap
+            for name in self.sides
+            if isinstance(cap := (self.state[name].ready or {}).get("max_rounds"), int) and cap > 0
+        ]
+        if not caps:
+            return self.block_rounds, self.budget.max_pairs
+        return 1, min(self.budget.max_pairs, *caps)
 
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
