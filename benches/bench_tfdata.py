@@ -29,8 +29,7 @@ def _warmed(
     batches_per_call: int,
 ) -> tuple[pipes.Pipeline, Any]:
     """Build ``variant`` and warm it: a few batches, then until autotuning has settled."""
-    warm_seconds = perf.pick(smoke=0.1, default=1.0, full=2.0)
-    warm_max = perf.pick(smoke=8, default=32, full=32)
+    warm_max = pipes.WARM[perf.scale][1]
     calls = perf.settings.rounds + perf.settings.warmup_rounds
     spec = pipes.PipelineSpec(
         batch=batch,
@@ -44,9 +43,7 @@ def _warmed(
         ),
     )
     pipeline = pipes.build(variant, image_dataset, spec)
-    iterator = pipeline.warm(warm_seconds, warm_max)
-    pipeline.params.update(warm_seconds=warm_seconds, warmed_batches=pipeline.warmed)
-    return pipeline, iterator
+    return pipeline, pipes.warmed(pipeline, perf.scale)
 
 
 @pytest.mark.perf(group="tfdata", baseline="baseline", roofline="decode_roofline")
