@@ -9,6 +9,9 @@
 * 3: the runs come from different machines or stacks (``--allow-machine-mismatch``
   judges them anyway).
 
+``perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]`` alternates the benches of two git
+revisions in one session and judges them on paired ratios (see :mod:`perfsuite.ab`).
+
 ``perfsuite report --out DIR`` writes ``summary.md`` and PNG plots for the newest
 saved run (or ``--current``) against the run before it (or ``--baseline``).
 
@@ -105,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="folder to write into (created if missing)",
     )
+    from perfsuite.ab.command import add_parser as add_ab_parser
+
+    add_ab_parser(commands)
     return parser
 
 
@@ -188,6 +194,11 @@ def run_report(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfsuite`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ab"]:  # its own -- PYTEST_ARGS tail
+        from perfsuite.ab.command import run as run_ab
+
+        return run_ab(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -206,13 +206,28 @@ class Perf:
                 sync()
                 return result
 
-        result = self.benchmark.pedantic(
-            target,
-            setup=setup,
-            rounds=self.settings.rounds,
-            warmup_rounds=self.settings.warmup_rounds,
-            iterations=1,
-        )
+        from perfsuite.ab import side as ab_side
+
+        lockstep = ab_side.current()  # perfsuite ab: blocks of rounds alternate with a peer
+        if lockstep is not None:
+            result = lockstep.measure(
+                self.benchmark,
+                self.nodeid,
+                target,
+                setup=setup,
+                warmup_rounds=self.settings.warmup_rounds,
+                # a bench with setup may have a fixed supply of fresh objects (processes)
+                max_rounds=self.settings.rounds if setup is not None else None,
+                threshold=self.settings.threshold,
+            )
+        else:
+            result = self.benchmark.pedantic(
+                target,
+                setup=setup,
+                rounds=self.settings.rounds,
+                warmup_rounds=self.settings.warmup_rounds,
+                iterations=1,
+            )
         rate = None
         data = self.timings()
         if data:
