@@ -55,7 +55,7 @@ def test_retracing(
         perf.pick(smoke=2, default=2, full=16),
         seed=recipe.seed,
     )
-    perf.note(dataset=recipe.name, dataset_hash=recipe.hash)
+    perf.use_dataset(recipe)
     traces: list[int] = []  # per call: each call's function is fresh
 
     def call(step: Any) -> Any:

@@ -18,14 +18,11 @@ import pytest
 from perfsuite.options import OPTIONS, Device, Scale, ServiceAddress
 
 #: measured rounds per scale. Mann-Whitney U, two-sided, needs at least 7 samples on
-#: each side before p < 0.002 is reachable at all (with 6 the smallest p is 2/924):
-#: every scale meets that, and default and full leave room for power on noisy runners.
+#: each side before p < 0.002 is reachable at all (with 6 the smallest p is 2/924;
+#: ``perfsuite.verdict.stats.MIN_RANK_SAMPLES``): every scale meets that, and default
+#: and full leave room for power on noisy runners.
 ROUNDS: dict[Scale, int] = {Scale.SMOKE: 7, Scale.DEFAULT: 12, Scale.FULL: 20}
 WARMUP_ROUNDS: dict[Scale, int] = {Scale.SMOKE: 1, Scale.DEFAULT: 2, Scale.FULL: 3}
-
-#: the minimum samples per side for which a two-sided rank test can reach ALPHA
-MIN_RANK_SAMPLES = 7
-ALPHA = 0.002
 
 _T = TypeVar("_T")
 
@@ -220,6 +217,11 @@ class BenchSettings:
             variant = str(params["variant"])
         else:
             variant = callspec.id if callspec is not None else item.name
+        if marker.baseline is not None and marker.baseline == marker.roofline:
+            raise pytest.UsageError(
+                f"{where}: perf(baseline={marker.baseline!r}, roofline={marker.roofline!r}) name "
+                "one variant; a bench is the baseline or the roofline, not both"
+            )
         group = _text(marker.group, where, "group")
         if group is None:
             module = item.path.stem if item.path is not None else "bench"

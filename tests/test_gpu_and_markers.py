@@ -413,6 +413,11 @@ def test_variant_is_the_parametrize_id(perf, n):
 @pytest.mark.perf(group="g_{nope}")
 def test_group_naming_an_unknown_parameter(perf):
     pass
+
+
+@pytest.mark.perf(baseline="same", roofline="same")
+def test_baseline_and_roofline_alike(perf):
+    pass
 """
 
 
@@ -438,13 +443,15 @@ def test_a_marker_beats_both(perf):
 def test_perf_marker_settings(pytester: pytest.Pytester, inner_args: list[str]) -> None:
     pytester.makepyfile(test_inner=PERF_MARKER_TESTS, test_defaults=BENCH_DEFAULT_TESTS)
     result = pytester.runpytest(*inner_args, "--perf-scale=smoke", "--perf-rounds=5")
-    result.assert_outcomes(passed=9, errors=6)
+    result.assert_outcomes(passed=9, errors=7)
     result.stdout.fnmatch_lines_random(
         [
             "*test_bad_rounds_scale: perf(rounds={'fast': 3}) must map scales "
             "(default, full, smoke) to ints >= 1",
             "*test_group_naming_an_unknown_parameter: perf(group='g_{nope}') names a field that "
             "is not a parameter of this bench ('nope'; parameters: none)",
+            "*test_baseline_and_roofline_alike: perf(baseline='same', roofline='same') name one "
+            "variant; a bench is the baseline or the roofline, not both",
             "*test_unknown_keyword: unknown perf marker keyword(s) roundz "
             "(known: baseline, default_rounds, group, roofline, rounds, threshold, variant, "
             "warmup_rounds)",

@@ -195,7 +195,9 @@ def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> li
         for run in verdicts.runs:
             pairs.append(
                 {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
-                 "b_blocks": run.b_blocks, "threshold": run.threshold, "skipped": run.skipped}
+                 "b_blocks": run.b_blocks, "drained": run.drained, "warmup": run.warmup,
+                 "unsettled": run.unsettled, "threshold": run.threshold,
+                 "skipped": run.skipped}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

@@ -61,7 +61,7 @@ VERSION_KEYS: tuple[str, ...] = (
     "pillow",
     "pytest-benchmark",
 )
-#: per-bench extra_info keys that must match for a pair to be judged at all
+#: per-bench result facts that must match for a pair to be judged at all
 COMPARABLE_KEYS: tuple[str, ...] = ("scale", "dataset_hash")
 
 
@@ -195,17 +195,24 @@ class RunComparison:
 
 
 def _threshold(baseline: Bench, current: Bench, default: float) -> float:
-    for info in (current.extra_info, baseline.extra_info):
-        value = info.get("threshold")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            return float(value)
+    for result in (current.result, baseline.result):
+        if result is not None and result.threshold is not None:
+            return result.threshold
     return default
+
+
+def _comparable_facts(bench: Bench) -> dict[str, str | None]:
+    result = bench.result
+    if result is None:
+        return {}
+    return {"scale": result.scale, "dataset_hash": result.dataset_hash}
 
 
 def _not_comparable(baseline: Bench, current: Bench) -> str | None:
     reasons = []
+    old_facts, new_facts = _comparable_facts(baseline), _comparable_facts(current)
     for key in COMPARABLE_KEYS:
-        old, new = baseline.extra_info.get(key), current.extra_info.get(key)
+        old, new = old_facts.get(key), new_facts.get(key)
         if old is not None and new is not None and old != new:
             reasons.append(f"{key} {old} -> {new}")
     if current.median is None and not current.data:
