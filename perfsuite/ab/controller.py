@@ -112,6 +112,7 @@ class Controller:
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
         self._selector = selectors.DefaultSelector()
+        self._closed: set[str] = set()
 
     # -- messages ----------------------------------------------------------------
 
@@ -129,15 +130,27 @@ class Controller:
                 if message is not None:
                     return name, message
             for key, _ in self._selector.select(TICK_S):
-                name = key.data
-                try:
-                    self._channel(name).feed()
-                except ProtocolError as exc:
-                    self.sides[name].wait(2.0)
-                    raise self.sides[name].fault(f"died ({exc})") from None
+                self._read(key.data)
             for name, side in self.sides.items():
-                if not side.alive and not self.state[name].finished:
+                if side.alive or self.state[name].finished:
+                    continue
+                while name not in self._closed:  # what it sent before it exited comes first
+                    self._read(name)
+                if not self._channel(name).has_pending():
                     raise side.fault("died")
+
+    def _read(self, name: str) -> None:
+        """Read what a side sent; its hang-up is a fault unless it said finished first
+        (messages it sent before hanging up are still handled first)."""
+        channel = self._channel(name)
+        try:
+            channel.feed()
+        except ProtocolError as exc:
+            self._selector.unregister(channel.sock)
+            self._closed.add(name)
+            if not (self.state[name].finished or channel.has_pending()):
+                self.sides[name].wait(2.0)
+                raise self.sides[name].fault(f"died ({exc})") from None
 
     def _send(self, name: str, kind: str, **fields: Any) -> None:
         try:

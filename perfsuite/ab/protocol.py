@@ -80,6 +80,9 @@ class Channel:
         except OSError as exc:
             raise ProtocolError(f"connection lost ({exc})") from exc
 
+    def has_pending(self) -> bool:
+        return bool(self._messages)
+
     def pending(self) -> dict[str, Any] | None:
         """A message already read, if any."""
         return self._messages.pop(0) if self._messages else None

@@ -2,7 +2,8 @@
 
 ``--report DIR`` writes ``summary.md`` (fit for ``$GITHUB_STEP_SUMMARY``), one PNG per
 bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-benchmark
-run, which ``pytest-benchmark compare`` reads) and ``pairs.json`` (every block). The
+run, which ``pytest-benchmark compare`` reads) and ``pairs.json`` (every block, and each
+bench's verdict, change and interval). The
 folder is written next to DIR and renamed into place, so it is whole or absent.
 """
 
@@ -151,6 +152,21 @@ class Verdicts:
         return lines
 
 
+def _result(run: BenchRun) -> dict[str, Any]:
+    """The verdict fields of one bench, as pairs.json keeps them."""
+    result = run.result
+    if result is None:
+        return {"verdict": None}
+    return {
+        "verdict": result.verdict.value,
+        "change": result.change,
+        "ci": list(result.ci) if result.ci is not None else None,
+        "rate_change": result.rate_change,
+        "pairs": result.pairs,
+        "alpha_per_look": result.alpha,
+    }
+
+
 def _slug(nodeid: str) -> str:
     keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid)
     return keep.strip("_")[:120] or "bench"
@@ -197,7 +213,7 @@ def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> li
                 {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
                  "b_blocks": run.b_blocks, "drained": run.drained, "warmup": run.warmup,
                  "unsettled": run.unsettled, "threshold": run.threshold,
-                 "skipped": run.skipped}
+                 "skipped": run.skipped, "seconds": round(run.seconds, 3), **_result(run)}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

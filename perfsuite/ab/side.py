@@ -67,7 +67,7 @@ def _message(report: pytest.TestReport) -> str:
     return (errors[-1] if errors else text[-1] if text else report.outcome)[:500].strip()
 
 
-#: drain rounds go on while a round takes under this share of the side's warm-up round
+#: drain rounds go on while a round takes under this share of the side's median round
 DRAIN_SHARE = 0.5
 DRAIN_MAX_ROUNDS = 50
 DRAIN_MAX_S = 5.0
@@ -75,8 +75,9 @@ DRAIN_MAX_S = 5.0
 
 def drain(timed: Callable[[], float], least: int, reference: list[float]) -> int:
     """Untimed rounds before a block: at least ``least``, then more while a round takes
-    under half the side's warm-up round (an asynchronous pipeline's prefetch buffer,
-    filled while the side waited, still emptying). Returns the rounds run."""
+    under half the side's median round so far, warm-up included (an asynchronous
+    pipeline's prefetch buffer, filled while the side waited, still emptying). Returns
+    the rounds run."""
     if least <= 0:
         return 0
     typical = statistics.median(reference) if reference else 0.0
@@ -176,8 +177,8 @@ class LockstepSide:
             result = target(*args, **kwargs)
             return time.perf_counter() - start
 
-        # The warm-up rounds follow the bench's own warm-up back to back: their times are
-        # the side's steady-state round, the yardstick of the drain before each block.
+        # The warm-up rounds follow the bench's own warm-up back to back, in this side's
+        # turn: with the timed rounds after them, the yardstick of each block's drain.
         reference = [timed() for _ in range(warmup_rounds)]
         self.channel.send(
             "ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold, warmup=reference
@@ -199,6 +200,7 @@ class LockstepSide:
                 self._send("error", nodeid=nodeid, message=text)
                 raise
             seconds.extend(block)
+            reference.extend(block)
             self.channel.send("block_done", nodeid=nodeid, seconds=block, drained=drained)
         if seconds:
             # pytest-benchmark has no public call that records rounds timed elsewhere.
