@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from perfsuite.bench.measure import Perf
-from perfsuite.bench.traces import tracing_count
+from perfsuite.bench.traces import TraceCounter, tracing_count
 from perfsuite.data.datasets import ImageDataset
 from perfsuite.harness import coldstart
 from perfsuite.workloads import swap_weights as sw
@@ -305,8 +305,10 @@ def _swap_notes(perf: Perf, models: int, held: int, kept: int, rss_before: int) 
 
 
 @pytest.mark.tf
+@COLD  # both variants: each round is a model's first request, after one untimed sample
+@pytest.mark.perf(group="swap_weights_tf", baseline="cold")
 @pytest.mark.parametrize("variant", ["cold", "swap"])
-def test_swap_weights_tf(perf: Perf, trace_counter: Any, variant: str) -> None:
+def test_swap_weights_tf(perf: Perf, trace_counter: TraceCounter, variant: str) -> None:
     n = _swap_models(perf)
     weights = sw.tf_weight_sets(n, SIZE)
     model_bytes = sw.array_bytes(weights[0])
@@ -322,7 +324,7 @@ def test_swap_weights_tf(perf: Perf, trace_counter: Any, variant: str) -> None:
             live[index] = sw.tf_cold_model(weights[index], SIZE)
             return (live[index],), {}
 
-        _measure_case(perf, "swap_weights_tf", variant, lambda fn: wc.tf_call(fn, x), fresh, params)
+        _measure_case(perf, lambda fn: wc.tf_call(fn, x), fresh, params)
         traces = sum(tracing_count(fn) for fn in live.values())
         perf.count("traces", traces)  # one per model: each first request traces its own
         assert traces == len(live), f"{len(live)} cold models traced {traces} times"
@@ -334,11 +336,7 @@ def test_swap_weights_tf(perf: Perf, trace_counter: Any, variant: str) -> None:
         perf.measure(
             lambda w: server.serve(w, x),
             items=BATCH,
-            group="swap_weights_tf",
-            variant=variant,
             setup=lambda: ((weights[next(turn) % n],), {}),
-            rounds=_cold_samples(perf),
-            warmup_rounds=1,
             params={**params, "sample": "next model's weights assigned, then its first call"},
         )
     assert tally.value == 1, f"the shared function traced {tally.value} times over {n} models"
@@ -346,6 +344,8 @@ def test_swap_weights_tf(perf: Perf, trace_counter: Any, variant: str) -> None:
 
 
 @pytest.mark.torch
+@COLD
+@pytest.mark.perf(group="swap_weights_torch", baseline="cold")
 @pytest.mark.parametrize("variant", ["cold", "swap"])
 def test_swap_weights_torch(perf: Perf, variant: str) -> None:
     n = _swap_models(perf)
@@ -363,9 +363,7 @@ def test_swap_weights_torch(perf: Perf, variant: str) -> None:
             live[index] = sw.torch_cold_model(states[index], SIZE)
             return (live[index],), {}
 
-        _measure_case(
-            perf, "swap_weights_torch", variant, lambda m: wc.torch_forward(m, x), fresh, params
-        )
+        _measure_case(perf, lambda m: wc.torch_forward(m, x), fresh, params)
         _swap_notes(perf, n, len(live) * model_bytes, n * model_bytes, rss_before)
         return
     server = sw.TorchSwapServer(SIZE)
@@ -373,11 +371,7 @@ def test_swap_weights_torch(perf: Perf, variant: str) -> None:
     perf.measure(
         lambda s: server.serve(s, x),
         items=BATCH,
-        group="swap_weights_torch",
-        variant=variant,
         setup=lambda: ((states[next(turn) % n],), {}),
-        rounds=_cold_samples(perf),
-        warmup_rounds=1,
         params={**params, "sample": "next model's state loaded, then its first call"},
     )
     _swap_notes(perf, n, model_bytes, n * model_bytes, rss_before)

@@ -88,7 +88,7 @@ def parallel_map(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
 def decode_and_crop(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
     """:func:`parallel_map` with the random crop fused into the decode (decode_and_crop_jpeg)."""
     ds = (
-        _paths(data)
+        paths(data)
         .shuffle(spec.shuffle_buffer, seed=spec.seed)
         .repeat()
         .map(preprocess_fused, num_parallel_calls=AUTOTUNE)
