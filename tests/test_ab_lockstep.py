@@ -70,6 +70,8 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     summary = (report / "summary.md").read_text()
     assert "| `benches/bench_work.py::test_work[one]` | SLOWER |" in summary
     assert len(list(report.glob("*.png"))) == 2
+    assert "passed" in (report / "B.log").read_text()
+    assert not list(tmp_path.glob(".report-*"))  # no temporary folder left beside it
 
     # Nothing left: no side process, no held lock, the candidate ran in the repository.
     assert processes_with(str(repo.cache)) == []

@@ -52,6 +52,9 @@ def test_selection_and_side_args(tmp_path: Path) -> None:
     assert selection(tmp_path, ["x.py"]) == ["x.py"]
     assert side_args(["b"], 0.1)[-1] == "--perf-threshold=0.1"
     assert "--perf-threshold=0.1" not in side_args(["--perf-threshold=0.2"], 0.1)
+    for parallel in (["-n", "2"], ["-n4"], ["--numprocesses=2"], ["--dist", "load"]):
+        with pytest.raises(PerfsuiteError, match="one pytest process"):
+            side_args(["benches", *parallel], 0.05)
 
 
 def test_pair_orders_are_mirrored_and_seeded() -> None:

@@ -163,7 +163,17 @@ def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
     return ["benches"] if (root / "benches").is_dir() else ["."]
 
 
+#: pytest options that spread a session over worker processes, which lockstep cannot drive
+PARALLEL_OPTIONS = ("-n", "--numprocesses", "--dist", "--tx")
+
+
 def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
+    for arg in pytest_args:
+        if arg.split("=", 1)[0] in PARALLEL_OPTIONS or (arg.startswith("-n") and arg[2:].isdigit()):
+            raise PerfsuiteError(
+                f"pytest option {arg!r}: each side of perfsuite ab is one pytest process "
+                "(blocks alternate between the two); drop it"
+            )
     args = ["-p", "no:cacheprovider", *pytest_args]
     if not any(a == "--perf-threshold" or a.startswith("--perf-threshold=") for a in args):
         args.append(f"--perf-threshold={threshold}")
@@ -274,6 +284,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         verdicts = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
         print("\n".join(verdicts.text_lines()))
         if args.report is not None:
-            write_report(args.report, verdicts, [s.json_path for s in sides])
+            write_report(
+                args.report, verdicts, [s.json_path for s in sides], [s.log_path for s in sides]
+            )
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

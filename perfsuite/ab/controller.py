@@ -54,7 +54,7 @@ class BenchRun:
     result: PairedResult | None = None
     skipped: str | None = None
     seconds: float = 0.0
-    unsettled: int = 0  # blocks started while the idle side still worked (after 2 s)
+    unsettled: int = 0  # blocks started while the idle side still worked (after 1 s)
     drained: list[int] = field(default_factory=list)  # untimed rounds before each block
     warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
 

@@ -2,7 +2,8 @@
 
 ``--report DIR`` writes ``summary.md`` (fit for ``$GITHUB_STEP_SUMMARY``), one PNG per
 bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-benchmark
-run, which ``pytest-benchmark compare`` reads) and ``pairs.json`` (every block, and each
+run, which ``pytest-benchmark compare`` reads), ``A.log``/``B.log`` (each side's pytest
+output) and ``pairs.json`` (every block, and each
 bench's verdict, change and interval). The
 folder is written next to DIR and renamed into place, so it is whole or absent.
 """
@@ -197,7 +198,9 @@ def plot_ratios(run: BenchRun, path: Path) -> None:
         plt.close(fig)
 
 
-def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> list[Path]:
+def write_report(
+    out: Path, verdicts: Verdicts, side_json: Sequence[Path], side_logs: Sequence[Path] = ()
+) -> list[Path]:
     """Write the report folder atomically (a temporary sibling renamed into place)."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -207,6 +210,9 @@ def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> li
         for name, path in zip("AB", side_json, strict=True):
             if path.is_file():
                 shutil.copyfile(path, tmp / f"{name}.json")
+        for name, path in zip("AB", side_logs, strict=False):
+            if path.is_file():
+                shutil.copyfile(path, tmp / f"{name}.log")
         pairs: list[dict[str, Any]] = []
         for run in verdicts.runs:
             pairs.append(

@@ -32,7 +32,7 @@ LOG_TAIL_LINES = 15
 #: an idle side is quiet when its threads use under QUIET_SHARE of one core over a window
 SETTLE_WINDOW_S = 0.005
 QUIET_SHARE = 0.1
-SETTLE_LIMIT_S = 2.0
+SETTLE_LIMIT_S = 1.0
 
 
 class SideFault(PerfsuiteError):
