@@ -460,3 +460,29 @@ def test_perf_marker_settings(pytester: pytest.Pytester, inner_args: list[str]) 
             "*test_bad_threshold: perf(threshold=-1) must be in (0, 10)",
         ]
     )
+
+
+def test_a_bench_default_applies_without_the_command_line(
+    pytester: pytest.Pytester, inner_args: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_own="""
+import pytest
+
+
+@pytest.mark.perf(default_rounds={"smoke": 2, "full": 9}, warmup_rounds=0)
+def test_own_default(perf):
+    assert perf.settings.rounds == 2
+    assert perf.settings.warmup_rounds == 0
+    calls = []
+    perf.measure(lambda: calls.append(1), items=1)
+    assert len(calls) == 2
+
+
+@pytest.mark.perf(default_rounds={"full": 9})
+def test_a_scale_left_out_falls_back_to_the_scale(perf):
+    assert perf.settings.rounds == 7
+"""
+    )
+    result = pytester.runpytest(*inner_args, "--perf-scale=smoke")
+    result.assert_outcomes(passed=2)
