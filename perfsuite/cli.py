@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the table as Markdown (for $GITHUB_STEP_SUMMARY)",
     )
 
+    from perfsuite.nightly.command import add_parsers as add_history_parsers
+
+    add_history_parsers(commands)
     report = commands.add_parser(
         "report",
         help="write summary.md and PNG plots for a saved run",
@@ -193,6 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "compare":
             return run_compare(args)
+        if args.command in ("history", "nightly"):
+            from perfsuite.nightly import command
+
+            return (
+                command.run_history(args)
+                if args.command == "history"
+                else command.run_nightly(args)
+            )
         return run_report(args)
     except PerfsuiteError as exc:
         print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
