@@ -11,11 +11,18 @@ noise::
 
 The first differences make ``sigma`` blind to the steps themselves (a step is one large
 difference, which the median absolute deviation ignores). Once a segmentation is found,
-``sigma`` is re-estimated from the residuals around each segment's median (again
-1.4826 x MAD) and the search repeated (``REFINE_PASSES``): on 300 simulated series of 30
-runs with 5% lognormal noise this halved the false steps (5.3% -> 2.3% of series) at
-the same power for a +10% step. ``sigma`` is floored at ``MIN_SIGMA`` so a series of
-identical medians does not turn rounding into steps.
+the noise around each segment's median (segments of 3 points or more, again 1.4826 x
+MAD) can raise ``sigma``, and the search is repeated (``REFINE_PASSES``). Because
+``sigma`` is estimated from the series itself, the penalty is scaled by
+``(t(0.995, n - 2) / z(0.995))**2``: short series, whose ``sigma`` is least certain,
+need stronger evidence. ``sigma`` is floored at ``MIN_SIGMA`` so a series of identical
+medians does not turn rounding into steps.
+
+On 300 simulated series each (lognormal noise of 5%, seeds 0-299), false steps were
+found in 6% of series of 8 points, 5% of 12, 1.3% of 20 and 1.3% of 30; a +10% step
+two thirds of the way in was found within one run of its place in 22%, 27%, 46% and
+64% of them: a step of two noise sigmas is at the edge of what a history of this
+length can show, which is why the nightly confirms by A/B instead of trusting it.
 
 Each change point found becomes a :class:`Step` between the segment before it and the
 segment after it: the relative change of their geometric means with a t interval
@@ -94,6 +101,8 @@ def residual_sigma(logs: Sequence[float], cuts: Sequence[int]) -> float:
     bounds = [0, *cuts, len(logs)]
     residuals: list[float] = []
     for start, end in itertools.pairwise(bounds):
+        if end - start < 3:
+            continue  # the median of one or two points fits them too well
         center = _median(logs[start:end])
         residuals.extend(abs(v - center) for v in logs[start:end])
     return 1.4826 * _median(residuals) if residuals else 0.0
@@ -101,7 +110,11 @@ def residual_sigma(logs: Sequence[float], cuts: Sequence[int]) -> float:
 
 def penalty(n: int, sigma: float) -> float:
     """The cost of one more change point in a series of ``n`` points with noise ``sigma``."""
-    return PENALTY_FACTOR * max(sigma, MIN_SIGMA) ** 2 * math.log(max(n, 2))
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    inflation = float(student_t.ppf(0.995, max(n - 2, 1)) / norm.ppf(0.995)) ** 2
+    return PENALTY_FACTOR * max(sigma, MIN_SIGMA) ** 2 * math.log(max(n, 2)) * inflation
 
 
 def breakpoints(logs: Sequence[float], sigma: float) -> list[int]:
@@ -147,7 +160,7 @@ def find_steps(values: Sequence[float]) -> list[Step]:
     sigma = robust_sigma(logs)
     cuts = breakpoints(logs, sigma)
     for _ in range(REFINE_PASSES):
-        sigma = residual_sigma(logs, cuts)
+        sigma = max(sigma, residual_sigma(logs, cuts))
         refined = breakpoints(logs, sigma)
         if refined == cuts:
             break
