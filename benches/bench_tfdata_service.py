@@ -10,7 +10,13 @@ import pytest
 from perfsuite.bench.measure import Perf
 from perfsuite.config import PerfConfig
 from perfsuite.data.datasets import ImageDataset
-from perfsuite.harness.tfservice import BoundedConsumer, ServicePool, local_worker_counts
+from perfsuite.harness.consumer import BoundedConsumer
+from perfsuite.harness.tfcluster import (
+    Service,
+    ServicePool,
+    ServiceUnavailable,
+    local_worker_counts,
+)
 from perfsuite.plugin import perf_config
 
 pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
@@ -39,6 +45,14 @@ def tfdata_service(perf_settings: PerfConfig) -> Iterator[ServicePool]:
     """The remote dispatcher, or local dispatcher and worker processes shared by these benches."""
     with ServicePool(perf_settings.tfdata_service, max_workers=max(local_worker_counts())) as pool:
         yield pool
+
+
+def _connect(pool: ServicePool, workers: int | None) -> Service:
+    """The service, or a skip naming why there is none here."""
+    try:
+        return pool.connect(workers)
+    except ServiceUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 def _measure(
@@ -74,7 +88,7 @@ def _offload(
     variant: str,
     baseline: bool = False,
 ) -> None:
-    service = pool.connect(workers)
+    service = _connect(pool, workers)
     ds = work.service_pipeline(
         dataset.files,
         dataset.labels,

@@ -4,9 +4,10 @@
 with ``config.pluginmanager.get_plugin(PLUGIN_NAME)``. It
 
 * resolves the baseline at configure time the way ``--benchmark-compare`` does (the
-  newest saved run of this machine, or the given run id/glob) and turns a broken or
-  missing baseline into a usage error naming the file, or a note when there is no
-  baseline yet;
+  newest saved run of this machine, or the given run id/glob); under ``--perf-gate`` a
+  broken or missing baseline is a usage error naming the file, otherwise
+  pytest-benchmark's own handling stands and perfsuite adds one note (the closest
+  run ids), as it does when there is no baseline yet;
 * keeps each bench's raw per-round timings as the bench finishes, so the current run
   is judged whether or not it is saved;
 * judges every bench at session end, sets a non-zero exit status under
@@ -107,7 +108,10 @@ class VerdictPlugin:
         try:
             self.baseline = self._load_baseline(spec)
         except PerfsuiteError as exc:
-            raise pytest.UsageError(f"perfsuite: baseline {exc}") from None
+            if self.settings.gate:
+                raise pytest.UsageError(f"perfsuite: baseline {exc}") from None
+            # Not gating: pytest-benchmark's own handling (a warning) stands, plus one line.
+            self.notes.append(f"perfsuite: baseline {exc}")
 
     def _load_baseline(self, spec: bool | str) -> Run | None:
         from perfsuite.verdict.runs import Storage, load_run
@@ -138,6 +142,7 @@ class VerdictPlugin:
         if record is not None and getattr(record, "fullname", None):
             self._measured[record.fullname] = record
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_benchmark_update_json(
         self, config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]
     ) -> None:

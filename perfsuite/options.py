@@ -62,17 +62,27 @@ def parse_path(value: str) -> Path:
 
 
 def parse_threshold(value: str) -> float:
-    """A minimum effect size as a fraction: ``0.05`` or ``5%`` mean five percent."""
+    """A minimum effect size as a fraction below 1: ``0.05`` or ``5%`` mean five percent.
+
+    A bare number of 1 or more is refused with the fraction it most likely meant
+    (``2`` -> "did you mean 2% (0.02)?"), never taken as 200%.
+    """
     text = value.strip()
+    percent = text.endswith("%")
     try:
-        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        number = float(text[:-1]) / 100 if percent else float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"invalid threshold {value!r} (a fraction like 0.05 or a percentage like 5%)"
         ) from None
-    if not 0 < number < 10:
+    if not percent and 1 <= number < 100:
         raise argparse.ArgumentTypeError(
-            f"invalid threshold {value!r} (must be above 0 and below 10, e.g. 0.05 for 5%)"
+            f"invalid threshold {value!r} (a fraction below 1): "
+            f"did you mean {text}% ({number / 100:g})?"
+        )
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid threshold {value!r} (must be above 0 and below 1, e.g. 0.05 or 5%)"
         )
     return number
 

@@ -20,6 +20,7 @@ from perfsuite.data.datasets import ImageDataset, describe_folder, materialize
 from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
 from perfsuite.options import Device, add_options
+from perfsuite.outputs import check_outputs
 
 CONFIG_KEY = pytest.StashKey[PerfConfig]()
 RESULTS_KEY = pytest.StashKey[SessionResults]()
@@ -27,6 +28,11 @@ GPU_KEY = pytest.StashKey[GPUInfo]()
 USER_DATASET_KEY = pytest.StashKey[ImageDataset]()
 
 DEFAULT_RECIPE = "imagenet-like"
+#: pytest-benchmark's plugin name (its pytest11 entry point), blocked by ``-p no:benchmark``
+BENCHMARK_PLUGIN = "benchmark"
+NO_BENCHMARK = (
+    "perfsuite: pytest-benchmark is not loaded (-p no:benchmark?); perfsuite's benches need it"
+)
 
 MARKERS = {
     "perf(threshold=None, rounds=None, warmup_rounds=None)": "per-bench settings: minimum "
@@ -63,12 +69,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def has_benchmark(config: pytest.Config) -> bool:
+    """Whether pytest-benchmark is loaded in this session."""
+    return config.pluginmanager.hasplugin(BENCHMARK_PLUGIN)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for marker, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: {doc}")
     cfg = PerfConfig.from_pytest_config(config)
     config.stash[CONFIG_KEY] = cfg
     config.stash[RESULTS_KEY] = SessionResults()
+    if not has_benchmark(config):
+        for flag, given in (("--perf-gate", cfg.gate), ("--perf-report", cfg.report)):
+            if given:
+                raise pytest.UsageError(f"{NO_BENCHMARK}, and so does {flag}")
+        return  # nothing to judge or save: the benches are skipped, said in one line
+    check_outputs(config, cfg)
     # Saved runs keep raw per-round timings, so comparisons use distributions.
     if config.getoption("benchmark_save", None) or config.getoption("benchmark_autosave", None):
         config.option.benchmark_save_data = True
@@ -98,6 +115,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
         return None  # pytest's python plugin collects it already
     module: pytest.Module = pytest.Module.from_parent(parent, path=file_path)
     return module
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without pytest-benchmark, skip the benches (they take ``perf``) with the reason."""
+    if has_benchmark(config):
+        return
+    skip = pytest.mark.skip(reason=NO_BENCHMARK)
+    for item in items:
+        if "perf" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -143,6 +170,8 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if RESULTS_KEY not in config.stash:
         return
+    if not has_benchmark(config):
+        terminalreporter.write_line(NO_BENCHMARK, yellow=True)
     lines = summary_lines(session_results(config).records)
     if lines:
         terminalreporter.section("perfsuite summary")
@@ -150,6 +179,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(
     config: pytest.Config, machine_info: dict[str, Any]
 ) -> None:
@@ -158,6 +188,33 @@ def pytest_benchmark_update_machine_info(
     facts = machine_facts(session_gpu(config))
     config.hook.pytest_perfsuite_update_machine_facts(config=config, facts=facts)
     machine_info["perfsuite"] = facts
+
+
+@pytest.hookimpl(optionalhook=True, wrapper=True)
+def pytest_benchmark_compare_machine_info(
+    config: pytest.Config, benchmarksession: Any, machine_info: Any, compared_benchmark: Any
+) -> Generator[None, Any, Any]:
+    """Keep pytest-benchmark's machine warning where its storage is outside the working folder.
+
+    Its warning names the storage relative to the working folder, which raises
+    ``ValueError: ... is not in the subpath of ...`` for a storage elsewhere; the same
+    warning is given with the storage's absolute path instead.
+    """
+    try:
+        return (yield)
+    except ValueError as exc:
+        if "subpath" not in str(exc) and "relative" not in str(exc):
+            raise
+        from pytest_benchmark.utils import consistent_dumps
+
+        current = consistent_dumps(machine_info)  # type: ignore[no-untyped-call]
+        saved = consistent_dumps(compared_benchmark["machine_info"])  # type: ignore[no-untyped-call]
+        if current != saved:
+            benchmarksession.logger.warning(
+                f"Benchmark machine_info is different. Current: {current} VS saved: {saved} "
+                f"(location: {benchmarksession.storage})."
+            )
+        return []
 
 
 def _fail(exc: PerfsuiteError) -> BaseException:

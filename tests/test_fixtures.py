@@ -110,10 +110,12 @@ def test_dataset_fixtures(pytester: pytest.Pytester, perf_data_dir: Path) -> Non
     assert len(built) == 3  # the default recipe and the two override sets, nothing else
 
 
-def test_unwritable_cache_through_the_fixture(pytester: pytest.Pytester) -> None:
+def test_unwritable_cache_through_the_fixture(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = pytester.path / "blocker"
     blocker.write_text("a file where the cache folder should be")
-    data = blocker / "datasets"
+    data = blocker / "perfsuite" / "datasets"
     pytester.makepyfile(
         test_inner="""
         def test_needs_data(make_image_dataset):
@@ -123,14 +125,22 @@ def test_unwritable_cache_through_the_fixture(pytester: pytest.Pytester) -> None
             pass
     """
     )
+    # The default cache ($XDG_CACHE_HOME) is checked when a dataset is first needed.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     # in-process: the cache is checked before anything heavy is imported
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--perf-data-dir={data}")
+    result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
             f"*dataset cache {data} is not writable (*); choose another with --perf-data-dir "
             "or the perf_data_dir ini key*"
         ]
+    )
+    # A cache given with --perf-data-dir is checked at startup, before any test runs.
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--perf-data-dir={data}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --perf-data-dir {data}: is under {blocker}, which is a file, not a folder*"]
     )
 
 

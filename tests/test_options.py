@@ -74,13 +74,13 @@ def test_enum_parsers_name_the_allowed_values(parse: Any, bad: str, allowed: str
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"), [("0.05", 0.05), ("5%", 0.05), ("12.5%", 0.125), ("1.5", 1.5)]
+    ("text", "expected"), [("0.05", 0.05), ("5%", 0.05), ("12.5%", 0.125), ("0.999", 0.999)]
 )
 def test_parse_threshold(text: str, expected: float) -> None:
     assert parse_threshold(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("bad", ["abc", "0", "-0.1", "10", "%", "2000%"])
+@pytest.mark.parametrize("bad", ["abc", "0", "-0.1", "10", "%", "2000%", "1", "1.5", "100%"])
 def test_parse_threshold_rejects(bad: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="threshold"):
         parse_threshold(bad)
@@ -282,7 +282,7 @@ BAD_INI = [
     ("perf_scale", "huge", ["smoke, default, full"]),
     ("perf_device", "tpu", ["auto, cpu, gpu"]),
     ("perf_rounds", "-1", [">= 1"]),
-    ("perf_threshold", "50", ["below 10"]),
+    ("perf_threshold", "50", ["did you mean 50% (0.5)?"]),
     ("perf_tfdata_service", "grpc://host:99999", ["grpc://HOST:PORT"]),
     ("perf_gate", "maybe", ["true or false"]),
     ("perf_allow_machine_mismatch", "sometimes", ["true or false"]),

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from perfsuite.harness import tfservice
+from perfsuite.harness import tfcluster as tfservice
+from perfsuite.harness.consumer import BoundedConsumer, ConsumerError
+from perfsuite.harness.supervisor import describe_exit
 from perfsuite.options import ServiceAddress
 
 pytest_plugins = ("pytester",)
@@ -27,7 +29,7 @@ import json, os
 from pathlib import Path
 from typing import Any
 import pytest
-from perfsuite.harness import tfservice
+from perfsuite.harness import tfcluster as tfservice
 
 ALIVE = {}
 
@@ -52,9 +54,9 @@ def pytest_unconfigure(config):
 #: kills worker 1 with SIGKILL in the middle of the first service bench's timed rounds
 KILLING_CONFTEST = """
 import os, signal
-from perfsuite.harness import tfservice
+from perfsuite.harness import consumer, tfcluster as tfservice
 
-_take = tfservice.BoundedConsumer.take
+_take = consumer.BoundedConsumer.take
 CALLS = [0]
 
 def take(self, count=1):
@@ -66,7 +68,7 @@ def take(self, count=1):
             victim.popen.wait(timeout=30)
     return _take(self, count)
 
-tfservice.BoundedConsumer.take = take
+consumer.BoundedConsumer.take = take
 """
 
 
@@ -162,8 +164,8 @@ def _run_bench(
 
 
 def test_describe_exit() -> None:
-    assert tfservice.describe_exit(3) == "exited with status 3"
-    assert tfservice.describe_exit(-9) == "was killed by SIGKILL (exit status -9)"
+    assert describe_exit(3) == "exited with status 3"
+    assert describe_exit(-9) == "was killed by SIGKILL (exit status -9)"
 
 
 @pytest.mark.parametrize(
@@ -178,7 +180,7 @@ def test_local_worker_counts_are_powers_of_two_and_every_core(
 
 
 def test_consumer_returns_the_last_batch_of_each_call() -> None:
-    with tfservice.BoundedConsumer(lambda: iter(range(10)), what="numbers") as consumer:
+    with BoundedConsumer(lambda: iter(range(10)), what="numbers") as consumer:
         assert consumer.take(3) == 2
         assert consumer.take(2) == 4
 
@@ -190,10 +192,10 @@ def test_consumer_fails_a_stalled_pipeline_in_bounded_time() -> None:
         release.wait()
         yield 1
 
-    consumer = tfservice.BoundedConsumer(stalled, what="stalled pipeline", timeout=0.2)
-    with pytest.raises(pytest.fail.Exception, match=r"stalled pipeline: no batch within 0\.2 s"):
+    consumer = BoundedConsumer(stalled, what="stalled pipeline", timeout=0.2)
+    with pytest.raises(ConsumerError, match=r"stalled pipeline: no batch within 0\.2 s"):
         consumer.take()
-    with pytest.raises(pytest.fail.Exception, match="abandoned"):
+    with pytest.raises(ConsumerError, match="abandoned"):
         consumer.take()
     release.set()
     consumer.close()
@@ -209,7 +211,7 @@ def test_consumer_watch_aborts_the_wait() -> None:
         release.wait()
         yield 1
 
-    consumer = tfservice.BoundedConsumer(stalled, what="x", watch=watch)
+    consumer = BoundedConsumer(stalled, what="x", watch=watch)
     with pytest.raises(tfservice.ServiceLost, match="worker 1 went away"):
         consumer.take()
     release.set()
@@ -220,10 +222,8 @@ def test_consumer_names_pipeline_errors_in_one_line() -> None:
     def broken() -> Iterator[int]:
         raise OSError("no such file: a.jpg\nmore detail")
 
-    consumer = tfservice.BoundedConsumer(
-        broken, what="svc", describe_error=lambda e: str(e).splitlines()[0]
-    )
-    with pytest.raises(pytest.fail.Exception, match=r"^svc: no such file: a\.jpg$"):
+    consumer = BoundedConsumer(broken, what="svc", describe_error=lambda e: str(e).splitlines()[0])
+    with pytest.raises(ConsumerError, match=r"^svc: no such file: a\.jpg$"):
         consumer.take()
     consumer.close()
 
@@ -295,7 +295,7 @@ def test_dead_worker_fails_the_wait_and_stops_the_rest(fake_python: str) -> None
         consumer = pool.consumer(service, stalled)
         victim.popen.send_signal(signal.SIGKILL)
         with pytest.raises(
-            pytest.fail.Exception,
+            tfservice.ServiceError,
             match=rf"^tf\.data service worker 2 \(pid {victim.pid}, port {victim.port}\) was "
             r"killed by SIGKILL \(exit status -9\); the other tf\.data service processes "
             "were stopped$",
@@ -315,7 +315,7 @@ def test_unreachable_remote_dispatcher_fails_naming_it() -> None:
     with (
         tfservice.ServicePool(address) as pool,
         pytest.raises(
-            pytest.fail.Exception, match=f"dispatcher grpc://127.0.0.1:{port} is unreachable"
+            tfservice.ServiceError, match=f"dispatcher grpc://127.0.0.1:{port} is unreachable"
         ),
     ):
         pool.connect(None)
@@ -394,3 +394,20 @@ def test_unreachable_dispatcher_fails_in_bounded_time(
         ]
     )
     assert record["history"] == []
+
+
+def test_no_service_here_is_unavailable_not_a_failure(tmp_path: Path) -> None:
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'no tensorflow here' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with tfservice.ServicePool(python=str(fake), startup_timeout=30) as pool:
+        with pytest.raises(tfservice.ServiceUnavailable, match="remote variants need a dispatcher"):
+            pool.connect(None)
+        for _ in range(2):  # the start is tried once; later benches skip with the same reason
+            with pytest.raises(
+                tfservice.ServiceUnavailable,
+                match=r"^the local tf\.data service could not start: .*no tensorflow here$",
+            ):
+                pool.connect(1)
+        assert len([r for r in tfservice.history() if r.name == "dispatcher"]) >= 1
+    assert tfservice.running_processes() == []

@@ -196,7 +196,7 @@ def test_unknown_run_id_lists_the_closest(
     doc = {"version": "5.3.1", "benchmarks": [], "machine_info": {}}
     for name in ("0001_main", "0002_main"):
         (folder / f"{name}.json").write_text(json.dumps(doc))
-    result = run(bench, monkeypatch, "--benchmark-compare=0003_main")
+    result = run(bench, monkeypatch, "--benchmark-compare=0003_main", "--perf-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "run '0003_main' not found in" in err

@@ -1,8 +1,10 @@
-"""Atomic writes, a cross-process lock, and folders built once and renamed into place."""
+"""Atomic writes, a cross-process lock, and folders built once and renamed or swapped into place."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import hashlib
 import os
@@ -64,6 +66,53 @@ def discard_dir(path: Path) -> None:
     trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=path.parent))
     os.rename(path, trash / path.name)
     shutil.rmtree(trash, ignore_errors=True)
+
+
+#: renameat2(2) flag: swap two paths atomically (Linux 3.15+, glibc 2.28+)
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two existing paths; False where the system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    done = renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False  # a file system or kernel without RENAME_EXCHANGE
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def replace_dir(new: Path, final: Path) -> None:
+    """Put the folder ``new`` in the place of ``final`` (a sibling), as one step.
+
+    Readers see the old folder whole or the new one whole: the two are swapped
+    atomically where the kernel can (``renameat2(RENAME_EXCHANGE)``), else the old one
+    is renamed aside first. The old folder is then deleted.
+    """
+    if not final.exists():
+        os.rename(new, final)
+        return
+    if _exchange(new, final):
+        shutil.rmtree(new, ignore_errors=True)  # ``new`` now holds the old folder
+        return
+    trash = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
+    os.rename(final, trash / final.name)
+    try:
+        os.rename(new, final)
+    except BaseException:
+        os.rename(trash / final.name, final)  # put the old folder back
+        raise
+    finally:
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def build_dir_once(

@@ -58,6 +58,14 @@ def shard_ranges(count: int, shards: int) -> list[range]:
     return [range(bounds[i], bounds[i + 1]) for i in range(shards)]
 
 
+def shard_count(images: int, wanted: int) -> int:
+    """How many shards a dataset of ``images`` gets when ``wanted`` are asked: never more
+    shards than images, so a one-image folder gets one shard."""
+    if not isinstance(wanted, int) or isinstance(wanted, bool) or wanted < 1:
+        raise PerfsuiteError(f"tfrecord shards={wanted!r}: must be a whole number >= 1")
+    return max(1, min(wanted, images))
+
+
 def shards_dirname(dataset: ImageDataset, shards: int) -> str:
     """The shards' folder name in the cache: the dataset's folder name (or hash) and N."""
     key = (
@@ -71,11 +79,15 @@ def shard_name(index: int, shards: int) -> str:
 
 
 def materialize_shards(dataset: ImageDataset, data_dir: Path, shards: int) -> TFRecordShards:
-    """The ``shards`` TFRecord files of ``dataset`` in ``data_dir``: reused if intact, else built.
+    """Up to ``shards`` TFRecord files of ``dataset`` in ``data_dir``: reused if intact, else built.
+
+    The count follows the dataset (:func:`shard_count`): a dataset of fewer images than
+    ``shards`` gets one shard per image; ``len(result.paths)`` says how many.
 
     >>> shards = materialize_shards(image_dataset, perf_settings.data_dir, 4)
     >>> tf.data.TFRecordDataset([str(p) for p in shards.paths])
     """
+    shards = shard_count(dataset.count, shards)
     ranges = shard_ranges(dataset.count, shards)
     found = load_verified_shards(data_dir / shards_dirname(dataset, shards), dataset, shards)
     if found is not None:

@@ -25,28 +25,30 @@ target and carrying the tail of the child's stderr.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import json
-import os
-import queue
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.harness.closing import Closing
+from perfsuite.harness.supervisor import (
+    STDERR_TAIL_LINES,
+    Child,
+    ChildError,
+    ChildExited,
+    ChildTimeout,
+    open_channel,
+    reply,
+)
 
 #: every protocol line the child writes starts with this (library output is kept apart)
 MARKER = "perfsuite-coldstart"
-STDERR_TAIL_LINES = 6
 DEFAULT_TIMEOUT = 180.0
 
 
@@ -82,11 +84,6 @@ class ColdTimings:
         return self.first_s / warm if warm else None
 
 
-def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
-    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-    return " | ".join(kept) if kept else "(no stderr)"
-
-
 class ColdProcess(Closing):
     """One fresh ``python -m perfsuite.harness.coldstart`` process, driven step by step."""
 
@@ -117,54 +114,24 @@ class ColdProcess(Closing):
             target,
             *map(str, args),
         ]
-        # Lives as long as the child (closed in close()): a file, not a pipe, so a chatty
-        # stderr can never fill a pipe buffer and block the child.
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
-        self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._proc = subprocess.Popen(  # an argument list, never a shell
-            self.command,
-            shell=False,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            text=True,
-            bufsize=1,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._child = Child(self.command, name=target, marker=MARKER, env=env, cwd=cwd)
         self._ready: dict[str, Any] | None = None
-        self._stderr_text: str | None = None
-
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            if line.startswith(MARKER + " "):
-                try:
-                    self._lines.put(json.loads(line[len(MARKER) + 1 :]))
-                except ValueError:
-                    self._lines.put({"protocol_error": line.strip()})
-        self._lines.put(None)
 
     @property
     def pid(self) -> int:
-        return self._proc.pid
+        return self._child.pid
 
     @property
     def running(self) -> bool:
         """Whether the child process is still alive."""
-        return self._proc.poll() is None
+        return self._child.running
 
     def stderr_text(self) -> str:
         """Everything the child wrote to stderr (kept after :meth:`close`)."""
-        if self._stderr_text is None:
-            self._stderr.seek(0)
-            return self._stderr.read().decode("utf-8", "replace")
-        return self._stderr_text
+        return self._child.stderr_text()
 
     def stderr_tail(self) -> str:
-        return _tail(self.stderr_text())
+        return self._child.stderr_tail(STDERR_TAIL_LINES)
 
     def _error(self, problem: str) -> ColdStartError:
         return ColdStartError(
@@ -173,33 +140,26 @@ class ColdProcess(Closing):
 
     def _expect(self, what: str) -> dict[str, Any]:
         try:
-            reply = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
+            reply = self._child.expect(self.timeout, exit_timeout=self.timeout)
+        except ChildTimeout:
             self.close()
             raise self._error(f"timed out after {self.timeout:g} s waiting for {what}") from None
-        if reply is None:  # stdout closed: the child exited
-            try:
-                code = self._proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
+        except ChildExited as exc:
+            if exc.returncode is None:
                 self.close()
                 raise self._error(
                     f"closed its stdout but did not exit within {self.timeout:g} s"
                 ) from None
-            raise self._error(f"exited with code {code} before {what}")
-        if "protocol_error" in reply:
+            raise self._error(f"exited with code {exc.returncode} before {what}") from None
+        except ChildError as exc:
             self.close()
-            raise self._error(f"unreadable reply {reply['protocol_error']!r}")
+            raise self._error(str(exc).removeprefix(f"{self.target}: ")) from None
         self.figures.update(reply)
         return reply
 
     def _send(self, command: str) -> dict[str, Any]:
         self.ready()
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(command + "\n")
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # it exited; _expect reports the exit code and stderr
+        self._child.send(command)  # a child that exited is reported by _expect
         return self._expect(command)
 
     def ready(self) -> dict[str, Any]:
@@ -220,7 +180,7 @@ class ColdProcess(Closing):
         """Run the steady calls, then wait for a clean exit: ``{"steady_s": [...]}``."""
         reply = self._send("steady")
         try:
-            code = self._proc.wait(timeout=self.timeout)
+            code = self._child.popen.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
             self.close()
             raise self._error(
@@ -244,17 +204,7 @@ class ColdProcess(Closing):
 
     def close(self) -> None:
         """Stop the child if it still runs and release its pipes (idempotent)."""
-        if self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        self._reader.join(timeout=5)
-        if self._stderr_text is None:
-            self._stderr_text = self.stderr_text()
-            self._stderr.close()
+        self._child.close()
 
 
 def start_many(
@@ -291,11 +241,6 @@ def run_cold_sample(target: str, args: Sequence[str] = (), **kwargs: Any) -> Col
 # --- the child side: python -m perfsuite.harness.coldstart [--steady N] module:function [args...]
 
 
-def _reply(out: IO[str], **values: Any) -> None:
-    out.write(f"{MARKER} {json.dumps(values)}\n")
-    out.flush()
-
-
 def child_main(argv: Sequence[str] | None = None) -> int:
     """Run one cold-start case, answering each command read from stdin with a JSON line."""
     parser = argparse.ArgumentParser(prog="python -m perfsuite.harness.coldstart")
@@ -303,33 +248,29 @@ def child_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("target", help="module:function returning a case (load, call)")
     parser.add_argument("args", nargs="*")
     ns = parser.parse_args(argv)
-    # Keep the protocol on a private copy of stdout; anything a library prints
-    # (from Python or C) goes to stderr instead.
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    out = open_channel()  # anything a library prints goes to stderr
 
     start = time.perf_counter()
     module_name, _, function = ns.target.partition(":")
     case: ColdCase = getattr(importlib.import_module(module_name), function)(list(ns.args))
-    _reply(out, import_s=time.perf_counter() - start)
+    reply(out, MARKER, import_s=time.perf_counter() - start)
     for line in sys.stdin:
         command = line.strip()
         if command == "load":
             start = time.perf_counter()
             case.load()
-            _reply(out, load_s=time.perf_counter() - start)
+            reply(out, MARKER, load_s=time.perf_counter() - start)
         elif command == "first":
             start = time.perf_counter()
             case.call()
-            _reply(out, first_s=time.perf_counter() - start)
+            reply(out, MARKER, first_s=time.perf_counter() - start)
         elif command == "steady":
             steady = []
             for _ in range(ns.steady):
                 start = time.perf_counter()
                 case.call()
                 steady.append(time.perf_counter() - start)
-            _reply(out, steady_s=steady)
+            reply(out, MARKER, steady_s=steady)
             return 0
         else:
             print(f"perfsuite.harness.coldstart: unknown command {command!r}", file=sys.stderr)

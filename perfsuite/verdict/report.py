@@ -10,19 +10,24 @@
   runs, with the interquartile range as error bars and the current run marked.
 
 matplotlib is imported only here, inside the plotting functions, with the Agg canvas
-(no display needed, no global pyplot state). Every file is written atomically.
+(no display needed, no global pyplot state). The folder is written as a unit: into a
+temporary folder swapped into place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text
+from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, replace_dir
+from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.runs import Bench, Run
 
@@ -253,6 +258,28 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
     return _png(figure)
 
 
+def report_entry(name: str) -> bool:
+    """Whether a top-level name in a report folder is one :func:`write_report` writes."""
+    return name in (SUMMARY_NAME, "history") or (
+        name.startswith("throughput-") and name.endswith(".png")
+    )
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse to replace a folder that holds anything but an earlier report."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise PerfsuiteError(f"{out}: is a file; choose a folder for the report")
+    foreign = sorted(entry.name for entry in out.iterdir() if not report_entry(entry.name))
+    if foreign:
+        raise PerfsuiteError(
+            f"{out}: holds {', '.join(foreign[:3])}"
+            f"{' ...' if len(foreign) > 3 else ''}, which a report would replace; "
+            "choose a new or empty folder"
+        )
+
+
 def write_report(
     out: Path,
     current: Run,
@@ -260,11 +287,34 @@ def write_report(
     history: Sequence[Run],
     notes: Sequence[str] = (),
 ) -> list[Path]:
-    """Write ``summary.md`` and the PNGs into ``out``; returns the files written.
+    """Write ``summary.md`` and the PNGs into ``out`` as a unit; returns the files written.
 
     ``history`` is every run to plot, oldest first, and should include ``current``
-    (matched by identity) so it is marked.
+    (matched by identity) so it is marked. The report is written into a temporary
+    folder beside ``out`` and swapped into place, so readers (and a failure half-way)
+    see the old report whole or the new one whole. ``out`` may hold only an earlier
+    report (anything else is refused, never deleted).
     """
+    out = Path(os.path.abspath(out))
+    check_replaceable(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        written = _write_files(staging, current, comparison, history, notes)
+        replace_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [out / path.relative_to(staging) for path in written]
+
+
+def _write_files(
+    out: Path,
+    current: Run,
+    comparison: RunComparison | None,
+    history: Sequence[Run],
+    notes: Sequence[str],
+) -> list[Path]:
     written: list[Path] = []
     for group, benches in groups(current).items():
         data = throughput_png(group, benches)

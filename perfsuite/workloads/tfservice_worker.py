@@ -1,6 +1,6 @@
 """The tf.data service's two sides: its server processes, and the pipelines the bench sends them.
 
-Run as a child process by :mod:`perfsuite.harness.tfservice`, never by hand::
+Run as a child process by :mod:`perfsuite.harness.tfcluster`, never by hand::
 
     python -m perfsuite.workloads.tfservice_worker dispatcher --port 0
     python -m perfsuite.workloads.tfservice_worker worker --dispatcher 127.0.0.1:PORT
@@ -17,16 +17,16 @@ can import TensorFlow while the dispatcher starts.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import tensorflow as tf
 
+from perfsuite.harness.supervisor import open_channel, reply
 from perfsuite.workloads.tf_image import CROP, preprocess, read_and_decode
 
 READY = "perfsuite-tfservice-ready"
@@ -108,14 +108,12 @@ def _exit_when_parent_goes() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _announce(role: str, port: int) -> None:
-    """Print the ready line, then point stdout at stderr so the parent's pipe is released."""
-    sys.stdout.write(f"{READY} {json.dumps({'role': role, 'port': port, 'pid': os.getpid()})}\n")
-    sys.stdout.flush()
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+def _announce(channel: IO[str], role: str, port: int) -> None:
+    """Write the ready line on the protocol channel (everything else printed goes to stderr)."""
+    reply(channel, READY, role=role, port=port, pid=os.getpid())
 
 
-def serve_dispatcher(port: int, job_gc_ms: int) -> None:
+def serve_dispatcher(channel: IO[str], port: int, job_gc_ms: int) -> None:
     """Run a dispatcher until stdin closes or a signal ends the process."""
     service = tf.data.experimental.service
     server = service.DispatchServer(
@@ -123,11 +121,11 @@ def serve_dispatcher(port: int, job_gc_ms: int) -> None:
             port=port, job_gc_check_interval_ms=job_gc_ms, job_gc_timeout_ms=job_gc_ms
         )
     )
-    _announce("dispatcher", int(server.target.rsplit(":", 1)[1]))
+    _announce(channel, "dispatcher", int(server.target.rsplit(":", 1)[1]))
     server.join()
 
 
-def serve_worker(dispatcher: str, port: int, heartbeat_ms: int) -> None:
+def serve_worker(channel: IO[str], dispatcher: str, port: int, heartbeat_ms: int) -> None:
     """Run a worker registered with ``dispatcher`` and reachable on loopback only."""
     service = tf.data.experimental.service
     server = service.WorkerServer(
@@ -139,7 +137,7 @@ def serve_worker(dispatcher: str, port: int, heartbeat_ms: int) -> None:
             data_transfer_address=f"{LOOPBACK}:%dts_port%",
         )
     )
-    _announce("worker", int(server._address.rsplit(":", 1)[1]))
+    _announce(channel, "worker", int(server._address.rsplit(":", 1)[1]))
     server.join()
 
 
@@ -158,15 +156,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     worker.add_argument("--port", type=int, default=0)
     worker.add_argument("--heartbeat-ms", type=int, default=1000)
     args = parser.parse_args(argv)
+    channel = open_channel()
     if args.role == "worker" and args.dispatcher == "-":
         args.dispatcher = sys.stdin.buffer.readline().decode().strip()
         if not args.dispatcher:
             return  # the parent closed stdin before the dispatcher started
     _exit_when_parent_goes()
     if args.role == "dispatcher":
-        serve_dispatcher(args.port, args.job_gc_ms)
+        serve_dispatcher(channel, args.port, args.job_gc_ms)
     else:
-        serve_worker(args.dispatcher, args.port, args.heartbeat_ms)
+        serve_worker(channel, args.dispatcher, args.port, args.heartbeat_ms)
 
 
 if __name__ == "__main__":

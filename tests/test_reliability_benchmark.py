@@ -1,0 +1,179 @@
+"""perfsuite beside pytest-benchmark: without it, with its documented options, and its outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pytest_benchmark.utils import get_machine_id
+
+from perfsuite.plugin import NO_BENCHMARK
+
+pytest_plugins = ["pytester"]
+
+MACHINE_ID: str = get_machine_id()  # type: ignore[no-untyped-call]
+
+BENCH = """
+import os
+from pathlib import Path
+
+
+def test_sleep(perf):
+    Path(os.environ["PERF_TEST_RAN"]).write_text("ran")
+    perf.measure(lambda: None, items=4, group="sleep", variant="nap", baseline=True)
+
+
+def test_plain():
+    pass
+"""
+
+CONFTEST = """
+import os
+
+
+def pytest_perfsuite_update_machine_facts(config, facts):
+    if os.environ.get("PERF_TEST_CPU"):
+        facts["cpu_model"] = os.environ["PERF_TEST_CPU"]
+"""
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    pytester.makepyfile(bench_sleep=BENCH)
+    pytester.makeconftest(CONFTEST)
+    monkeypatch.setenv("PERF_TEST_RAN", str(pytester.path / "ran.txt"))
+    monkeypatch.delenv("PERF_TEST_CPU", raising=False)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--perf-rounds=7", "--perf-scale=smoke", *args
+    )
+
+
+def ran(pytester: pytest.Pytester) -> bool:
+    return (pytester.path / "ran.txt").exists()
+
+
+# -- without pytest-benchmark -------------------------------------------------------------
+
+
+def test_without_pytest_benchmark_the_benches_skip_and_it_says_so(bench: pytest.Pytester) -> None:
+    result = run(bench, "-p", "no:benchmark", "-rs")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "INTERNALERROR" not in out
+    assert out.count(NO_BENCHMARK) == 2  # the skip reason (-rs) and the one line
+    assert not ran(bench)
+
+
+def test_without_pytest_benchmark_perf_gate_is_a_usage_error(bench: pytest.Pytester) -> None:
+    result = run(bench, "-p", "no:benchmark", "--perf-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {NO_BENCHMARK}, and so does --perf-gate" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
+
+
+# -- outputs checked at startup -----------------------------------------------------------
+
+
+def _a_file(pytester: pytest.Pytester) -> Path:
+    path = pytester.path / "a-file"
+    path.write_text("not a folder")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("option", "where", "why"),
+    [
+        ("--benchmark-storage", "{file}", "is a file, not a folder"),
+        ("--benchmark-storage", "file://{file}/store", "is under {file}, which is a file"),
+        ("--benchmark-json", "{file}/out.json", "{file} is not a folder"),
+        ("--benchmark-json", "{tmp}", "is a folder; pass a file path"),
+        ("--benchmark-json", "{tmp}/missing/out.json", "{tmp}/missing does not exist"),
+        ("--perf-report", "{file}/report", "is under {file}, which is a file"),
+        ("--perf-report", "/proc/perfsuite-report", "cannot write in /proc"),
+        ("--perf-report", "{tmp}", "holds a-file, bench_sleep.py, conftest.py"),
+        ("--perf-data-dir", "{file}", "is a file, not a folder"),
+    ],
+)
+def test_an_unwritable_output_is_a_usage_error_before_any_bench(
+    bench: pytest.Pytester, option: str, where: str, why: str
+) -> None:
+    file, tmp = _a_file(bench), bench.path
+    value = where.format(file=file, tmp=tmp)
+    result = run(bench, "--benchmark-autosave", f"{option}={value}")
+    err = result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + err
+    shown = value.removeprefix("file://")
+    assert f"ERROR: {option} {shown}: {why.format(file=file, tmp=tmp)}" in err
+    assert "Traceback" not in err
+    assert not ran(bench)
+
+
+def test_a_storage_that_is_a_file_is_fine_when_nothing_is_saved(bench: pytest.Pytester) -> None:
+    result = run(bench, f"--benchmark-storage={_a_file(bench)}")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=2)
+
+
+def test_storage_outside_the_working_folder_with_another_machines_baseline(
+    bench: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = tmp_path_factory.mktemp("outside") / "store"
+    saved = run(bench, f"--benchmark-storage={store}", "--benchmark-autosave")
+    assert saved.ret == pytest.ExitCode.OK, saved.stdout.str() + saved.stderr.str()
+    monkeypatch.setenv("PERF_TEST_CPU", "Some Other CPU")
+    result = run(
+        bench,
+        f"--benchmark-storage=file://{store}",
+        "--benchmark-compare",
+        "--benchmark-autosave",
+        "--perf-gate",
+        "--perf-allow-machine-mismatch",
+        f"--perf-report={bench.path / 'report'}",
+        f"--benchmark-json={bench.path / 'run.json'}",
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "INTERNALERROR" not in out
+    assert "Benchmark machine_info is different" in out
+    assert f"(location: {store.resolve()})" in out
+    assert "cpu_model Some Other CPU ->" in out or "Some Other CPU" in out
+    assert len(list((store / MACHINE_ID).glob("*.json"))) == 2
+    assert json.loads((bench.path / "run.json").read_text())["benchmarks"]
+    assert (bench.path / "report" / "summary.md").is_file()
+
+
+# -- pytest-benchmark's options behave as it documents ------------------------------------
+
+
+def test_unknown_compare_id_is_pytest_benchmarks_warning_plus_one_line(
+    bench: pytest.Pytester,
+) -> None:
+    store = bench.path / "store"
+    assert run(bench, f"--benchmark-storage={store}", "--benchmark-autosave").ret == 0
+    result = run(bench, f"--benchmark-storage={store}", "--benchmark-compare=0002", "-rw")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    result.assert_outcomes(passed=2)
+    assert "PytestBenchmarkWarning: Can't compare. No benchmark files" in out
+    notes = [
+        line for line in out.splitlines() if "perfsuite: baseline run '0002' not found" in line
+    ]
+    assert len(notes) == 1
+    assert "closest: 0001_" in notes[0]
+
+
+def test_unknown_compare_id_under_perf_gate_is_a_usage_error(bench: pytest.Pytester) -> None:
+    store = bench.path / "store"
+    assert run(bench, f"--benchmark-storage={store}", "--benchmark-autosave").ret == 0
+    result = run(bench, f"--benchmark-storage={store}", "--benchmark-compare=0002", "--perf-gate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: perfsuite: baseline run '0002' not found in" in result.stderr.str()
+    assert "closest: 0001_" in result.stderr.str()
