@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from test_history_data import MACHINE_ID, bench_names, commit_of, make_history, run_name
 
 from perfsuite.cli import main
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import HistoryStep, bench_histories, failing_steps, steps_of
 from perfsuite.verdict.runs import load_runs
+from tests.test_history_data import MACHINE_ID, bench_names, commit_of, make_history, run_name
 
 
 def history(storage: Path, *args: str) -> int:

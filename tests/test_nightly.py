@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_history_data import MACHINE_ID, commit_of, make_history
 
 from perfsuite.cli import build_parser, main
 from perfsuite.nightly.command import run_nightly
 from perfsuite.nightly.confirm import split_k
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen
 from perfsuite.verdict.runs import Run, load_runs
+from tests.test_history_data import MACHINE_ID, commit_of, make_history
 
 AB_STANDIN = """
 import json, os, sys
