@@ -6,8 +6,14 @@
 * 0: no bench slower and no exact counter rose,
 * 1: a regression (a bench slower, or an exact counter rose),
 * 2: bad input (a file that is not a pytest-benchmark run, a run id that does not exist),
-* 3: the runs come from different machines or stacks (``--allow-machine-mismatch``
-  judges them anyway).
+* 3: nothing could be judged: the runs come from different machines or stacks
+  (``--allow-machine-mismatch`` judges them anyway), or no bench was comparable (another
+  ``--perf-scale`` or ``--perf-images`` folder, an empty baseline, timings all zero).
+
+A bench's threshold: ``--threshold`` given on the command line wins over the thresholds
+recorded per bench (from ``perf`` markers, ``--perf-threshold`` or ini), which win over
+the default 5%. Medians that moved with too few samples for a rank test are shown
+("too few samples to judge") and never make a regression on their own.
 
 ``perfsuite report --out DIR`` writes ``summary.md`` and PNG plots for the newest
 saved run (or ``--current``) against the run before it (or ``--baseline``).
@@ -57,17 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--threshold",
             type=_threshold,
-            default=0.05,
+            default=None,
             metavar="FRACTION",
-            help="minimum change of the median for benches whose run records "
-            "no threshold of its own (default 0.05)",
+            help="minimum change of the median that counts, e.g. 0.05 or 5%%; given here "
+            "it wins over the thresholds runs recorded per bench (perf markers, "
+            "--perf-threshold, ini); without it those apply, else 0.05",
         )
 
     compare = commands.add_parser(
         "compare",
         help="judge CURRENT against BASELINE; exit 1 on a regression",
         description="Judge each bench of CURRENT against BASELINE. Exit status: 0 no "
-        "regression, 1 regression, 2 bad input, 3 different machine or stack.",
+        "regression, 1 regression, 2 bad input, 3 nothing judged (different machine or "
+        "stack, or no bench comparable).",
     )
     compare.add_argument("baseline", metavar="BASELINE", help="run file or run id")
     compare.add_argument("current", metavar="CURRENT", help="run file or run id")
@@ -112,7 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from perfsuite.verdict.compare import HISTORY_RUNS, Outcome, compare_runs, gate_decision
+    from perfsuite.verdict.compare import (
+        DEFAULT_THRESHOLD,
+        HISTORY_RUNS,
+        Outcome,
+        compare_runs,
+        gate_decision,
+    )
     from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
     from perfsuite.verdict.table import markdown_lines, text_lines
 
@@ -126,7 +140,13 @@ def run_compare(args: argparse.Namespace) -> int:
         for p in Storage(current_path.parent.parent, current_path.parent.name).runs()
         if p.name < current_path.name
     ]
-    comparison = compare_runs(baseline, current, args.threshold, load_runs(earlier[-HISTORY_RUNS:]))
+    comparison = compare_runs(
+        baseline,
+        current,
+        DEFAULT_THRESHOLD,
+        load_runs(earlier[-HISTORY_RUNS:]),
+        threshold_override=args.threshold,
+    )
     lines = markdown_lines(comparison) if args.markdown else text_lines(comparison)
     decision = gate_decision(
         comparison, args.allow_machine_mismatch, allow_flag="--allow-machine-mismatch"
@@ -137,11 +157,12 @@ def run_compare(args: argparse.Namespace) -> int:
         Outcome.PASS: EXIT_OK,
         Outcome.REGRESSION: EXIT_REGRESSION,
         Outcome.MISMATCH: EXIT_MACHINE_MISMATCH,
+        Outcome.NOTHING_JUDGED: EXIT_MACHINE_MISMATCH,
     }[decision.outcome]
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from perfsuite.verdict.compare import HISTORY_RUNS, compare_runs
+    from perfsuite.verdict.compare import DEFAULT_THRESHOLD, HISTORY_RUNS, compare_runs
     from perfsuite.verdict.report import write_report
     from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
 
@@ -175,8 +196,9 @@ def run_report(args: argparse.Namespace) -> int:
         comparison = compare_runs(
             load_run(baseline_path),
             current,
-            args.threshold,
+            DEFAULT_THRESHOLD,
             load_runs([p for p in saved if p.name < current_path.name][-HISTORY_RUNS:]),
+            threshold_override=args.threshold,
         )
     # Oldest first; a current run from outside the storage comes after the saved ones.
     history = sorted(load_runs(saved), key=lambda run: Path(run.source).name)

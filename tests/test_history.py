@@ -147,3 +147,21 @@ def test_find_steps_on_constructed_series() -> None:
     assert find_steps([1.0] * 10) == []
     assert [s.index for s in find_steps([1.0] * 6 + [1.2] * 6)] == [6]
     assert find_steps([1.0, 2.0, 3.0]) == []  # too short to judge
+
+
+def test_the_report_marks_the_steps(tmp_path: Path) -> None:
+    from perfsuite.verdict.report import _figure, _mark_steps, history_png
+
+    make_history(tmp_path, step_at=20, step=0.10)
+    runs = load_runs(sorted((tmp_path / MACHINE_ID).glob("*.json")))
+    name = bench_names()[0]
+    axes = _figure(6, 4).add_subplot(1, 1, 1)
+    _mark_steps(axes, name, runs, [run.name for run in runs])
+    (line,) = axes.get_lines()
+    (step,) = series_of(tmp_path)[name]
+    assert line.get_label() == f"step +{step.change * 100:.0f}% at {step.after.run}"
+    assert list(line.get_xdata()) == [step.index - 0.5, step.index - 0.5]
+    assert line.get_color() == "#e63946"
+    png = history_png(name, runs, runs[-1])
+    assert png is not None
+    assert png.startswith(b"\x89PNG")

@@ -160,9 +160,20 @@ class BenchVerdict:
         return [c for c in self.counters if c.rose]
 
     @property
+    def too_few_samples(self) -> bool:
+        """Judged on medians only: too few samples on a side for a test of significance."""
+        return self.time is not None and self.time.fallback is not None
+
+    @property
     def regressed(self) -> bool:
-        """Slower, or an exact counter rose."""
-        return self.verdict is Verdict.SLOWER or bool(self.counters_rose)
+        """Slower by a test of significance, or an exact counter rose.
+
+        A median that moved past the threshold without enough samples for the rank test
+        (``too_few_samples``) is shown, never a regression on its own: the history and
+        ``perfsuite ab`` judge it.
+        """
+        slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
+        return slower or bool(self.counters_rose)
 
 
 @dataclass(frozen=True)
@@ -194,7 +205,12 @@ class RunComparison:
         return tally
 
 
-def _threshold(baseline: Bench, current: Bench, default: float) -> float:
+def _threshold(
+    baseline: Bench, current: Bench, default: float, override: float | None = None
+) -> float:
+    """``override`` (an explicit command-line threshold), else the recorded one, else default."""
+    if override is not None:
+        return override
     for info in (current.extra_info, baseline.extra_info):
         value = info.get("threshold")
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
@@ -258,11 +274,13 @@ def judge_bench(
     current: Bench,
     default_threshold: float = DEFAULT_THRESHOLD,
     history: Sequence[float] = (),
+    threshold_override: float | None = None,
 ) -> BenchVerdict:
     """Compare one bench: rank test on raw samples, else medians; counters exactly.
 
     ``history`` holds the bench's median times in earlier comparable runs: their
-    spread can widen the threshold (see the module docstring).
+    spread can widen the threshold (see the module docstring). ``threshold_override``
+    replaces the thresholds the runs recorded (``perfsuite compare --threshold``).
     """
     counters = _counters(baseline, current)
     note = None
@@ -286,7 +304,7 @@ def judge_bench(
     reason = _not_comparable(baseline, current)
     if reason is not None:
         return verdict(None, reason=reason)
-    threshold = _threshold(baseline, current, default_threshold)
+    threshold = _threshold(baseline, current, default_threshold, threshold_override)
     band = noise_band(history)
     if band is not None and band > threshold:
         note = (
@@ -341,6 +359,7 @@ def compare_runs(
     current: Run,
     default_threshold: float = DEFAULT_THRESHOLD,
     history: Sequence[Run] = (),
+    threshold_override: float | None = None,
 ) -> RunComparison:
     """Judge every bench of ``current`` present in ``baseline``; list added and removed ones.
 
@@ -349,7 +368,7 @@ def compare_runs(
     """
     comparable = [run for run in history if not machine_mismatch(run, current)]
     verdicts = [
-        judge_bench(b, c, default_threshold, history_medians(comparable, c))
+        judge_bench(b, c, default_threshold, history_medians(comparable, c), threshold_override)
         for b, c in pairs(baseline, current)
     ]
     added = [n for n in current.benches if n not in baseline.benches]
@@ -365,6 +384,7 @@ class Outcome(enum.Enum):
     PASS = "pass"
     REGRESSION = "regression"
     MISMATCH = "machine mismatch"
+    NOTHING_JUDGED = "nothing judged"
 
 
 @dataclass(frozen=True)
@@ -392,13 +412,11 @@ def gate_decision(
             f"cannot judge: the baseline is from a different machine or stack "
             f"({what}); pass {allow_flag} to gate anyway",
         )
-    judged = [v for v in comparison.verdicts if not v.not_comparable]
-    if comparison.removed and not judged:
+    nothing = nothing_judged(comparison)
+    if nothing is not None:
         return GateDecision(
-            Outcome.MISMATCH,
-            f"cannot judge: none of the baseline's {len(comparison.removed)} benches ran "
-            "comparably in this run (skipped, failed or renamed?); a gate with nothing "
-            "compared does not pass",
+            Outcome.NOTHING_JUDGED,
+            f"cannot judge: {nothing}; a gate that judged nothing does not pass",
         )
     regressions = comparison.regressions
     if regressions:
@@ -412,4 +430,42 @@ def gate_decision(
             f"{len(regressions)} regression{'s' if len(regressions) > 1 else ''}: "
             + "; ".join(parts),
         )
-    return GateDecision(Outcome.PASS, "no bench slower, no exact counter rose")
+    unjudged = [v.label for v in comparison.verdicts if v.too_few_samples]
+    message = "no bench slower, no exact counter rose"
+    if unjudged:
+        message += (
+            f" ({len(unjudged)} with too few samples to judge, left to perfsuite history "
+            "and perfsuite ab)"
+        )
+    return GateDecision(Outcome.PASS, message)
+
+
+def nothing_judged(comparison: RunComparison) -> str | None:
+    """Why no bench of ``comparison`` could be judged, or ``None`` when one was."""
+    if any(not v.not_comparable for v in comparison.verdicts):
+        return None
+    baseline, current = comparison.baseline, comparison.current
+    if not baseline.benches:
+        return f"the baseline {baseline.name} holds no benches (an empty benchmark list)"
+    if not current.benches:
+        return "this run measured no benches"
+    removed = ""
+    if comparison.removed:
+        removed = (
+            f"none of the baseline's {len(comparison.removed)} benches ran comparably in this "
+            "run (skipped, failed or renamed?)"
+        )
+    if not comparison.verdicts:
+        return removed
+    reasons: dict[str, int] = {}
+    for item in comparison.verdicts:
+        reason = item.not_comparable or ""
+        reasons[reason] = reasons.get(reason, 0) + 1
+    listed = "; ".join(f"{n} x {why}" for why, n in reasons.items())
+    hint = ""
+    if any("scale" in why for why in reasons):
+        hint += "; compare runs saved at the same --perf-scale"
+    if any("dataset_hash" in why for why in reasons):
+        hint += "; compare runs on the same --perf-images folder"
+    found = f"none of the {len(comparison.verdicts)} benches was comparable ({listed}){hint}"
+    return f"{removed}; {found}" if removed else found

@@ -13,6 +13,10 @@ from perfsuite.bench.summary import format_table
 from perfsuite.verdict.compare import BenchVerdict, RunComparison
 from perfsuite.verdict.stats import Verdict
 
+TOO_FEW_NOTE = (
+    "too few samples to judge: not a regression on its own (perfsuite history and "
+    "perfsuite ab judge it)"
+)
 HEADER = ["bench", "verdict", "median time [99% CI]", "throughput", "p", "rounds", "counters"]
 
 
@@ -72,7 +76,8 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
             continue
         word = _verdict_word(item)
         assert item.time is not None
-        for note in (item.time.fallback, item.note):
+        unjudged = TOO_FEW_NOTE if item.too_few_samples and item.verdict is Verdict.SLOWER else None
+        for note in (item.time.fallback, unjudged, item.note):
             if note:
                 if note not in notes:
                     notes.append(note)
