@@ -159,6 +159,7 @@ def test_the_report_marks_the_steps(tmp_path: Path) -> None:
     _mark_steps(axes, name, runs, [run.name for run in runs])
     (line,) = axes.get_lines()
     (step,) = series_of(tmp_path)[name]
+    assert step.change is not None
     assert line.get_label() == f"step +{step.change * 100:.0f}% at {step.after.run}"
     assert list(line.get_xdata()) == [step.index - 0.5, step.index - 0.5]
     assert line.get_color() == "#e63946"
