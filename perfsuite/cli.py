@@ -15,6 +15,9 @@ recorded per bench (from ``perf`` markers, ``--perf-threshold`` or ini), which w
 the default 5%. Medians that moved with too few samples for a rank test are shown
 ("too few samples to judge") and never make a regression on their own.
 
+``perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]`` alternates the benches of two git
+revisions in one session and judges them on paired ratios (see :mod:`perfsuite.ab`).
+
 ``perfsuite report --out DIR`` writes ``summary.md`` and PNG plots for the newest
 saved run (or ``--current``) against the run before it (or ``--baseline``).
 
@@ -116,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="folder to write into (created if missing)",
     )
+    from perfsuite.ab.command import add_parser as add_ab_parser
+
+    add_ab_parser(commands)
     return parser
 
 
@@ -213,6 +219,11 @@ def run_report(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfsuite`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ab"]:  # its own -- PYTEST_ARGS tail
+        from perfsuite.ab.command import run as run_ab
+
+        return run_ab(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from perfsuite import hookspecs
+from perfsuite.ab.protocol import SOCKET_ENV as AB_SOCKET_ENV
 from perfsuite.bench.frameworks import MARKER_MODULES, install_hint, is_installed
 from perfsuite.bench.gpu import GPU, GPUInfo, detect_gpu
 from perfsuite.bench.measure import Perf, SessionResults
@@ -92,6 +94,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfsuite.gate import PLUGIN_NAME, VerdictPlugin
 
     config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
+    if os.environ.get(AB_SOCKET_ENV):  # started by `perfsuite ab` as one side of a lockstep A/B
+        from perfsuite.ab.side import register as register_ab_side
+
+        register_ab_side(config)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

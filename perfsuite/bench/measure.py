@@ -211,15 +211,31 @@ class Perf:
                 sync()
                 return result
 
-        result = self.benchmark.pedantic(
-            target,
-            setup=setup,
-            rounds=rounds if rounds is not None else self.settings.rounds,
-            warmup_rounds=(
-                warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
-            ),
-            iterations=1,
-        )
+        from perfsuite.ab import side as ab_side
+
+        lockstep = ab_side.current()  # perfsuite ab: blocks of rounds alternate with a peer
+        if lockstep is not None:
+            result = lockstep.measure(
+                self.benchmark,
+                self.nodeid,
+                target,
+                setup=setup,
+                warmup_rounds=(
+                    warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
+                ),
+                max_rounds=rounds if setup is not None else None,
+                threshold=self.settings.threshold,
+            )
+        else:
+            result = self.benchmark.pedantic(
+                target,
+                setup=setup,
+                rounds=rounds if rounds is not None else self.settings.rounds,
+                warmup_rounds=(
+                    warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
+                ),
+                iterations=1,
+            )
         rate = None
         data = self.timings()
         if data:

@@ -10,7 +10,6 @@ missing, truncated or altered file is rebuilt.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
 import multiprocessing
@@ -22,6 +21,7 @@ from typing import Any
 
 from perfsuite.data.fsutil import atomic_write_text, build_dir_once, sha256_file
 from perfsuite.data.recipes import Recipe
+from perfsuite.data.workers import spawn_pool
 from perfsuite.errors import PerfsuiteError
 
 MANIFEST = "manifest.json"
@@ -130,9 +130,8 @@ def _generate(recipe: Recipe, root: Path, workers: int | None) -> None:
         for part in chunks:
             results.extend(write_items(recipe, part, root))
     else:
-        # spawn, not fork: the parent may hold TensorFlow or torch threads.
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        # Spawned workers that die with this process, even when it is SIGKILLed.
+        with spawn_pool(workers) as pool:
             for part_result in pool.map(
                 write_items, [recipe] * len(chunks), chunks, [root] * len(chunks)
             ):

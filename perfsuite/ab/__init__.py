@@ -1,0 +1,1 @@
+"""``perfsuite ab``: a same-session, interleaved A/B of two git revisions."""

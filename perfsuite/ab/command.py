@@ -1,0 +1,269 @@
+"""``perfsuite ab BASE [CANDIDATE] [options] [-- PYTEST_ARGS]``: the command line entry.
+
+Exit status: 0 no regression, 1 a regression (a bench slower, or an exact counter
+rose), 2 bad input or a side fault, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from perfsuite.ab.controller import Controller
+from perfsuite.ab.revisions import (
+    Revision,
+    WorktreeCache,
+    pin_difference,
+    repo_root,
+    resolve,
+)
+from perfsuite.ab.sides import SideProcess, SideSpec
+from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.paired import ALPHA, Budget, min_pairs_for
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class ScaleBudget:
+    min_pairs: int
+    max_pairs: int
+    max_seconds: float
+
+
+#: per-bench budgets by --perf-scale: the first look needs >= 10-12 pairs to decide at
+#: all (see perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow.
+BUDGETS = {
+    "smoke": ScaleBudget(10, 20, 20.0),
+    "default": ScaleBudget(12, 40, 60.0),
+    "full": ScaleBudget(16, 80, 180.0),
+}
+DEFAULT_BLOCK_ROUNDS = 2
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 1)")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"invalid seconds {value!r} (a number > 0)")
+    return number
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``ab`` subcommand's arguments."""
+    from perfsuite.options import parse_threshold
+
+    ab = commands.add_parser(
+        "ab",
+        help="interleaved same-session A/B of two git revisions; exit 1 on a regression",
+        description="Run the benches of BASE and CANDIDATE (default: the working tree) in "
+        "two warm pytest processes, alternating blocks of rounds, and judge each bench on "
+        "its paired ratios. Arguments after -- go to both pytest runs (default: benches/ "
+        "if it exists, else the repository root). Exit status: 0 no regression, "
+        "1 regression, 2 bad input or a side fault.",
+    )
+    ab.add_argument("base", metavar="BASE", nargs="?", help="git revision of the baseline")
+    ab.add_argument(
+        "candidate", metavar="CANDIDATE", nargs="?", help="git revision (default: working tree)"
+    )
+    ab.add_argument("--threshold", type=parse_threshold, default=0.05, metavar="FRACTION",
+                    help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
+    ab.add_argument("--block-rounds", type=_positive_int, default=DEFAULT_BLOCK_ROUNDS,
+                    metavar="K", help="rounds per block (default 2)")  # fmt: skip
+    ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
+                    help="first look at a bench (default by --perf-scale: 10/12/16)")  # fmt: skip
+    ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
+                    help="most pairs per bench (default by --perf-scale: 20/40/80)")  # fmt: skip
+    ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
+                    help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
+    ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
+    ab.add_argument("--report", type=Path, metavar="DIR",
+                    help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
+    ab.add_argument("--cache-dir", type=Path, metavar="DIR",
+                    help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
+    ab.add_argument("--clean", action="store_true", help="remove the cached worktrees and exit")
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(perfsuite's arguments, the pytest arguments after ``--``)."""
+    args = list(argv)
+    if "--" in args:
+        cut = args.index("--")
+        return args[:cut], args[cut + 1 :]
+    return args, []
+
+
+def scale_of(pytest_args: Sequence[str]) -> str:
+    """The ``--perf-scale`` among the pytest arguments (default ``default``)."""
+    scale = "default"
+    for i, arg in enumerate(pytest_args):
+        if arg.startswith("--perf-scale="):
+            scale = arg.split("=", 1)[1]
+        elif arg == "--perf-scale" and i + 1 < len(pytest_args):
+            scale = pytest_args[i + 1]
+    if scale not in BUDGETS:
+        raise PerfsuiteError(f"--perf-scale {scale!r}: expected one of {', '.join(BUDGETS)}")
+    return scale
+
+
+def budget_for(args: argparse.Namespace, scale: str) -> Budget:
+    defaults = BUDGETS[scale]
+    min_pairs = args.min_pairs or defaults.min_pairs
+    max_pairs = args.max_pairs or max(defaults.max_pairs, min_pairs)
+    if max_pairs < min_pairs:
+        raise PerfsuiteError(f"--max-pairs {max_pairs} is below --min-pairs {min_pairs}")
+    budget = Budget(min_pairs, max_pairs, args.max_seconds or defaults.max_seconds)
+    needed = min_pairs_for(budget.alpha_per_look)
+    if max_pairs < needed:
+        raise PerfsuiteError(
+            f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
+            f"(alpha {ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
+        )
+    return budget
+
+
+def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
+    """What both sides run: the given pytest arguments, else benches/ or the root."""
+    if pytest_args:
+        return list(pytest_args)
+    return ["benches"] if (root / "benches").is_dir() else ["."]
+
+
+def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
+    args = ["-p", "no:cacheprovider", *pytest_args]
+    if not any(a == "--perf-threshold" or a.startswith("--perf-threshold=") for a in args):
+        args.append(f"--perf-threshold={threshold}")
+    return args
+
+
+def protocol_check(spec: SideSpec) -> None:
+    """Refuse a revision of perfsuite itself whose perfsuite predates the lockstep protocol."""
+    for package in (spec.root / "perfsuite", spec.root / "src" / "perfsuite"):
+        if (package / "__init__.py").is_file() and not (package / "ab" / "side.py").is_file():
+            raise PerfsuiteError(
+                f"{spec.title}: its perfsuite predates the lockstep protocol "
+                "(no perfsuite/ab/side.py); perfsuite ab refuses it: pick a later revision "
+                "or compare saved runs with perfsuite compare"
+            )
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the run like Ctrl-C, so every cleanup runs."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _checkout(
+    stack: contextlib.ExitStack,
+    cache: WorktreeCache,
+    root: Path,
+    rev: Revision,
+    done: dict[str, Path],
+) -> Path:
+    if rev.sha is None:
+        return root
+    if rev.sha not in done:
+        done[rev.sha] = stack.enter_context(cache.checkout(rev.sha))
+    return done[rev.sha]
+
+
+def run(argv: Sequence[str]) -> int:
+    """``perfsuite ab``; returns the exit status (messages on stdout, errors on stderr)."""
+    from perfsuite.cli import build_parser
+
+    own, pytest_args = split_argv(argv)
+    args = build_parser().parse_args(["ab", *own])
+    try:
+        with _terminate_as_interrupt():
+            return _run(args, pytest_args)
+    except KeyboardInterrupt:
+        print("perfsuite ab: interrupted; both sides stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (PerfsuiteError, OSError) as exc:
+        print(f"perfsuite ab: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    from perfsuite.ab.report import Verdicts, write_report
+
+    root = repo_root(Path.cwd())
+    cache = WorktreeCache(root, args.cache_dir)
+    if args.clean:
+        removed = cache.clean()
+        print(f"perfsuite ab: removed {len(removed)} cached worktree(s) from {cache.folder}")
+        return EXIT_OK
+    if args.base is None:
+        raise PerfsuiteError("BASE is required: perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]")
+    base, candidate = resolve(root, args.base), resolve(root, args.candidate)
+    problem = pin_difference(root, base, candidate)
+    if problem:
+        raise PerfsuiteError(f"{problem}; perfsuite ab runs both sides in this environment")
+    budget = budget_for(args, scale_of(pytest_args))
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    chosen = selection(root, pytest_args)
+    with contextlib.ExitStack() as stack:
+        done: dict[str, Path] = {}
+        specs = [
+            SideSpec("A", base, _checkout(stack, cache, root, base, done)),
+            SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done)),
+        ]
+        for spec in specs:
+            protocol_check(spec)
+        # Unix socket paths must stay short (108 bytes): fall back to /tmp for a long TMPDIR.
+        tmp = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
+        workdir = Path(tempfile.mkdtemp(prefix="perfsuite-ab-", dir=tmp))
+        stack.callback(shutil.rmtree, workdir, True)
+        sides = [SideProcess(spec, workdir) for spec in specs]
+        for side in sides:
+            stack.callback(side.stop)
+        print(
+            f"perfsuite ab: A = {base.label}, B = {candidate.label}; pytest {' '.join(chosen)}; "
+            f"seed {seed}; budget {budget.min_pairs}-{budget.max_pairs} pairs of "
+            f"{args.block_rounds}-round blocks, {budget.max_seconds:g} s per bench",
+            flush=True,
+        )
+        for side in sides:
+            side.start(side_args(chosen, args.threshold))
+        outcome = Controller(
+            sides[0], sides[1], budget, args.block_rounds, seed, args.threshold
+        ).run()
+        verdicts = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
+        print("\n".join(verdicts.text_lines()))
+        if args.report is not None:
+            write_report(args.report, verdicts, [s.json_path for s in sides])
+            print(f"perfsuite ab: report in {args.report}")
+        return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

@@ -1,0 +1,274 @@
+"""The lockstep scheduler: two warm pytest sides, one block of rounds at a time.
+
+Both sides collect the same selection and say ``hello``; the controller answers with
+the benches they have in common, in A's order (benches on one side only are listed
+as added or removed). In each bench a side runs its warm-up and says ``ready``; once
+both are ready at the same bench, the controller sends ``block`` to one side at a
+time, so only one side ever runs timed work while the other waits idle on its
+socket. Pairs of blocks run in a seeded, balanced random order: the first pair of
+every two is AB or BA at random and the second is its mirror (ABBA or BAAB). After
+each pair the bench is judged on the look schedule of
+:class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
+(pairs, seconds) is spent, both sides get ``done`` and move on.
+
+A failed or erroring bench, a collection error or a side that dies stops both sides
+(:class:`SideFault`, naming the side, its revision and the error).
+"""
+
+from __future__ import annotations
+
+import random
+import selectors
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfsuite.ab.protocol import PROTOCOL, ProtocolError
+from perfsuite.ab.sides import CONNECT_TIMEOUT_S, SideProcess
+from perfsuite.verdict.paired import Budget, PairedResult, Sequential, log_ratios
+
+#: how often a wait checks that both sides are still alive
+TICK_S = 0.2
+#: how long sides get to save their JSON and exit after the last bench
+EXIT_TIMEOUT_S = 60.0
+
+
+@dataclass
+class BenchRun:
+    """One bench's alternation: every block of each side, in order, and the verdict."""
+
+    nodeid: str
+    threshold: float
+    a_blocks: list[list[float]] = field(default_factory=list)
+    b_blocks: list[list[float]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # "A"/"B" per block, as run
+    result: PairedResult | None = None
+    skipped: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ratios(self) -> list[float]:
+        n = min(len(self.a_blocks), len(self.b_blocks))
+        return log_ratios(self.a_blocks[:n], self.b_blocks[:n])
+
+
+@dataclass
+class Outcome:
+    """What the controller saw: per-bench runs, and the benches of one side only."""
+
+    benches: list[BenchRun]
+    removed: list[str]  # base only
+    added: list[str]  # candidate only
+    seed: int
+
+
+@dataclass
+class _State:
+    ready: dict[str, Any] | None = None
+    ended: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome without ready
+    hello: dict[str, Any] | None = None
+    finished: bool = False
+
+
+def pair_orders(rng: random.Random) -> tuple[str, str]:
+    """The orders of two consecutive pairs: AB then BA, or BA then AB, at random."""
+    first = rng.choice(["AB", "BA"])
+    return first, first[::-1]
+
+
+class Controller:
+    """Drive two started sides through their benches (see the module doc)."""
+
+    def __init__(
+        self,
+        a: SideProcess,
+        b: SideProcess,
+        budget: Budget,
+        block_rounds: int,
+        seed: int,
+        threshold: float,
+    ) -> None:
+        self.sides = {"A": a, "B": b}
+        self.budget = budget
+        self.block_rounds = block_rounds
+        self.seed = seed
+        self.threshold = threshold
+        self.state = {"A": _State(), "B": _State()}
+        self.runs: dict[str, BenchRun] = {}
+        self._selector = selectors.DefaultSelector()
+
+    # -- messages ----------------------------------------------------------------
+
+    def _channel(self, name: str) -> Any:
+        channel = self.sides[name].channel
+        assert channel is not None
+        return channel
+
+    def _next(self, only: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The next message from either side (or from ``only``); a dead side is a fault."""
+        names = [only] if only else ["A", "B"]
+        while True:
+            for name in names:
+                message = self._channel(name).pending()
+                if message is not None:
+                    return name, message
+            for key, _ in self._selector.select(TICK_S):
+                name = key.data
+                try:
+                    self._channel(name).feed()
+                except ProtocolError as exc:
+                    self.sides[name].wait(2.0)
+                    raise self.sides[name].fault(f"died ({exc})") from None
+            for name, side in self.sides.items():
+                if not side.alive and not self.state[name].finished:
+                    raise side.fault("died")
+
+    def _send(self, name: str, kind: str, **fields: Any) -> None:
+        try:
+            self._channel(name).send(kind, **fields)
+        except ProtocolError as exc:
+            self.sides[name].wait(2.0)
+            raise self.sides[name].fault(f"died ({exc})") from None
+
+    # -- the session -------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        for name, side in self.sides.items():
+            side.connect(deadline)
+            self._selector.register(self._channel(name).sock, selectors.EVENT_READ, name)
+        while any(s.hello is None for s in self.state.values()):
+            name, message = self._next()
+            self._handle(name, message)
+        a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
+        b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
+        b_set, a_set = set(b_ids), set(a_ids)
+        common = [n for n in a_ids if n in b_set]
+        for name in self.sides:
+            self._send(name, "plan", benches=common)
+        while not all(s.finished for s in self.state.values()):
+            name, message = self._next()
+            self._handle(name, message)
+        for side in self.sides.values():
+            if not side.wait(EXIT_TIMEOUT_S):
+                raise side.fault("did not exit after its last bench")
+        return Outcome(
+            benches=[self.runs[n] for n in common if n in self.runs],
+            removed=[n for n in a_ids if n not in b_set],
+            added=[n for n in b_ids if n not in a_set],
+            seed=self.seed,
+        )
+
+    def _handle(self, name: str, message: dict[str, Any]) -> None:
+        side, state = self.sides[name], self.state[name]
+        other = "B" if name == "A" else "A"
+        kind = message.get("type")
+        if kind == "hello":
+            if message.get("protocol") != PROTOCOL:
+                raise side.fault(
+                    f"speaks lockstep protocol {message.get('protocol')}, this perfsuite "
+                    f"speaks {PROTOCOL}: run perfsuite ab from a matching perfsuite",
+                    tail=False,
+                )
+            errors = message.get("errors") or []
+            if errors:
+                raise side.fault("collection failed: " + "; ".join(map(str, errors)), tail=False)
+            state.hello = message
+        elif kind == "ready":
+            state.ready = message
+            nodeid = str(message["nodeid"])
+            peer = self.state[other]
+            if nodeid in peer.ended:
+                self._skip(name, nodeid, f"side {other} {peer.ended[nodeid]} it unmeasured")
+            elif peer.ready is not None and peer.ready["nodeid"] == nodeid:
+                self._alternate(nodeid)
+        elif kind == "report":
+            nodeid, outcome = str(message["nodeid"]), str(message["outcome"])
+            if outcome == "failed":
+                where = "" if message.get("when") == "call" else f" ({message.get('when')})"
+                raise side.fault(f"{nodeid}{where}: {message.get('message')}", tail=False)
+            if state.ready is not None and state.ready["nodeid"] == nodeid:
+                state.ready = None  # a skip inside measure (sent by us): nothing to do
+                return
+            if outcome == "skipped" or message.get("when") == "call":
+                label = "skipped" if outcome == "skipped" else "passed"
+                state.ended[nodeid] = label
+                if nodeid not in self.runs:
+                    self.runs[nodeid] = BenchRun(nodeid, self.threshold)
+                    self.runs[
+                        nodeid
+                    ].skipped = (
+                        f"side {name}: {message.get('message') or label + ' without measuring'}"
+                    )
+                peer = self.state[other]
+                if peer.ready is not None and peer.ready["nodeid"] == nodeid:
+                    self._skip(other, nodeid, f"side {name} {label} it unmeasured")
+        elif kind == "error":
+            raise side.fault(f"{message.get('nodeid')}: {message.get('message')}", tail=False)
+        elif kind == "finished":
+            state.finished = True
+
+    def _skip(self, name: str, nodeid: str, reason: str) -> None:
+        self._send(name, "skip", reason=reason)
+        self.state[name].ready = None
+        run = self.runs.setdefault(nodeid, BenchRun(nodeid, self.threshold))
+        run.skipped = run.skipped or reason
+
+    def _threshold(self) -> float:
+        for name in ("B", "A"):  # as perfsuite compare: the candidate's marker first
+            ready = self.state[name].ready or {}
+            value = ready.get("threshold")
+            if isinstance(value, int | float) and value > 0:
+                return float(value)
+        return self.threshold
+
+    def _pair_limit(self) -> tuple[int, int]:
+        """(rounds per block, most pairs) given the sides' finite pools of rounds."""
+        k, pairs = self.block_rounds, self.budget.max_pairs
+        for name in self.sides:
+            cap = (self.state[name].ready or {}).get("max_rounds")
+            if isinstance(cap, int) and cap > 0:
+                k = min(k, cap)
+                pairs = min(pairs, cap // k)
+        return k, max(pairs, 1)
+
+    def _alternate(self, nodeid: str) -> None:
+        """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
+        run = BenchRun(nodeid, self._threshold())
+        self.runs[nodeid] = run
+        k, max_pairs = self._pair_limit()
+        sequential = Sequential(self.budget, run.threshold)
+        rng = random.Random(f"{self.seed}:{nodeid}")
+        start = time.monotonic()
+        orders: list[str] = []
+        while run.result is None:
+            if not orders:
+                orders.extend(pair_orders(rng))
+            for name in orders.pop(0):
+                self._send(name, "block", rounds=k)
+                blocks = run.a_blocks if name == "A" else run.b_blocks
+                blocks.append(self._block(name, nodeid))
+                run.order.append(name)
+            run.seconds = time.monotonic() - start
+            n = len(run.a_blocks)
+            run.result = sequential.look(run.ratios, run.seconds, last=n >= max_pairs)
+        for name in self.sides:
+            self._send(name, "done")
+            self.state[name].ready = None
+
+    def _block(self, name: str, nodeid: str) -> list[float]:
+        while True:
+            sender, message = self._next(only=name)
+            if message.get("type") == "block_done":
+                seconds = [float(s) for s in message.get("seconds", [])]
+                if not seconds or any(not s > 0 for s in seconds):
+                    raise self.sides[name].fault(f"{nodeid}: a block timed {seconds}")
+                return seconds
+            self._handle(sender, message)  # an error or a failure report raises
+
+
+def common_order(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    """The benches both sides collected, in A's order."""
+    other = set(b)
+    return [n for n in a if n in other]

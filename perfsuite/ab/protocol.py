@@ -1,0 +1,105 @@
+"""The lockstep protocol between ``perfsuite ab`` and its two pytest sides: JSON lines.
+
+Each message is one JSON object on one line with ``"type"`` and ``"v"`` (the protocol
+version). The controller listens on a Unix domain socket in a private temporary folder
+(never TCP); a side connects to the path in ``PERFSUITE_AB_SOCKET`` and names itself
+with ``PERFSUITE_AB_SIDE`` (``A`` or ``B``).
+
+Side to controller:
+
+* ``hello {protocol, side, benches: [nodeid, ...], errors: [text, ...]}`` after collection
+* ``ready {nodeid, max_rounds, threshold}``: warm-up done, waiting for blocks
+  (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
+  up front; ``threshold``: the bench's minimum effect, markers included)
+* ``block_done {nodeid, seconds: [...]}``: the per-round seconds of one block
+* ``report {nodeid, when, outcome, message}``: a bench's failure or skip (any phase),
+  or its passed call
+* ``error {nodeid, message}``: a round raised
+* ``finished {exitstatus}``: the session ends
+
+Controller to side:
+
+* ``plan {benches: [nodeid, ...]}``: run exactly these, in this order
+* ``block {rounds}``: time this many rounds now
+* ``done {}``: stop alternating, record the rounds
+* ``skip {reason}``: the other side cannot run this bench
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from typing import Any
+
+PROTOCOL = 1
+SOCKET_ENV = "PERFSUITE_AB_SOCKET"
+SIDE_ENV = "PERFSUITE_AB_SIDE"
+#: the longest line a peer may send (a hello lists every bench)
+MAX_LINE = 16 * 1024 * 1024
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a message of this protocol, or hung up."""
+
+
+def encode(kind: str, **fields: Any) -> bytes:
+    return (json.dumps({"type": kind, "v": PROTOCOL, **fields}) + "\n").encode()
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(line)
+    except ValueError as exc:
+        raise ProtocolError(f"not a JSON line: {line[:80]!r}") from exc
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError(f"not a protocol message: {line[:80]!r}")
+    return message
+
+
+class Channel:
+    """One end of a connection: send messages, read them line by line."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = b""
+        self._messages: list[dict[str, Any]] = []
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, kind: str, **fields: Any) -> None:
+        try:
+            self.sock.sendall(encode(kind, **fields))
+        except OSError as exc:
+            raise ProtocolError(f"connection lost ({exc})") from exc
+
+    def pending(self) -> dict[str, Any] | None:
+        """A message already read, if any."""
+        return self._messages.pop(0) if self._messages else None
+
+    def feed(self) -> None:
+        """Read what the socket holds now (call when it is readable); EOF raises."""
+        try:
+            chunk = self.sock.recv(65536)
+        except OSError as exc:
+            raise ProtocolError(f"connection lost ({exc})") from exc
+        if not chunk:
+            raise ProtocolError("connection closed")
+        self._buffer += chunk
+        if len(self._buffer) > MAX_LINE:
+            raise ProtocolError("line too long")
+        *lines, self._buffer = self._buffer.split(b"\n")
+        self._messages.extend(decode(line) for line in lines if line.strip())
+
+    def receive(self) -> dict[str, Any]:
+        """Block until the next message (the side's end: it has nothing else to do)."""
+        while True:
+            message = self.pending()
+            if message is not None:
+                return message
+            self.feed()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()

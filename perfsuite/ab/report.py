@@ -1,0 +1,212 @@
+"""The A/B's verdict table (terminal and Markdown) and its report folder.
+
+``--report DIR`` writes ``summary.md`` (fit for ``$GITHUB_STEP_SUMMARY``), one PNG per
+bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-benchmark
+run, which ``pytest-benchmark compare`` reads) and ``pairs.json`` (every block). The
+folder is written next to DIR and renamed into place, so it is whole or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsuite.ab.controller import BenchRun, Outcome
+from perfsuite.ab.sides import SideSpec
+from perfsuite.bench.summary import format_table
+from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.compare import CounterChange
+from perfsuite.verdict.runs import Bench, Run, load_run
+from perfsuite.verdict.stats import Verdict
+
+HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f}%"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One bench's line: the alternation and what each side's JSON recorded."""
+
+    nodeid: str
+    run: BenchRun | None
+    unit: str = "items"
+    counters: tuple[CounterChange, ...] = ()
+    status: str | None = None  # added / removed / skipped
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.run.result.verdict if self.run and self.run.result else None
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict is Verdict.SLOWER or any(c.rose for c in self.counters)
+
+    def cells(self) -> list[str]:
+        result = self.run.result if self.run else None
+        if result is None:
+            return [self.nodeid, self.status or "not measured", "-", "-", "-", self._counters()]
+        word = result.verdict.value
+        word = word.upper() if result.verdict is Verdict.SLOWER else word
+        if any(c.rose for c in self.counters):
+            word += " (counter rose)"
+        time = f"{_pct(result.change)}"
+        if result.ci is not None:
+            time += f" [{_pct(result.ci[0])}, {_pct(result.ci[1])}]"
+        rate = f"{self.unit}/s {_pct(result.rate_change)}"
+        return [self.nodeid, word, time, rate, str(result.pairs), self._counters()]
+
+    def _counters(self) -> str:
+        parts = []
+        for change in self.counters:
+            mark = " ROSE" if change.rose else " fell" if change.fell else ""
+            parts.append(f"{change}{mark}")
+        return ", ".join(parts) or "-"
+
+
+def _load(path: Path) -> Run | None:
+    try:
+        return load_run(path)
+    except (PerfsuiteError, OSError):
+        return None
+
+
+def _counters(a: Bench | None, b: Bench | None) -> tuple[CounterChange, ...]:
+    old = a.counters() if a else {}
+    new = b.counters() if b else {}
+    return tuple(CounterChange(n, old.get(n), new.get(n)) for n in dict.fromkeys([*old, *new]))
+
+
+@dataclass
+class Verdicts:
+    """Every row of one A/B, with who the sides were."""
+
+    rows: list[Row]
+    specs: list[SideSpec]
+    seed: int
+    runs: list[BenchRun] = field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls, outcome: Outcome, a_json: Path, b_json: Path, specs: Sequence[SideSpec]
+    ) -> Verdicts:
+        run_a, run_b = _load(a_json), _load(b_json)
+        rows = []
+        for bench in outcome.benches:
+            a = run_a.benches.get(bench.nodeid) if run_a else None
+            b = run_b.benches.get(bench.nodeid) if run_b else None
+            saved = b or a
+            unit = saved.unit if saved is not None else "items"
+            status = f"skipped ({bench.skipped})" if bench.skipped else None
+            rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
+        rows += [Row(n, None, status="removed (base only)") for n in outcome.removed]
+        rows += [Row(n, None, status="added (candidate only)") for n in outcome.added]
+        return cls(rows, list(specs), outcome.seed, list(outcome.benches))
+
+    @property
+    def regressed(self) -> bool:
+        return any(row.regressed for row in self.rows)
+
+    def title(self) -> str:
+        a, b = self.specs
+        return f"A = {a.revision.label}, B = {b.revision.label}"
+
+    def conclusion(self) -> str:
+        bad = [row.nodeid for row in self.rows if row.regressed]
+        if bad:
+            return f"REGRESSION in {len(bad)} bench(es): {', '.join(bad)}"
+        return "no regression"
+
+    def text_lines(self) -> list[str]:
+        lines = [f"perfsuite ab: {self.title()} (B against A; seed {self.seed})"]
+        if self.rows:
+            lines += format_table([row.cells() for row in self.rows], HEADER)
+        else:
+            lines.append("no bench in the selection")
+        lines.append(f"perfsuite ab: {self.conclusion()}")
+        return lines
+
+    def markdown_lines(self) -> list[str]:
+        lines = [
+            "## perfsuite ab",
+            "",
+            f"{self.title()}, blocks alternated in one session (seed {self.seed}).",
+            "",
+            "| " + " | ".join(HEADER) + " |",
+            "|" + "|".join(["---", "---", "---:", "---:", "---:", "---"]) + "|",
+        ]
+        for row in self.rows:
+            cells = [c.replace("|", "\\|") for c in row.cells()]
+            cells[0] = f"`{cells[0]}`"
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", f"**{self.conclusion()}**", ""]
+        return lines
+
+
+def _slug(nodeid: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid)
+    return keep.strip("_")[:120] or "bench"
+
+
+def plot_ratios(run: BenchRun, path: Path) -> None:
+    """A PNG of one bench's paired changes in order, with the threshold band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    changes = [math.expm1(d) * 100 for d in run.ratios]
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    try:
+        ax.axhspan(-run.threshold * 100, run.threshold * 100, color="0.92", label="threshold")
+        ax.axhline(0, color="0.5", linewidth=0.8)
+        ax.plot(range(1, len(changes) + 1), changes, "o-", markersize=3, label="pair B/A")
+        if run.result is not None:
+            ax.axhline(run.result.change * 100, color="C3", linewidth=1, label="median")
+        ax.set_xlabel("pair")
+        ax.set_ylabel("time change B vs A [%]")
+        ax.set_title(run.nodeid[-80:], fontsize=8)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+
+
+def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> list[Path]:
+    """Write the report folder atomically (a temporary sibling renamed into place)."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        (tmp / "summary.md").write_text("\n".join(verdicts.markdown_lines()))
+        for name, path in zip("AB", side_json, strict=True):
+            if path.is_file():
+                shutil.copyfile(path, tmp / f"{name}.json")
+        pairs: list[dict[str, Any]] = []
+        for run in verdicts.runs:
+            pairs.append(
+                {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
+                 "b_blocks": run.b_blocks, "threshold": run.threshold, "skipped": run.skipped}
+            )  # fmt: skip
+            if run.a_blocks and run.b_blocks:
+                plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")
+        (tmp / "pairs.json").write_text(json.dumps(pairs, indent=1))
+        old = out.with_name(f".{out.name}.old")
+        if out.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sorted(out.iterdir())

@@ -1,0 +1,225 @@
+"""The two revisions of an A/B: resolved commits, checked out as cached git worktrees.
+
+Worktrees live in ``$XDG_CACHE_HOME/perfsuite/ab/<repo key>/<sha>`` (``~/.cache`` without
+it), are reused across runs (reset and cleaned on reuse) and guarded by ``fcntl`` locks:
+one per commit, held for the whole run, and one per repository around git's own
+worktree bookkeeping. ``perfsuite ab --clean`` removes them (``git worktree remove
+--force``, then ``git worktree prune``). The working tree itself (the default candidate,
+uncommitted changes included) runs in the repository root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from perfsuite.errors import PerfsuiteError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+WORKTREE = "working tree"
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    if check and proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise PerfsuiteError(f"git {' '.join(args)} failed: {detail}")
+    return proc
+
+
+def repo_root(cwd: Path) -> Path:
+    """The top of the git repository holding ``cwd``."""
+    proc = _git(cwd, "rev-parse", "--show-toplevel", check=False)
+    if proc.returncode != 0:
+        raise PerfsuiteError(f"{cwd}: not inside a git repository (run perfsuite ab in one)")
+    return Path(proc.stdout.strip()).resolve()
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One side's code: a commit (``sha``) or the working tree (``sha`` None)."""
+
+    spec: str
+    sha: str | None
+
+    @property
+    def label(self) -> str:
+        if self.sha is None:
+            return WORKTREE
+        short = self.sha[:10]
+        return short if self.sha.startswith(self.spec) else f"{self.spec} ({short})"
+
+
+def resolve(root: Path, spec: str | None) -> Revision:
+    """A revision by name; None is the working tree. Unknown names raise one line."""
+    if spec is None:
+        return Revision(WORKTREE, None)
+    if spec.startswith("-"):
+        raise PerfsuiteError(f"revision {spec!r}: not a git revision")
+    proc = _git(root, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}", check=False)
+    if proc.returncode != 0:
+        raise PerfsuiteError(
+            f"unknown revision {spec!r}: not a commit in {root} (try git log --oneline)"
+        )
+    return Revision(spec, proc.stdout.strip())
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "perfsuite" / "ab"
+
+
+def repo_key(root: Path) -> str:
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    return f"{root.name}-{digest}"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive ``fcntl`` lock on ``path``; say so once when waiting for it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = open(path, "a+")  # noqa: SIM115 - held for the block below
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"perfsuite ab: waiting for {what} ({path}), held by another run", flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # releases the lock
+
+
+class WorktreeCache:
+    """Cached detached worktrees of one repository (see the module doc)."""
+
+    def __init__(self, root: Path, base: Path | None = None) -> None:
+        self.root = root
+        self.folder = (base or cache_root()) / repo_key(root)
+
+    def path(self, sha: str) -> Path:
+        return self.folder / sha
+
+    @contextlib.contextmanager
+    def _git_lock(self) -> Iterator[None]:
+        with file_lock(self.folder / ".git.lock", "the worktree cache"):
+            yield
+
+    @contextlib.contextmanager
+    def checkout(self, sha: str) -> Iterator[Path]:
+        """The worktree of ``sha``, fresh and clean, locked for the caller's block."""
+        with file_lock(self.folder / f"{sha}.lock", f"worktree {sha[:10]}"):
+            path = self.path(sha)
+            with self._git_lock():
+                if not self._reuse(path, sha):
+                    self._remove(path)
+                    _git(self.root, "worktree", "add", "--detach", "--force", str(path), sha)
+            yield path
+
+    def _reuse(self, path: Path, sha: str) -> bool:
+        if not (path / ".git").is_file():
+            return False
+        head = _git(path, "rev-parse", "HEAD", check=False)
+        top = _git(path, "rev-parse", "--show-toplevel", check=False)
+        if head.returncode or top.returncode or Path(top.stdout.strip()).resolve() != path:
+            return False
+        if head.stdout.strip() != sha:
+            _git(path, "checkout", "--detach", "--force", "--quiet", sha)
+        _git(path, "reset", "--hard", "--quiet", sha)
+        _git(path, "clean", "-ffdxq")
+        return True
+
+    def _remove(self, path: Path) -> None:
+        if path.exists():
+            _git(self.root, "worktree", "remove", "--force", "--force", str(path), check=False)
+            shutil.rmtree(path, ignore_errors=True)
+        _git(self.root, "worktree", "prune", check=False)
+
+    def clean(self) -> list[Path]:
+        """Remove every cached worktree of this repository; returns what was removed."""
+        removed: list[Path] = []
+        if not self.folder.is_dir():
+            _git(self.root, "worktree", "prune", check=False)
+            return removed
+        for path in sorted(p for p in self.folder.iterdir() if p.is_dir()):
+            lock = file_lock(self.folder / f"{path.name}.lock", f"worktree {path.name[:10]}")
+            with lock, self._git_lock():
+                self._remove(path)
+            removed.append(path)
+        with self._git_lock():
+            _git(self.root, "worktree", "prune", check=False)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return removed
+
+
+# -- dependency pins -------------------------------------------------------------
+
+PIN_GLOBS = ("requirements*.txt", "constraints*.txt", "*.lock", "pyproject.toml")
+
+
+def _tree_files(root: Path, sha: str | None) -> dict[str, str]:
+    """Pin files at the top of one revision: name -> text."""
+    found: dict[str, str] = {}
+    if sha is None:
+        for pattern in PIN_GLOBS:
+            for path in root.glob(pattern):
+                if path.is_file():
+                    found[path.name] = path.read_text(errors="replace")
+        return found
+    names = _git(root, "ls-tree", "--name-only", sha).stdout.split("\n")
+    for name in names:
+        if any(Path(name).match(pattern) for pattern in PIN_GLOBS):
+            found[name] = _git(root, "show", f"{sha}:{name}").stdout
+    return found
+
+
+def _pyproject_pins(text: str) -> list[str]:
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return text.splitlines()
+    lines = [f"dependencies: {dep}" for dep in project.get("dependencies", [])]
+    for extra, deps in sorted(project.get("optional-dependencies", {}).items()):
+        lines.extend(f"optional-dependencies.{extra}: {dep}" for dep in deps)
+    return lines
+
+
+def _pins(name: str, text: str) -> list[str]:
+    if name == "pyproject.toml":
+        return _pyproject_pins(text)
+    lines = (re.sub(r"\s+#.*$", "", line).strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def pin_difference(root: Path, base: Revision, candidate: Revision) -> str | None:
+    """One line naming the first pin file whose pins differ, or None when they agree."""
+    old, new = _tree_files(root, base.sha), _tree_files(root, candidate.sha)
+    for name in sorted(set(old) | set(new)):
+        a, b = _pins(name, old.get(name, "")), _pins(name, new.get(name, ""))
+        if a == b:
+            continue
+        diff = [
+            line
+            for line in difflib.unified_diff(a, b, lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        shown = "; ".join(diff[:6]) + ("; ..." if len(diff) > 6 else "")
+        return f"{name} pins differ between {base.label} and {candidate.label}: {shown}"
+    return None

@@ -1,0 +1,188 @@
+"""The pytest side of ``perfsuite ab``: registered only when the controller started pytest.
+
+The controller sets ``PERFSUITE_AB_SOCKET`` and ``PERFSUITE_AB_SIDE``; perfsuite's plugin
+then registers :class:`LockstepSide`, which
+
+* after collection says ``hello`` with the collected node ids and runs exactly the
+  benches of the controller's ``plan``, in its order;
+* inside :meth:`perfsuite.bench.measure.Perf.measure` (through :func:`current`) runs the
+  untimed warm-up, says ``ready`` and then times blocks of rounds only when told to,
+  so only one side ever runs timed work; on ``done`` every round goes into
+  pytest-benchmark's stats, so ``--benchmark-json`` saves them as usual;
+* reports each bench's failure or skip, so the controller never waits forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from perfsuite.ab.protocol import PROTOCOL, SIDE_ENV, SOCKET_ENV, Channel, ProtocolError
+
+PLUGIN_NAME = "perfsuite-ab-side"
+
+_active: LockstepSide | None = None
+
+
+def current() -> LockstepSide | None:
+    """The lockstep side of this session, or None in an ordinary pytest run."""
+    return _active
+
+
+def register(config: pytest.Config) -> None:
+    """Connect to the controller named in the environment and register the side plugin.
+
+    The variables are removed from the environment at once, so processes this session
+    starts (a nested pytest, cold-start children) never take them for their own.
+    """
+    global _active
+    path = os.environ.pop(SOCKET_ENV, None)
+    name = os.environ.pop(SIDE_ENV, "?")
+    if not path or config.pluginmanager.has_plugin(PLUGIN_NAME):
+        return
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"perfsuite ab: cannot reach the controller at {path}: {exc}"
+        ) from None
+    _active = LockstepSide(Channel(sock), name)
+    config.pluginmanager.register(_active, PLUGIN_NAME)
+
+
+def _message(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    text = report.longreprtext.strip().splitlines()
+    errors = [line for line in text if line.startswith("E ")]
+    return (errors[-1] if errors else text[-1] if text else report.outcome)[:500].strip()
+
+
+class LockstepSide:
+    """One side's session: the plan, and the blocks of each bench (see the module doc)."""
+
+    def __init__(self, channel: Channel, name: str) -> None:
+        self.channel = channel
+        self.name = name
+        self._collect_errors: list[str] = []
+
+    # -- pytest hooks ------------------------------------------------------------
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._collect_errors.append(f"{report.nodeid or '.'}: {_message(report)}")  # type: ignore[arg-type]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        self.channel.send(
+            "hello",
+            protocol=PROTOCOL,
+            side=self.name,
+            benches=[item.nodeid for item in items],
+            errors=self._collect_errors,
+        )
+        plan = self._expect("plan")
+        wanted = [str(n) for n in plan.get("benches", [])]
+        by_id = {item.nodeid: item for item in items}
+        keep = set(wanted)
+        deselected = [item for item in items if item.nodeid not in keep]
+        items[:] = [by_id[n] for n in wanted if n in by_id]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed or report.skipped or report.when == "call":
+            self._send(
+                "report",
+                nodeid=report.nodeid,
+                when=report.when,
+                outcome=report.outcome,
+                message="" if report.passed else _message(report),
+            )
+
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        self._send("finished", exitstatus=int(exitstatus))
+
+    # -- the measuring hook ------------------------------------------------------
+
+    def measure(
+        self,
+        benchmark: Any,
+        nodeid: str,
+        target: Callable[..., Any],
+        *,
+        setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
+        warmup_rounds: int,
+        max_rounds: int | None,
+        threshold: float,
+    ) -> Any:
+        """Warm up, then time blocks of rounds when the controller says so.
+
+        Returns the last round's result. The rounds go into pytest-benchmark's stats
+        once the controller says ``done``.
+        """
+
+        def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            if setup is None:
+                return (), {}
+            made = setup()
+            return made if made else ((), {})
+
+        result: Any = None
+        for _ in range(warmup_rounds):
+            args, kwargs = arguments()
+            result = target(*args, **kwargs)
+        self.channel.send("ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold)
+        seconds: list[float] = []
+        while True:
+            message = self._expect("block", "done", "skip")
+            if message["type"] == "skip":
+                pytest.skip(str(message.get("reason", "skipped by perfsuite ab")))
+            if message["type"] == "done":
+                break
+            block: list[float] = []
+            try:
+                for _ in range(int(message["rounds"])):
+                    args, kwargs = arguments()
+                    start = time.perf_counter()
+                    result = target(*args, **kwargs)
+                    block.append(time.perf_counter() - start)
+            except BaseException as exc:
+                text = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                self._send("error", nodeid=nodeid, message=text)
+                raise
+            seconds.extend(block)
+            self.channel.send("block_done", nodeid=nodeid, seconds=block)
+        if seconds:
+            # pytest-benchmark has no public call that records rounds timed elsewhere.
+            stats = benchmark._make_stats(1)
+            for value in seconds:
+                stats.update(value)
+        return result
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _send(self, kind: str, **fields: Any) -> None:
+        with contextlib.suppress(ProtocolError):  # the controller is gone and stops us
+            self.channel.send(kind, **fields)
+
+    def _expect(self, *kinds: str) -> dict[str, Any]:
+        try:
+            message = self.channel.receive()
+        except ProtocolError as exc:
+            pytest.exit(f"perfsuite ab: side {self.name}: lost the controller: {exc}", 2)
+        if message.get("type") not in kinds:
+            pytest.exit(
+                f"perfsuite ab: side {self.name}: expected {'/'.join(kinds)}, got {message}", 2
+            )
+        return message

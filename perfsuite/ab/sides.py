@@ -1,0 +1,185 @@
+"""The two pytest processes of an A/B: started, connected, watched and stopped.
+
+Each side is ``python -m pytest`` in its revision's folder, in a process group of its
+own (``start_new_session``) and, on Linux, with ``PR_SET_PDEATHSIG`` so it dies with
+the controller even when the controller is killed outright. Its stdout and stderr go
+to a log file whose tail is quoted when the side fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfsuite.ab.protocol import SIDE_ENV, SOCKET_ENV, Channel
+from perfsuite.ab.revisions import Revision
+from perfsuite.errors import PerfsuiteError
+
+PR_SET_PDEATHSIG = 1
+#: how long a side may take to start pytest and connect (conftest imports included)
+CONNECT_TIMEOUT_S = 180.0
+LOG_TAIL_LINES = 15
+
+
+class SideFault(PerfsuiteError):
+    """A side failed: the message names the side, its revision and the error."""
+
+
+def _die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` that asks Linux to SIGKILL the child when the controller dies."""
+    parent = os.getpid()
+    prctl = None
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+
+    def preexec() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the controller died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def side_pythonpath(root: Path, inherited: str | None) -> str:
+    """The side's root (and ``src/`` where present) first, so its own package wins."""
+    parts = [str(root)]
+    if (root / "src").is_dir():
+        parts.append(str(root / "src"))
+    if inherited:
+        parts.append(inherited)
+    return os.pathsep.join(parts)
+
+
+@dataclass
+class SideSpec:
+    """Who a side is: ``A`` (base) or ``B`` (candidate), its revision and its folder."""
+
+    name: str
+    revision: Revision
+    root: Path
+
+    @property
+    def title(self) -> str:
+        role = "base" if self.name == "A" else "candidate"
+        return f"side {self.name} ({role}, {self.revision.label})"
+
+
+class SideProcess:
+    """One running side: its process, its connection and its log."""
+
+    def __init__(self, spec: SideSpec, workdir: Path) -> None:
+        self.spec = spec
+        self.socket_path = workdir / f"{spec.name}.sock"
+        self.log_path = workdir / f"{spec.name}.log"
+        self.json_path = workdir / f"{spec.name}.json"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.channel: Channel | None = None
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.socket_path))
+        self._listener.listen(1)
+
+    @property
+    def title(self) -> str:
+        return self.spec.title
+
+    def start(self, pytest_args: Sequence[str]) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = side_pythonpath(self.spec.root, os.environ.get("PYTHONPATH"))
+        env[SOCKET_ENV] = str(self.socket_path)
+        env[SIDE_ENV] = self.spec.name
+        args = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *pytest_args,
+            f"--benchmark-json={self.json_path}",
+            "--benchmark-save-data",
+        ]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                args,
+                cwd=self.spec.root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(),  # the controller runs no threads
+            )
+
+    def connect(self, deadline: float) -> None:
+        """Accept the side's connection, failing fast if it exits first."""
+        self._listener.settimeout(0.2)
+        while self.channel is None:
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                if not self.alive:
+                    raise self.fault("exited before connecting") from None
+                if time.monotonic() > deadline:
+                    raise self.fault(
+                        "never connected: its perfsuite may predate the lockstep protocol"
+                    ) from None
+                continue
+            conn.setblocking(True)
+            self.channel = Channel(conn)
+        self._listener.close()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+    def fault(self, problem: str, *, tail: bool = True) -> SideFault:
+        message = f"{self.title}: {problem}"
+        if not self.alive and self.returncode is not None:
+            message += f" (exit status {self.returncode})"
+        log = self.log_tail() if tail else ""
+        if log:
+            message += "\n  " + log.replace("\n", "\n  ")
+        return SideFault(message)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for a normal exit; True when it exited in time."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Kill the side's whole process group and reap it; safe to call twice."""
+        if self.channel is not None:
+            self.channel.close()
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)

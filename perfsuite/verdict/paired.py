@@ -1,0 +1,251 @@
+"""Paired statistics for an interleaved A/B: one log-ratio per pair of blocks.
+
+``perfsuite ab`` alternates blocks of rounds of the two revisions in one session. Each
+pair of blocks (one of A, one of B, run back to back in a random order) gives one
+paired log-ratio ``d = log(median(B block) / median(A block))`` of the call time. A slow
+minute on a shared machine hits both blocks of a pair, so it cancels in ``d``; the
+session-to-session shifts that make two separate runs incomparable never enter.
+
+**Interval.** The verdict rests on a distribution-free confidence interval for the
+median of ``d``: the exact sign-test (order-statistic) interval
+``[d_(k), d_(n-k+1)]``, with ``k`` the largest rank such that
+``2 * P(Binomial(n, 1/2) <= k - 1) <= alpha``. It assumes only that the pairs are
+independent; unlike the Wilcoxon signed-rank test and its Hodges-Lehmann interval it
+does not assume that ``d`` is symmetric, which a shared machine breaks (a busy
+neighbour only ever slows a block down, so the noise on ``d`` has one long tail in
+whichever direction the disturbed block sits). The price is some power at small
+``n``, paid for in a few more pairs. The point estimate is the median of ``d``.
+
+**Verdict** (``threshold`` is the minimum effect, a fraction of the median time):
+
+* ``slower``: the interval lies entirely above 0 (significant) and the point estimate
+  is above ``+threshold`` (large enough to matter); ``faster`` symmetrically. This is
+  the rule ``perfsuite compare`` uses (significance and effect). Requiring the whole
+  interval beyond the threshold would need a true change well beyond the threshold
+  plus the interval's half-width before it is ever called, missing a +10% change
+  under a 5% threshold on a noisy machine.
+* ``same``: the interval lies inside ``(-threshold, +threshold)``.
+* otherwise the bench keeps alternating; at the end of its budget it is
+  ``inconclusive``.
+
+**Early stopping.** A bench is looked at only at a fixed schedule of pair counts
+(:func:`look_schedule`: ``min_pairs``, then every ``LOOK_EVERY`` pairs, and
+``max_pairs``), fixed before any data is seen, and each look uses ``alpha / L`` with
+``L`` the number of looks on the schedule (Bonferroni). Stopping at the first decisive
+look then keeps the family-wise rate of a false significant interval at most
+``alpha``: the union of ``L`` events of probability at most ``alpha / L`` each. When
+the time budget ends between two looks, one final look is taken there instead of
+the remaining ones, so at most ``L`` looks are ever taken. ``ALPHA`` is two-sided;
+a false ``slower`` on an unchanged bench also needs an estimated change beyond the
+threshold, so its rate is well below ``ALPHA / 2``.
+
+Directions: times are lower-is-better; pass ``higher_is_better=True`` for a metric
+whose rise is an improvement (``d`` then counts a positive change as ``faster``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfsuite.verdict.stats import Verdict
+
+#: family-wise two-sided error rate of the interval over all looks at one bench
+ALPHA = 0.01
+#: pairs between two looks at a bench
+LOOK_EVERY = 4
+
+
+def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
+    """The pair counts at which a bench is judged: min_pairs, then every ``every``, max_pairs.
+
+    >>> look_schedule(12, 24)
+    [12, 16, 20, 24]
+    """
+    if min_pairs < 1 or max_pairs < min_pairs or every < 1:
+        raise ValueError(
+            f"need 1 <= min_pairs <= max_pairs and every >= 1, got {min_pairs}, {max_pairs}, "
+            f"{every}"
+        )
+    looks = list(range(min_pairs, max_pairs + 1, every))
+    if looks[-1] != max_pairs:
+        looks.append(max_pairs)
+    return looks
+
+
+def alpha_per_look(looks: Sequence[int], alpha: float = ALPHA) -> float:
+    """Bonferroni: each of the ``len(looks)`` looks gets ``alpha / len(looks)``."""
+    if not looks:
+        raise ValueError("a schedule needs at least one look")
+    return float(alpha) / len(looks)
+
+
+def _binom_cdf(k: int, n: int) -> float:
+    """P(Binomial(n, 1/2) <= k), exactly."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / (1 << n)
+
+
+def sign_rank(n: int, alpha: float) -> int | None:
+    """The order statistic ``k`` of the exact ``1 - alpha`` sign-test interval, or None.
+
+    None when ``n`` pairs are too few for any interval at that level (the smallest
+    two-sided error the sign test can reach is ``2 / 2**n``).
+    """
+    k = 0
+    while k + 1 <= n // 2 and 2 * _binom_cdf(k, n) <= alpha:
+        k += 1
+    return k if k >= 1 else None
+
+
+def min_pairs_for(alpha: float) -> int:
+    """The fewest pairs for which a ``1 - alpha`` sign-test interval exists."""
+    n = 1
+    while sign_rank(n, alpha) is None:
+        n += 1
+    return n
+
+
+def median_interval(log_ratios: Sequence[float], alpha: float) -> tuple[float, float] | None:
+    """The exact distribution-free ``1 - alpha`` interval of the median of ``log_ratios``."""
+    d = np.sort(np.asarray(log_ratios, dtype=float))
+    k = sign_rank(int(d.size), alpha)
+    if k is None:
+        return None
+    return float(d[k - 1]), float(d[d.size - k])
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """The verdict on one bench from its paired log-ratios.
+
+    ``change`` is ``exp(median d) - 1``, the relative change of the metric (B over A);
+    ``ci`` the interval of that change (None when too few pairs); ``rate_change`` the
+    change of a throughput derived from a time (its inverse).
+    """
+
+    verdict: Verdict
+    change: float
+    ci: tuple[float, float] | None
+    pairs: int
+    threshold: float
+    alpha: float
+    higher_is_better: bool = False
+
+    @property
+    def rate_change(self) -> float:
+        return 1 / (1 + self.change) - 1
+
+    @property
+    def decisive(self) -> bool:
+        return self.verdict is not Verdict.INCONCLUSIVE
+
+
+def log_ratios(
+    a_blocks: Sequence[Sequence[float]], b_blocks: Sequence[Sequence[float]]
+) -> list[float]:
+    """One ``log(median(B) / median(A))`` per pair of blocks (zipped in order)."""
+    if len(a_blocks) != len(b_blocks):
+        raise ValueError(f"unpaired blocks: {len(a_blocks)} of A, {len(b_blocks)} of B")
+    out = []
+    for a, b in zip(a_blocks, b_blocks, strict=True):
+        ma, mb = float(np.median(a)), float(np.median(b))
+        if not (ma > 0 and mb > 0 and math.isfinite(ma) and math.isfinite(mb)):
+            raise ValueError(f"block medians must be finite and positive, got {ma}, {mb}")
+        out.append(math.log(mb / ma))
+    return out
+
+
+def judge(
+    log_ratios: Sequence[float],
+    threshold: float,
+    alpha: float,
+    *,
+    higher_is_better: bool = False,
+) -> PairedResult:
+    """Judge paired log-ratios at level ``alpha`` (one look's share of the error rate).
+
+    >>> judge([0.2] * 12, 0.05, 0.001).verdict
+    <Verdict.SLOWER: 'slower'>
+    """
+    if not threshold > 0:
+        raise ValueError(f"threshold must be positive, got {threshold}")
+    if not log_ratios:
+        raise ValueError("no pairs to judge")
+    d = np.asarray(log_ratios, dtype=float)
+    change = math.expm1(float(np.median(d)))
+    bounds = median_interval(log_ratios, alpha)
+    ci = None if bounds is None else (math.expm1(bounds[0]), math.expm1(bounds[1]))
+    verdict = Verdict.INCONCLUSIVE
+    if ci is not None:
+        if ci[0] > 0 and change > threshold:
+            verdict = Verdict.FASTER if higher_is_better else Verdict.SLOWER
+        elif ci[1] < 0 and change < -threshold:
+            verdict = Verdict.SLOWER if higher_is_better else Verdict.FASTER
+        elif -threshold < ci[0] and ci[1] < threshold:
+            verdict = Verdict.SAME
+    return PairedResult(verdict, change, ci, int(d.size), threshold, alpha, higher_is_better)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long one bench may alternate: pairs (min, max) and seconds."""
+
+    min_pairs: int
+    max_pairs: int
+    max_seconds: float
+    alpha: float = ALPHA
+    every: int = LOOK_EVERY
+
+    @property
+    def looks(self) -> list[int]:
+        return look_schedule(self.min_pairs, self.max_pairs, self.every)
+
+    @property
+    def alpha_per_look(self) -> float:
+        return alpha_per_look(self.looks, self.alpha)
+
+
+class Sequential:
+    """Early stopping over one bench's pairs: judge at the scheduled looks only.
+
+    >>> seq = Sequential(Budget(12, 20, 60.0), threshold=0.05)
+    >>> seq.look([0.3] * 12, elapsed=1.0).verdict
+    <Verdict.SLOWER: 'slower'>
+    """
+
+    def __init__(self, budget: Budget, threshold: float, *, higher_is_better: bool = False) -> None:
+        self.budget = budget
+        self.threshold = threshold
+        self.higher_is_better = higher_is_better
+        self._looks = budget.looks
+        self.looks_taken: list[int] = []
+
+    def look(
+        self, ratios: Sequence[float], elapsed: float, *, last: bool = False
+    ) -> PairedResult | None:
+        """The final result once the bench should stop, else None (keep alternating).
+
+        Call after every completed pair. A scheduled pair count is judged; the bench
+        stops when the result is decisive, when ``max_pairs`` is reached, or when
+        ``elapsed`` seconds reach the time budget or ``last`` says no more pairs can be
+        had (a final look there instead of the scheduled ones left).
+        """
+        n = len(ratios)
+        out_of_time = last or elapsed >= self.budget.max_seconds
+        if n not in self._looks and not out_of_time:
+            return None
+        if n == 0:
+            return None
+        self.looks_taken.append(n)
+        result = judge(
+            ratios,
+            self.threshold,
+            self.budget.alpha_per_look,
+            higher_is_better=self.higher_is_better,
+        )
+        if result.decisive or out_of_time or n >= self.budget.max_pairs:
+            return result
+        return None

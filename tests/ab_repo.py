@@ -1,0 +1,199 @@
+"""A temporary git repository with tiny pure-Python benches, and a way to run perfsuite ab in it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+PERFSUITE_ROOT = Path(__file__).resolve().parent.parent
+
+#: work.py: the module the benches import; LOOPS sets how much work one call does
+WORK = '''
+"""The code under test: a busy loop whose length each revision sets."""
+import json
+import os
+import time
+
+LOOPS = {loops}
+TAG = "{tag}"
+
+
+def run() -> int:
+    total = 0
+    for i in range(LOOPS):
+        total += i * i
+    return total
+
+
+def log(event: str) -> None:
+    path = os.environ.get("AB_TEST_LOG")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps([TAG, os.getpid(), event, time.monotonic()]) + "\\n")
+'''
+
+BENCH = '''
+"""Tiny benches for perfsuite ab's tests."""
+import pytest
+
+import work
+
+
+@pytest.mark.parametrize("case", ["one", "two"])
+def test_work(perf, case):
+    calls = []
+
+    def call():
+        warm = not calls
+        calls.append(1)
+        work.log("warm-start" if warm else "start")
+        work.run()
+        work.log("warm-end" if warm else "end")
+
+    perf.measure(call, items=10, warmup_rounds=1)
+    perf.note(impl=work.TAG)
+    perf.count("calls_per_round", {counter})
+'''
+
+
+@dataclass
+class Repo:
+    """A git repository in a temporary folder, with helpers to commit and run perfsuite ab."""
+
+    root: Path
+    cache: Path
+    tmpdir: Path | None = None  # TMPDIR of the controller (where its private folder goes)
+
+    def git(self, *args: str) -> str:
+        out = subprocess.run(
+            ["git", *args], cwd=self.root, check=True, capture_output=True, text=True
+        )
+        return out.stdout.strip()
+
+    def write(self, name: str, text: str) -> None:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+    def commit(self, message: str) -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def set_work(self, loops: int, tag: str, counter: int = 1, extra: str = "") -> None:
+        self.write("work.py", WORK.format(loops=loops, tag=tag))
+        self.write("benches/bench_work.py", BENCH.format(counter=counter) + extra)
+
+    def env(self, log: Path | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env["XDG_CACHE_HOME"] = str(self.cache)
+        env["PYTHONPATH"] = str(PERFSUITE_ROOT)
+        env.pop("PYTEST_ADDOPTS", None)
+        if self.tmpdir is not None:
+            env["TMPDIR"] = str(self.tmpdir)
+        if log is not None:
+            env["AB_TEST_LOG"] = str(log)
+        return env
+
+    def command(self, *args: str) -> list[str]:
+        # This file as the script: the repository's folder is not put on sys.path first.
+        return [sys.executable, __file__, "ab", *args]
+
+    def ab(self, *args: str, log: Path | None = None, timeout: float = 120) -> Result:
+        proc = subprocess.run(
+            self.command(*args),
+            cwd=self.root,
+            env=self.env(log),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    def popen(self, *args: str, log: Path | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.command(*args),
+            cwd=self.root,
+            env=self.env(log),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def worktrees(self) -> list[str]:
+        """git's registered worktrees other than the main one."""
+        lines = self.git("worktree", "list", "--porcelain").splitlines()
+        paths = [line.split(" ", 1)[1] for line in lines if line.startswith("worktree ")]
+        return [p for p in paths if Path(p).resolve() != self.root.resolve()]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+SMALL = ["--min-pairs", "10", "--max-pairs", "12", "--block-rounds", "3", "--seed", "7"]
+#: pytest arguments for the sides: the tiny benches at smoke scale, quietly
+SIDE_ARGS = ["--", "benches", "--perf-scale=smoke", "-q", "-p", "no:randomly"]
+
+
+def make_repo(tmp_path: Path) -> Repo:
+    root = tmp_path / "repo"
+    root.mkdir()
+    repo = Repo(root, tmp_path / "cache")
+    repo.git("init", "-q", "-b", "main")
+    repo.git("config", "user.name", "perfsuite tests")
+    repo.git("config", "user.email", "tests@perfsuite.invalid")
+    repo.git("config", "commit.gpgsign", "false")
+    repo.write(".gitignore", ".benchmarks/\n__pycache__/\n")
+    return repo
+
+
+def read_log(path: Path) -> list[tuple[str, int, str, float]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        tag, pid, event, t = json.loads(line)
+        rows.append((str(tag), int(pid), str(event), float(t)))
+    return rows
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line or environment mentions ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            blob = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().split(") ")[-1][:1]
+        except OSError:
+            continue
+        if marker.encode() in blob and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def interrupt(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGINT)
+
+
+if __name__ == "__main__":
+    from perfsuite.cli import main
+
+    sys.exit(main())

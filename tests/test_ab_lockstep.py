@@ -1,0 +1,117 @@
+"""perfsuite ab end to end: real sides in a temporary git repository, tiny pure-Python benches."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from perfsuite.ab.revisions import WorktreeCache
+from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, processes_with, read_log
+
+LOOPS = 300_000
+ONE_SIDE = "def test_{name}(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n"
+
+
+def _timed_rounds(log: list[tuple[str, int, str, float]]) -> list[tuple[str, float, float]]:
+    """(tag, start, end) of each timed round, in start order."""
+    starts: dict[tuple[str, int], float] = {}
+    rounds = []
+    for tag, pid, event, t in log:
+        if event in ("start", "warm-start"):
+            starts[(tag, pid)] = t
+        else:
+            rounds.append((tag if event == "end" else f"warm:{tag}", starts.pop((tag, pid)), t))
+    return sorted(rounds, key=lambda r: r[1])
+
+
+def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(LOOPS, "base")
+    base = repo.commit("base")
+    repo.set_work(3 * LOOPS, "candidate")  # uncommitted: the working tree is the candidate
+    log = tmp_path / "rounds.jsonl"
+    report = tmp_path / "report"
+    result = repo.ab(base, *SMALL, "--report", str(report), *SIDE_ARGS, log=log)
+    assert result.code == 1, result.out + result.err
+    assert result.out.count("SLOWER") == 2
+    assert "REGRESSION in 2 bench(es)" in result.out
+
+    # Each side ran its own revision's code, and saved every round it timed.
+    pairs = json.loads((report / "pairs.json").read_text())
+    for side, tag in (("A", "base"), ("B", "candidate")):
+        saved = json.loads((report / f"{side}.json").read_text())["benchmarks"]
+        assert {b["extra_info"]["impl"] for b in saved} == {tag}
+        for bench in saved:
+            run = next(p for p in pairs if p["nodeid"] == bench["fullname"])
+            blocks = run["a_blocks"] if side == "A" else run["b_blocks"]
+            assert bench["stats"]["data"] == [s for block in blocks for s in block]
+
+    # Turn-taking: no timed round of one side overlaps any round of the other.
+    rounds = _timed_rounds(read_log(log))
+    timed = [r for r in rounds if not r[0].startswith("warm:")]
+    for tag, start, end in timed:
+        for other, o_start, o_end in rounds:
+            if other.removeprefix("warm:") != tag:
+                assert end <= o_start or o_end <= start, (tag, other)
+
+    # Balanced order: every two pairs are AB then BA or BA then AB; one block per turn.
+    for run in pairs:
+        order = "".join(run["order"])
+        assert len(run["a_blocks"]) == len(run["b_blocks"]) >= 10
+        assert all(len(block) == 3 for block in run["a_blocks"] + run["b_blocks"])
+        for i in range(0, len(order) - 3, 4):
+            assert order[i : i + 4] in ("ABBA", "BAAB"), order
+    assert len(timed) == 3 * sum(len(r["order"]) for r in pairs)
+
+    # The report: Markdown table and a PNG per bench.
+    summary = (report / "summary.md").read_text()
+    assert "| `benches/bench_work.py::test_work[one]` | SLOWER |" in summary
+    assert len(list(report.glob("*.png"))) == 2
+
+    # Nothing left: no side process, no held lock, the candidate ran in the repository.
+    assert processes_with(str(repo.cache)) == []
+    assert not list(Path(repo.git("rev-parse", "--git-common-dir")).glob("worktrees/*/locked"))
+
+
+def test_unchanged_passes_and_cached_worktrees_are_reused_then_cleaned(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(LOOPS, "same")
+    base = repo.commit("base")
+    repo.write("work.py", (repo.root / "work.py").read_text() + "# a comment only\n")
+    head = repo.commit("comment")
+    result = repo.ab(base, head, *SMALL, *SIDE_ARGS)
+    assert result.code == 0, result.out + result.err
+    assert "SLOWER" not in result.out
+    assert "no regression" in result.out
+    cache = WorktreeCache(repo.root.resolve(), repo.cache / "perfsuite" / "ab")
+    assert sorted(Path(p).name for p in repo.worktrees()) == sorted([base, head])
+    (cache.path(base) / "stray.txt").write_text("left by a run")
+
+    cleaned = repo.ab("--clean")
+    assert cleaned.code == 0, cleaned.err
+    assert "removed 2 cached worktree(s)" in cleaned.out
+    assert repo.worktrees() == []
+    assert not cache.folder.exists()
+
+
+def test_added_removed_and_a_risen_counter(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(LOOPS, "base")
+    repo.write(
+        "benches/bench_old.py",
+        "def test_old(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n",
+    )
+    base = repo.commit("base")
+    (repo.root / "benches/bench_old.py").unlink()
+    repo.write(
+        "benches/bench_new.py",
+        "def test_new(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n",
+    )
+    repo.set_work(LOOPS, "candidate", counter=2)
+    result = repo.ab(base, *SMALL, *SIDE_ARGS)
+    assert result.code == 1, result.out + result.err
+    assert re.search(r"bench_old.py::test_old +removed \(base only\)", result.out)
+    assert re.search(r"bench_new.py::test_new +added \(candidate only\)", result.out)
+    assert "calls_per_round 1 -> 2 ROSE" in result.out
+    assert "(counter rose)" in result.out

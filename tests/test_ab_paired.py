@@ -1,0 +1,185 @@
+"""Paired statistics of perfsuite ab on constructed data: verdicts, interval, early stopping."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from perfsuite.verdict.paired import (
+    ALPHA,
+    Budget,
+    Sequential,
+    alpha_per_look,
+    judge,
+    log_ratios,
+    look_schedule,
+    median_interval,
+    min_pairs_for,
+    sign_rank,
+)
+from perfsuite.verdict.stats import Verdict
+
+LOOK_ALPHA = 0.00125  # default scale: 0.01 over 8 looks
+
+
+def noisy(change: float, spread: float, n: int, seed: int = 1) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(math.log1p(change) + rng.uniform(-spread, spread, n))
+
+
+def test_clear_slowdown_is_slower() -> None:
+    result = judge(noisy(0.20, 0.02, 12), 0.05, LOOK_ALPHA)
+    assert result.verdict is Verdict.SLOWER
+    assert result.change == pytest.approx(0.20, abs=0.02)
+    assert result.ci is not None
+    assert 0 < result.ci[0] <= result.change <= result.ci[1]
+    assert result.rate_change == pytest.approx(1 / 1.2 - 1, abs=0.02)
+
+
+def test_clear_speedup_is_faster() -> None:
+    result = judge(noisy(-0.15, 0.02, 16), 0.05, LOOK_ALPHA)
+    assert result.verdict is Verdict.FASTER
+    assert result.ci is not None
+    assert result.ci[1] < 0
+
+
+def test_identical_is_same() -> None:
+    result = judge(noisy(0.0, 0.005, 12), 0.05, LOOK_ALPHA)
+    assert result.verdict is Verdict.SAME
+    assert result.ci is not None
+    assert -0.05 < result.ci[0] < result.ci[1] < 0.05
+
+
+def test_noisy_is_inconclusive() -> None:
+    result = judge(noisy(0.0, 0.4, 16), 0.05, LOOK_ALPHA)
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+def test_significant_change_below_threshold_is_same() -> None:
+    # every pair +2%: significant, but smaller than the minimum effect
+    result = judge(noisy(0.02, 0.004, 12), 0.05, LOOK_ALPHA)
+    assert result.ci is not None
+    assert result.ci[0] > 0
+    assert result.verdict is Verdict.SAME
+
+
+def test_estimate_beyond_threshold_with_interval_crossing_it_is_slower() -> None:
+    # interval entirely above 0, point estimate above the threshold, lower end below it
+    ratios = [math.log(x) for x in [1.01, 1.02, 1.07, 1.08, 1.08, 1.09, 1.09, 1.1, 1.1, 1.11, 1.12]]
+    ratios.append(math.log(1.2))
+    result = judge(ratios, 0.05, LOOK_ALPHA)
+    assert result.ci is not None
+    assert 0 < result.ci[0] < 0.05 < result.change
+    assert result.verdict is Verdict.SLOWER
+
+
+def test_higher_is_better_flips_the_direction() -> None:
+    up = judge(noisy(0.20, 0.02, 12), 0.05, LOOK_ALPHA, higher_is_better=True)
+    down = judge(noisy(-0.20, 0.02, 12), 0.05, LOOK_ALPHA, higher_is_better=True)
+    assert (up.verdict, down.verdict) == (Verdict.FASTER, Verdict.SLOWER)
+
+
+def test_too_few_pairs_give_no_interval() -> None:
+    result = judge([0.5] * 5, 0.05, LOOK_ALPHA)
+    assert result.ci is None
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("n", [9, 12, 20, 40, 80])
+@pytest.mark.parametrize("alpha", [0.01, 0.00125, 0.0005])
+def test_sign_rank_is_the_exact_order_statistic(n: int, alpha: float) -> None:
+    k = sign_rank(n, alpha)
+    if k is None:
+        assert 2 * binom.cdf(0, n, 0.5) > alpha
+        return
+    # coverage of [d_(k), d_(n-k+1)] is 1 - 2 P(X <= k-1); k is the largest rank that keeps it
+    assert 2 * binom.cdf(k - 1, n, 0.5) <= alpha + 1e-15
+    assert k == n // 2 or 2 * binom.cdf(k, n, 0.5) > alpha
+
+
+def test_median_interval_picks_order_statistics() -> None:
+    d = list(range(40, 0, -1))  # 40 distinct values, unsorted
+    k = sign_rank(40, LOOK_ALPHA)
+    assert k is not None
+    assert median_interval([float(x) for x in d], LOOK_ALPHA) == (float(k), float(41 - k))
+
+
+def test_min_pairs_for_the_default_looks() -> None:
+    assert min_pairs_for(0.01) == 8  # 2 / 2**8 <= 0.01 < 2 / 2**7
+    assert min_pairs_for(LOOK_ALPHA) == 11
+
+
+def test_look_schedule_and_error_split() -> None:
+    assert look_schedule(12, 40) == [12, 16, 20, 24, 28, 32, 36, 40]
+    assert look_schedule(10, 20) == [10, 14, 18, 20]
+    assert look_schedule(5, 5) == [5]
+    budget = Budget(12, 40, 60.0)
+    assert budget.alpha_per_look == pytest.approx(ALPHA / 8)
+    assert alpha_per_look([1, 2, 3, 4], 0.02) == pytest.approx(0.005)
+    with pytest.raises(ValueError, match="min_pairs"):
+        look_schedule(10, 5)
+
+
+def test_sequential_looks_only_at_the_schedule() -> None:
+    seq = Sequential(Budget(12, 24, 1e9), threshold=0.05)
+    ratios: list[float] = []
+    stopped_at = None
+    for n in range(1, 25):
+        ratios.append(math.log(1.3))
+        if seq.look(ratios, elapsed=0.0) is not None:
+            stopped_at = n
+            break
+    assert stopped_at == 12  # decisive from the start, judged only at the first look
+    assert seq.looks_taken == [12]
+
+
+def test_sequential_runs_to_max_pairs_then_inconclusive() -> None:
+    seq = Sequential(Budget(12, 24, 1e9), threshold=0.05)
+    rng = np.random.default_rng(3)
+    ratios: list[float] = []
+    result = None
+    while result is None:
+        ratios.append(float(rng.uniform(-0.5, 0.5)))
+        result = seq.look(ratios, elapsed=0.0)
+    assert len(ratios) == 24
+    assert seq.looks_taken == [12, 16, 20, 24]
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+def test_time_budget_takes_one_final_look_off_the_schedule() -> None:
+    seq = Sequential(Budget(12, 40, 5.0), threshold=0.05)
+    noise = [(-1) ** i * 0.4 for i in range(13)]
+    assert seq.look(noise[:12], elapsed=1.0) is None
+    final = seq.look(noise, elapsed=6.0)
+    assert final is not None
+    assert final.pairs == 13
+    assert seq.looks_taken == [12, 13]
+    assert len(seq.looks_taken) <= len(Budget(12, 40, 5.0).looks)
+
+
+def test_early_stopping_keeps_the_family_wise_false_alarm_rate() -> None:
+    """A/A sequences (symmetric noise, skewed spikes): a significant interval at any look
+    must happen in at most ALPHA of them."""
+    budget = Budget(12, 40, 1e9)
+    rng = np.random.default_rng(20261122)
+    trials, false_alarms = 3000, 0
+    for _ in range(trials):
+        spikes = rng.exponential(0.05, 40) * rng.choice([-1, 1], 40)
+        d = rng.normal(0, 0.02, 40) + spikes
+        for n in budget.looks:
+            result = judge(list(d[:n]), 1e-9, budget.alpha_per_look)
+            if result.ci is not None and (result.ci[0] > 0 or result.ci[1] < 0):
+                false_alarms += 1
+                break
+    assert false_alarms / trials <= ALPHA
+
+
+def test_log_ratios_pair_blocks_by_median() -> None:
+    assert log_ratios([[1.0, 2.0, 3.0]], [[4.0, 4.0, 100.0]]) == [pytest.approx(math.log(2))]
+    with pytest.raises(ValueError, match="unpaired"):
+        log_ratios([[1.0]], [])
+    with pytest.raises(ValueError, match="positive"):
+        log_ratios([[0.0]], [[1.0]])
