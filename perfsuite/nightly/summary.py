@@ -30,11 +30,12 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
         return "**ERROR**: the suspects could not be confirmed (perfsuite ab failed)"
     if not screening.suspects:
         return f"passed: no suspect among {screening.screened} benches"
+    count = f"{len(screening.suspects)} suspect{'s' if len(screening.suspects) != 1 else ''}"
     if confirmation is None:
-        return f"passed: {len(screening.suspects)} suspects, not confirmed (--no-confirm)"
+        return f"passed: {count}, not confirmed (--no-confirm)"
     if confirmation.skipped:
-        return f"passed: {len(screening.suspects)} suspects, not confirmed: {confirmation.skipped}"
-    return f"passed: {len(screening.suspects)} suspects, perfsuite ab found no regression"
+        return f"passed: {count}, not confirmed: {confirmation.skipped}"
+    return f"passed: {count}, perfsuite ab found no regression"
 
 
 def nightly_markdown(screening: Screening, confirmation: Confirmation | None, status: int) -> str:
