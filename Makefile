@@ -12,7 +12,7 @@ comma  := ,
 # one stamp per set of extras, so `make setup EXTRAS=all,dev,cuda` installs them after any earlier make
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: bench smoke test tests lint typecheck actionlint setup clean-venv
+.PHONY: bench smoke test tests lint typecheck actionlint setup clean-venv pytest-benchmark-suite
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ tests: $(STAMP)
 # Lint, types, workflows, the plugin's tests and every bench at smoke scale, in one pytest run.
 test: lint typecheck actionlint
 	$(BIN)/pytest tests benches --perf-scale=smoke $(PYTEST_ARGS)
+
+# pytest-benchmark's own test suite in two venvs (without, with perfsuite), in
+# $XDG_CACHE_HOME/perfsuite/pytest-benchmark-suite; fails if perfsuite changes an outcome.
+# Slow (two venvs, the suite twice): not part of `make test`.
+pytest-benchmark-suite: $(STAMP)
+	$(BIN)/python tools/pytest_benchmark_suite.py
 
 clean-venv:
 	rm -rf $(VENV)

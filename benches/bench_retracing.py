@@ -37,7 +37,7 @@ def test_retracing(perf: Any, dataset_recipe: Any, mode: str, kind: str, shapes:
         perf.pick(smoke=2, default=2, full=16),
         seed=recipe.seed,
     )
-    perf.note(dataset=recipe.name, dataset_hash=recipe.hash)
+    perf.use_dataset(recipe)
     # A fresh function per call, and RetracingRun warmed the process: no warm-up rounds.
     perf.measure(
         run.run,

@@ -17,14 +17,11 @@ import pytest
 from perfsuite.options import OPTIONS, Device, Scale, ServiceAddress
 
 #: measured rounds per scale. Mann-Whitney U, two-sided, needs at least 7 samples on
-#: each side before p < 0.002 is reachable at all (with 6 the smallest p is 2/924):
-#: every scale meets that, and default and full leave room for power on noisy runners.
+#: each side before p < 0.002 is reachable at all (with 6 the smallest p is 2/924;
+#: ``perfsuite.verdict.stats.MIN_RANK_SAMPLES``): every scale meets that, and default
+#: and full leave room for power on noisy runners.
 ROUNDS: dict[Scale, int] = {Scale.SMOKE: 7, Scale.DEFAULT: 12, Scale.FULL: 20}
 WARMUP_ROUNDS: dict[Scale, int] = {Scale.SMOKE: 1, Scale.DEFAULT: 2, Scale.FULL: 3}
-
-#: the minimum samples per side for which a two-sided rank test can reach ALPHA
-MIN_RANK_SAMPLES = 7
-ALPHA = 0.002
 
 
 def default_data_dir() -> Path:

@@ -88,9 +88,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise pytest.UsageError(f"{NO_BENCHMARK}, and so does {flag}")
         return  # nothing to judge or save: the benches are skipped, said in one line
     check_outputs(config, cfg)
-    # Saved runs keep raw per-round timings, so comparisons use distributions.
-    if config.getoption("benchmark_save", None) or config.getoption("benchmark_autosave", None):
-        config.option.benchmark_save_data = True
     from perfsuite.gate import PLUGIN_NAME, VerdictPlugin
 
     config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
@@ -194,6 +191,24 @@ def pytest_benchmark_update_machine_info(
     facts = machine_facts(session_gpu(config))
     config.hook.pytest_perfsuite_update_machine_facts(config=config, facts=facts)
     machine_info["perfsuite"] = facts
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(
+    config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]
+) -> None:
+    """Saved runs keep perfsuite benches' raw per-round timings, so verdicts compare
+    distributions; other benches are saved as ``--benchmark-save-data`` says."""
+    ours = {record.nodeid for record in session_results(config).records}
+    data = {
+        bench.fullname: list(bench.stats.data)
+        for bench in benchmarks
+        if getattr(bench, "fullname", None) in ours and getattr(bench, "stats", None)
+    }
+    for entry in output_json.get("benchmarks", []):
+        stats = entry.get("stats")
+        if entry.get("fullname") in data and isinstance(stats, dict) and "data" not in stats:
+            stats["data"] = data[entry["fullname"]]
 
 
 @pytest.hookimpl(optionalhook=True, wrapper=True)

@@ -41,7 +41,7 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     pairs = json.loads((report / "pairs.json").read_text())
     for side, tag in (("A", "base"), ("B", "candidate")):
         saved = json.loads((report / f"{side}.json").read_text())["benchmarks"]
-        assert {b["extra_info"]["impl"] for b in saved} == {tag}
+        assert {b["extra_info"]["perfsuite"]["notes"]["impl"] for b in saved} == {tag}
         for bench in saved:
             run = next(p for p in pairs if p["nodeid"] == bench["fullname"])
             blocks = run["a_blocks"] if side == "A" else run["b_blocks"]

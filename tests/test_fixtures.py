@@ -166,8 +166,7 @@ def test_counts_retraces(perf, trace_counter):
         step(tf.zeros((5,)))
     assert again.value == 1
     assert trace_counter.totals == {"traces": 4}
-    assert perf.extra_info["traces"] == 4
-    assert perf.extra_info["exact_counters"] == ["traces"]
+    assert perf.extra_info["perfsuite"]["counters"] == {"traces": 4}
 
 
 @pytest.mark.tf
@@ -208,7 +207,7 @@ def test_trace_counter_adds_up_and_records() -> None:
     counter.add("traces", 3)
     counter.add("recompiles", 0)
     assert counter.totals == {"traces": 5, "recompiles": 0}
-    assert info == {"traces": 5, "recompiles": 0, "exact_counters": ["traces", "recompiles"]}
+    assert info == {"perfsuite": {"schema": 1, "counters": {"traces": 5, "recompiles": 0}}}
 
 
 def test_recipe_errors_are_perfsuite_errors() -> None:

@@ -10,8 +10,14 @@ import pytest
 from perfsuite.cli import main
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import HistoryStep, bench_histories, failing_steps, steps_of
-from perfsuite.verdict.runs import load_runs
-from tests.test_history_data import MACHINE_ID, bench_names, commit_of, make_history, run_name
+from tests.test_history_data import (
+    MACHINE_ID,
+    bench_names,
+    commit_of,
+    make_history,
+    run_name,
+    saved_runs,
+)
 
 
 def history(storage: Path, *args: str) -> int:
@@ -19,7 +25,7 @@ def history(storage: Path, *args: str) -> int:
 
 
 def series_of(storage: Path) -> dict[str, list[HistoryStep]]:
-    runs = load_runs(sorted((storage / MACHINE_ID).glob("*.json")))
+    runs = saved_runs(storage)
     return {s.fullname: steps_of(s) for s in bench_histories(runs)}
 
 
@@ -88,7 +94,7 @@ def test_a_step_at_the_newest_run_fails(tmp_path: Path) -> None:
     make_history(tmp_path, nights=12, step_at=11, step=0.5, noise=0.02)
     for steps in series_of(tmp_path).values():
         assert steps[-1].index == 11
-        assert steps[-1] in failing_steps(steps, accepted_run=None)
+        assert steps[-1] in failing_steps(steps, accepted=None)
     assert history(tmp_path) == 1
 
 
@@ -153,7 +159,7 @@ def test_the_report_marks_the_steps(tmp_path: Path) -> None:
     from perfsuite.verdict.report import _figure, _mark_steps, history_png
 
     make_history(tmp_path, step_at=20, step=0.10)
-    runs = load_runs(sorted((tmp_path / MACHINE_ID).glob("*.json")))
+    runs = saved_runs(tmp_path)
     name = bench_names()[0]
     axes = _figure(6, 4).add_subplot(1, 1, 1)
     _mark_steps(axes, name, runs, [run.name for run in runs])

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pytest_benchmark.utils import get_machine_id
+
+from perfsuite.verdict.runs import Run
+from perfsuite.verdict.storage import Storage, this_machine_id
 
 FIXTURE = Path(__file__).parent / "data" / "tiny_run.json"
-MACHINE_ID: str = get_machine_id()  # type: ignore[no-untyped-call]
+MACHINE_ID = this_machine_id()
 START = datetime(2026, 1, 1, 2, 17, tzinfo=timezone.utc)
 
 
@@ -54,8 +56,7 @@ def derive_document(
         for key in ("min", "max", "mean", "median", "q1", "q3", "stddev", "iqr"):
             if isinstance(stats.get(key), float):
                 stats[key] *= scale
-        for name, value in counters.items():
-            bench["extra_info"][name] = value
+        bench["extra_info"]["perfsuite"]["counters"].update(counters)
     return doc
 
 
@@ -100,3 +101,9 @@ def make_history(
 
 def bench_names() -> list[str]:
     return [b["fullname"] for b in json.loads(FIXTURE.read_text())["benchmarks"]]
+
+
+def saved_runs(storage: Path) -> list[Run]:
+    """The runs of this machine in ``storage``, in the storage's order."""
+    store = Storage(storage, MACHINE_ID)
+    return store.load_all(store.runs())

@@ -18,8 +18,8 @@ from perfsuite.cli import build_parser, main
 from perfsuite.nightly.command import run_nightly
 from perfsuite.nightly.confirm import split_k
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen
-from perfsuite.verdict.runs import Run, load_runs
-from tests.test_history_data import MACHINE_ID, commit_of, make_history
+from perfsuite.verdict.runs import Run
+from tests.test_history_data import commit_of, make_history, saved_runs
 
 AB_STANDIN = """
 import json, os, sys
@@ -49,7 +49,7 @@ def nightly(storage: Path, ab: list[str], *args: str) -> int:
 
 
 def runs_of(storage: Path) -> list[Run]:
-    return load_runs(sorted((storage / MACHINE_ID).glob("*.json")))
+    return saved_runs(storage)
 
 
 def test_an_unchanged_night_has_no_suspect_and_passes(tmp_path: Path, ab: list[str]) -> None:

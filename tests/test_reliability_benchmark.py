@@ -177,3 +177,27 @@ def test_unknown_compare_id_under_perf_gate_is_a_usage_error(bench: pytest.Pytes
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ERROR: perfsuite: baseline run '0002' not found in" in result.stderr.str()
     assert "closest: 0001_" in result.stderr.str()
+
+
+def test_saved_runs_keep_raw_timings_of_perfsuite_benches_only(bench: pytest.Pytester) -> None:
+    bench.makepyfile(
+        test_plain_bench="def test_plain_bench(benchmark):\n    benchmark(sum, range(10))\n"
+    )
+    store = bench.path / "store"
+    result = run(bench, f"--benchmark-storage={store}", "--benchmark-autosave")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    (saved,) = (store / MACHINE_ID).glob("0001_*.json")
+    stats = {b["name"]: b["stats"] for b in json.loads(saved.read_text())["benchmarks"]}
+    assert len(stats["test_sleep"]["data"]) == 7  # perfsuite's: raw rounds for the verdict
+    assert "data" not in stats["test_plain_bench"]  # pytest-benchmark's default
+    again = run(
+        bench,
+        f"--benchmark-storage={store}",
+        "--benchmark-autosave",
+        "-k",
+        "plain",
+        "--benchmark-save-data",
+    )
+    assert again.ret == pytest.ExitCode.OK
+    (second,) = (store / MACHINE_ID).glob("0002_*.json")
+    assert "data" in json.loads(second.read_text())["benchmarks"][0]["stats"]

@@ -9,6 +9,8 @@ import pytest
 from perfsuite.cli import main
 from perfsuite.options import parse_threshold
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.mark.parametrize(
     ("text", "hint"),

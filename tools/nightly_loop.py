@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.nightly.screen import screen
-from perfsuite.verdict.runs import Storage, load_runs
+from perfsuite.verdict.storage import Storage
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = Path("perfsuite/workloads/tfdata_variants.py")
@@ -114,8 +114,8 @@ def run_night(night: int, repo: Path, work: Path, pytest_args: list[str], inject
     ]  # fmt: skip
     print(f"[night {night}] {' '.join(nightly)}", flush=True)
     status = subprocess.run(nightly, cwd=repo, env=env, check=False).returncode
-    machine = Storage.for_session(storage).machine_id or ""
-    runs = load_runs(Storage(storage, machine).runs())
+    store = Storage.for_session(storage)
+    runs = store.load_all(store.runs())
     suspects: list[str] = []
     counters: list[str] = []
     if runs:

@@ -111,16 +111,18 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
-    from perfsuite.verdict.runs import Storage, load_runs, storage_path
+    """This machine's saved runs (``--machine`` picks another), in the storage's order."""
+    from perfsuite.verdict.storage import Storage, storage_path, this_machine_id
 
     root = storage_path(args.storage)
-    machine = args.machine or Storage.for_session(root).machine_id or ""
+    machine = args.machine or this_machine_id()
     folder = root / machine
     if not folder.is_dir():
         others = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
         hint = f" (machine folders: {', '.join(others)}; pick one with --machine)" if others else ""
         raise PerfsuiteError(f"{folder}: no saved runs of this machine{hint}")
-    runs = load_runs(Storage(root, machine).runs())
+    storage = Storage(root, machine)
+    runs = storage.load_all(storage.runs())
     if not runs:
         raise PerfsuiteError(
             f"{folder}: no readable saved runs (save some with --benchmark-autosave)"
@@ -131,6 +133,7 @@ def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
 def run_history(args: argparse.Namespace) -> int:
     from perfsuite.verdict.history import (
         accept,
+        accepted_position,
         accepted_run,
         bench_histories,
         failing_steps,
@@ -146,7 +149,8 @@ def run_history(args: argparse.Namespace) -> int:
         print(f"perfsuite history: accepted the steps up to {target.name} on {machine}")
         return EXIT_OK
     matches = keyword_matcher(args.keyword)
-    accepted = accepted_run(root, machine)
+    record = accepted_run(root, machine)
+    accepted = accepted_position(runs, record)
     failing_total = 0
     shown = 0
     for series in bench_histories(runs):
@@ -175,7 +179,7 @@ def run_history(args: argparse.Namespace) -> int:
                 print(format_point(point, series.unit))
     if shown == 0:
         raise PerfsuiteError(f"-k {args.keyword!r}: no saved bench matches")
-    note = f"accepted up to {accepted}" if accepted else "nothing accepted yet"
+    note = f"accepted up to {record['run']}" if record else "nothing accepted yet"
     if failing_total:
         print(
             f"perfsuite history: {failing_total} regression steps after the last accepted run "

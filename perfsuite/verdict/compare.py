@@ -25,12 +25,14 @@ how much. A quiet, dedicated runner has a small band and keeps the bench's thres
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.verdict.gate_rules import GateDecision as GateDecision
+from perfsuite.verdict.gate_rules import Outcome as Outcome
+from perfsuite.verdict.gate_rules import gate_decision as gate_decision
 from perfsuite.verdict.runs import Bench, Run
 from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
 
@@ -61,7 +63,7 @@ VERSION_KEYS: tuple[str, ...] = (
     "pillow",
     "pytest-benchmark",
 )
-#: per-bench extra_info keys that must match for a pair to be judged at all
+#: per-bench result facts that must match for a pair to be judged at all
 COMPARABLE_KEYS: tuple[str, ...] = ("scale", "dataset_hash")
 
 
@@ -211,17 +213,24 @@ def _threshold(
     """``override`` (an explicit command-line threshold), else the recorded one, else default."""
     if override is not None:
         return override
-    for info in (current.extra_info, baseline.extra_info):
-        value = info.get("threshold")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            return float(value)
+    for result in (current.result, baseline.result):
+        if result is not None and result.threshold is not None:
+            return result.threshold
     return default
+
+
+def _comparable_facts(bench: Bench) -> dict[str, str | None]:
+    result = bench.result
+    if result is None:
+        return {}
+    return {"scale": result.scale, "dataset_hash": result.dataset_hash}
 
 
 def _not_comparable(baseline: Bench, current: Bench) -> str | None:
     reasons = []
+    old_facts, new_facts = _comparable_facts(baseline), _comparable_facts(current)
     for key in COMPARABLE_KEYS:
-        old, new = baseline.extra_info.get(key), current.extra_info.get(key)
+        old, new = old_facts.get(key), new_facts.get(key)
         if old is not None and new is not None and old != new:
             reasons.append(f"{key} {old} -> {new}")
     if current.median is None and not current.data:
@@ -376,96 +385,3 @@ def compare_runs(
     return RunComparison(
         baseline, current, verdicts, added, removed, machine_mismatch(baseline, current)
     )
-
-
-class Outcome(enum.Enum):
-    """What a gate concludes from a comparison."""
-
-    PASS = "pass"
-    REGRESSION = "regression"
-    MISMATCH = "machine mismatch"
-    NOTHING_JUDGED = "nothing judged"
-
-
-@dataclass(frozen=True)
-class GateDecision:
-    """The gate's outcome and the one line that explains it."""
-
-    outcome: Outcome
-    message: str
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome is Outcome.PASS
-
-
-def gate_decision(
-    comparison: RunComparison,
-    allow_mismatch: bool,
-    allow_flag: str = "--perf-allow-machine-mismatch",
-) -> GateDecision:
-    """Regression if any bench is slower or a counter rose; refused on a machine mismatch."""
-    if comparison.mismatch and not allow_mismatch:
-        what = "; ".join(str(d) for d in comparison.mismatch)
-        return GateDecision(
-            Outcome.MISMATCH,
-            f"cannot judge: the baseline is from a different machine or stack "
-            f"({what}); pass {allow_flag} to gate anyway",
-        )
-    nothing = nothing_judged(comparison)
-    if nothing is not None:
-        return GateDecision(
-            Outcome.NOTHING_JUDGED,
-            f"cannot judge: {nothing}; a gate that judged nothing does not pass",
-        )
-    regressions = comparison.regressions
-    if regressions:
-        parts = []
-        for item in regressions:
-            why = [item.verdict.value] if item.verdict is Verdict.SLOWER else []
-            why.extend(str(c) for c in item.counters_rose)
-            parts.append(f"{item.label} ({', '.join(why)})")
-        return GateDecision(
-            Outcome.REGRESSION,
-            f"{len(regressions)} regression{'s' if len(regressions) > 1 else ''}: "
-            + "; ".join(parts),
-        )
-    unjudged = [v.label for v in comparison.verdicts if v.too_few_samples]
-    message = "no bench slower, no exact counter rose"
-    if unjudged:
-        message += (
-            f" ({len(unjudged)} with too few samples to judge, left to perfsuite history "
-            "and perfsuite ab)"
-        )
-    return GateDecision(Outcome.PASS, message)
-
-
-def nothing_judged(comparison: RunComparison) -> str | None:
-    """Why no bench of ``comparison`` could be judged, or ``None`` when one was."""
-    if any(not v.not_comparable for v in comparison.verdicts):
-        return None
-    baseline, current = comparison.baseline, comparison.current
-    if not baseline.benches:
-        return f"the baseline {baseline.name} holds no benches (an empty benchmark list)"
-    if not current.benches:
-        return "this run measured no benches"
-    removed = ""
-    if comparison.removed:
-        removed = (
-            f"none of the baseline's {len(comparison.removed)} benches ran comparably in this "
-            "run (skipped, failed or renamed?)"
-        )
-    if not comparison.verdicts:
-        return removed
-    reasons: dict[str, int] = {}
-    for item in comparison.verdicts:
-        reason = item.not_comparable or ""
-        reasons[reason] = reasons.get(reason, 0) + 1
-    listed = "; ".join(f"{n} x {why}" for why, n in reasons.items())
-    hint = ""
-    if any("scale" in why for why in reasons):
-        hint += "; compare runs saved at the same --perf-scale"
-    if any("dataset_hash" in why for why in reasons):
-        hint += "; compare runs on the same --perf-images folder"
-    found = f"none of the {len(comparison.verdicts)} benches was comparable ({listed}){hint}"
-    return f"{removed}; {found}" if removed else found

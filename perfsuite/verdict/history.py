@@ -27,7 +27,7 @@ from typing import Any
 from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.changepoint import find_steps
-from perfsuite.verdict.compare import COMPARABLE_KEYS, DEFAULT_THRESHOLD, machine_mismatch
+from perfsuite.verdict.compare import DEFAULT_THRESHOLD, machine_mismatch
 from perfsuite.verdict.runs import Bench, Run
 
 ACCEPTED_FILE = "perfsuite-accepted.json"
@@ -38,6 +38,7 @@ class Point:
     """One run's figures for one bench."""
 
     run: str  # the run's name, e.g. 0007_nightly
+    position: int  # the run's place in the storage's order (0: the oldest)
     commit: str | None
     dirty: bool
     date: str | None
@@ -103,7 +104,7 @@ def _median(values: Sequence[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _point(run: Run, bench: Bench) -> Point | None:
+def _point(run: Run, bench: Bench, position: int) -> Point | None:
     median = _median(bench.data) if bench.data else bench.median
     if median is None or not median > 0:
         return None
@@ -112,6 +113,7 @@ def _point(run: Run, bench: Bench) -> Point | None:
     rate = bench.items / median if bench.items else None
     return Point(
         run=run.name,
+        position=position,
         commit=commit if isinstance(commit, str) else None,
         dirty=bool(run.commit_info.get("dirty")),
         date=str(date) if date else None,
@@ -122,35 +124,35 @@ def _point(run: Run, bench: Bench) -> Point | None:
 
 
 def _threshold(bench: Bench, default: float) -> float:
-    value = bench.extra_info.get("threshold")
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return default
+    result = bench.result
+    return result.threshold if result is not None and result.threshold is not None else default
 
 
 def _comparable(reference: Bench, bench: Bench) -> bool:
-    return all(
-        bench.extra_info.get(key) == reference.extra_info.get(key) for key in COMPARABLE_KEYS
-    )
+    """The same ``scale`` and dataset (hash) as the series' newest point."""
+    old, new = bench.result, reference.result
+    if old is None or new is None:
+        return old is new
+    return (old.scale, old.dataset_hash) == (new.scale, new.dataset_hash)
 
 
 def bench_series(
     runs: Sequence[Run], fullname: str, default_threshold: float = DEFAULT_THRESHOLD
 ) -> Series | None:
     """The series of one bench over ``runs`` (oldest first), as seen from its newest run."""
-    holding = [run for run in runs if fullname in run.benches]
+    holding = [(i, run) for i, run in enumerate(runs) if fullname in run.benches]
     if not holding:
         return None
-    newest = holding[-1]
+    newest = holding[-1][1]
     reference = newest.benches[fullname]
     points = []
-    for run in holding:
+    for position, run in holding:
         bench = run.benches[fullname]
         if run is not newest and (
             machine_mismatch(run, newest) or not _comparable(reference, bench)
         ):
             continue
-        point = _point(run, bench)
+        point = _point(run, bench, position)
         if point is not None:
             points.append(point)
     return Series(
@@ -199,11 +201,9 @@ def steps_of(series: Series) -> list[HistoryStep]:
     return sorted(steps, key=lambda s: (s.index, s.what))
 
 
-def failing_steps(steps: Sequence[HistoryStep], accepted_run: str | None) -> list[HistoryStep]:
-    """Regression steps that start at a run saved after ``accepted_run`` (by name order)."""
-    return [
-        s for s in steps if s.regression and (accepted_run is None or s.after.run > accepted_run)
-    ]
+def failing_steps(steps: Sequence[HistoryStep], accepted: int | None) -> list[HistoryStep]:
+    """Regression steps that start at a run after position ``accepted`` (``None``: any)."""
+    return [s for s in steps if s.regression and (accepted is None or s.after.position > accepted)]
 
 
 # -- accepted changes ------------------------------------------------------------------
@@ -228,11 +228,27 @@ def _read_accepted(root: Path) -> dict[str, Any]:
     return document
 
 
-def accepted_run(root: Path, machine_id: str) -> str | None:
-    """The name of the last run accepted on this machine, or ``None``."""
+def accepted_run(root: Path, machine_id: str) -> dict[str, Any] | None:
+    """The record of the last run accepted on this machine, or ``None``."""
     entry = _read_accepted(root).get(machine_id)
-    run = entry.get("run") if isinstance(entry, dict) else None
-    return run if isinstance(run, str) else None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("run"), str) else None
+
+
+def accepted_position(runs: Sequence[Run], record: dict[str, Any] | None) -> int | None:
+    """Where the accepted run lies in ``runs`` (oldest first); ``None``: nothing accepted.
+
+    A run no longer in the storage (pruned) is placed by the moment it was saved, so
+    the runs saved after it still count as after it.
+    """
+    if record is None:
+        return None
+    for position, run in enumerate(runs):
+        if run.name == record["run"]:
+            return position
+    saved = record.get("datetime")
+    if not isinstance(saved, str):
+        return -1
+    return sum(1 for run in runs if run.datetime is not None and run.datetime <= saved) - 1
 
 
 def accept(root: Path, machine_id: str, run: Run) -> None:
@@ -240,6 +256,7 @@ def accept(root: Path, machine_id: str, run: Run) -> None:
     document = _read_accepted(root)
     document[machine_id] = {
         "run": run.name,
+        "datetime": run.datetime,
         "commit": run.commit_info.get("id"),
         "accepted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

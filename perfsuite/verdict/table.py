@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfsuite.bench.summary import format_table
 from perfsuite.verdict.compare import BenchVerdict, RunComparison
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.textable import format_table
 
 TOO_FEW_NOTE = (
     "too few samples to judge: not a regression on its own (perfsuite history and "
