@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from perfsuite.cli import EXIT_MACHINE_MISMATCH, EXIT_OK, EXIT_REGRESSION, main
+from perfsuite.verdict.result import BenchResult, Role
 from tests.test_verdict_gate import BENCH, CONFTEST, FAKE_TIMER, MACHINE_ID, run, save_baseline
 
 pytest_plugins = ["pytester"]
@@ -164,12 +165,21 @@ def test_too_few_samples_are_shown_not_failed(
 
 def run_doc(median: float, *, scale: str = "smoke", threshold: float = 0.5) -> dict[str, Any]:
     data = [median * (1 + 0.001 * (i % 5)) for i in range(12)]
-    info = {"group": "g", "variant": "v", "scale": scale, "threshold": threshold}
+    result = BenchResult(
+        group="g",
+        variant="v",
+        role=Role.NONE,
+        items=4,
+        unit="images",
+        scale=scale,
+        device="cpu",
+        threshold=threshold,
+    )
     bench = {
         "group": "g",
         "name": "test_x[v]",
         "fullname": "bench_x.py::test_x[v]",
-        "extra_info": info,
+        "extra_info": {"perfsuite": result.to_dict()},
         "stats": {"data": data, "median": sorted(data)[6]},
     }
     return {"version": "5.3.1", "benchmarks": [bench], "machine_info": {}, "commit_info": {}}

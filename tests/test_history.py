@@ -90,6 +90,13 @@ def test_accepting_a_run_before_the_step_keeps_it_failing(tmp_path: Path) -> Non
     assert history(tmp_path) == 1
 
 
+def test_an_accepted_run_pruned_from_the_storage_still_counts(tmp_path: Path) -> None:
+    paths = make_history(tmp_path, step_at=20, step=0.10)
+    assert history(tmp_path, "--accept", "0025") == 0
+    paths[24].unlink()  # the accepted run itself is pruned (the workflow keeps the newest 60)
+    assert history(tmp_path) == 0  # placed by the moment it was saved: after the step
+
+
 def test_a_step_at_the_newest_run_fails(tmp_path: Path) -> None:
     make_history(tmp_path, nights=12, step_at=11, step=0.5, noise=0.02)
     for steps in series_of(tmp_path).values():
