@@ -25,8 +25,10 @@ from typing import Any
 import pytest
 
 from perfsuite.bench.measure import Perf
+from perfsuite.bench.traces import tracing_count
 from perfsuite.data.datasets import ImageDataset
 from perfsuite.harness import coldstart
+from perfsuite.workloads import swap_weights as sw
 from perfsuite.workloads import warmup_cases as wc
 
 BATCH = 1  # one image per call, as in the study's viewer
@@ -303,3 +305,109 @@ def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> N
         dataset=image_dataset,
         params={**params, "sample": "steady batch"},
     )
+
+
+# swap_weights: N models of one architecture. `cold` loads each as its own fresh model
+# (setup, untimed) and times its first request; `swap` times a model's first request on
+# one function warmed once: assigning the model's weights, then the call. Each round is
+# the next model's first request, cycling through the N; both keep what a server holding
+# the N models keeps (cold: every model; swap: one model and the N weight sets).
+
+
+def _swap_models(perf: Perf) -> int:
+    n: int = perf.pick(smoke=2, default=4, full=8)
+    return n
+
+
+def _swap_notes(perf: Perf, models: int, held: int, kept: int, rss_before: int) -> None:
+    """Memory held, in MB: the variables of the models kept loaded, the N weight sets kept
+    in host memory, and the process's RSS growth from before the first model was built
+    to after the last round (noisy: allocator caches and framework one-offs included)."""
+    mb = 2**20
+    calls = perf.timings()
+    perf.note(
+        models=models,
+        variables_held_mb=round(held / mb, 1),
+        weights_kept_mb=round(kept / mb, 1),
+        rss_delta_mb=round((sw.rss_bytes() - rss_before) / mb, 1),
+        **({"first_request_ms": round(statistics.median(calls) * 1000, 2)} if calls else {}),
+    )
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("variant", ["cold", "swap"])
+def test_swap_weights_tf(perf: Perf, trace_counter: Any, variant: str) -> None:
+    n = _swap_models(perf)
+    weights = sw.tf_weight_sets(n, SIZE)
+    model_bytes = sw.array_bytes(weights[0])
+    x = wc.tf_input(BATCH, SIZE)
+    rss_before = sw.rss_bytes()  # the framework loaded and the weight sets in memory
+    turn = iter(range(1 << 30))
+    params = {**MODEL, "models": n, "wrapper": "tf.function", "swap": "tf.Variable.assign"}
+    if variant == "cold":
+        live: dict[int, Any] = {}  # model index -> its function (and model), kept loaded
+
+        def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            index = next(turn) % n
+            live[index] = sw.tf_cold_model(weights[index], SIZE)
+            return (live[index],), {}
+
+        _measure_case(perf, "swap_weights_tf", variant, lambda fn: wc.tf_call(fn, x), fresh, params)
+        traces = sum(tracing_count(fn) for fn in live.values())
+        perf.count("traces", traces)  # one per model: each first request traces its own
+        assert traces == len(live), f"{len(live)} cold models traced {traces} times"
+        _swap_notes(perf, n, len(live) * model_bytes, n * model_bytes, rss_before)
+        return
+    server = sw.TfSwapServer(SIZE)
+    with trace_counter.track(server.fn) as tally:
+        server.prepare(SHAPE)
+        perf.measure(
+            lambda w: server.serve(w, x),
+            items=BATCH,
+            group="swap_weights_tf",
+            variant=variant,
+            setup=lambda: ((weights[next(turn) % n],), {}),
+            rounds=_cold_samples(perf),
+            warmup_rounds=1,
+            params={**params, "sample": "next model's weights assigned, then its first call"},
+        )
+    assert tally.value == 1, f"the shared function traced {tally.value} times over {n} models"
+    _swap_notes(perf, n, model_bytes, n * model_bytes, rss_before)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("variant", ["cold", "swap"])
+def test_swap_weights_torch(perf: Perf, variant: str) -> None:
+    n = _swap_models(perf)
+    states = sw.torch_state_dicts(n, SIZE)
+    model_bytes = sw.array_bytes(list(states[0].values()))
+    x = wc.torch_input(BATCH, SIZE)
+    rss_before = sw.rss_bytes()  # the framework loaded and the weight sets in memory
+    turn = iter(range(1 << 30))
+    params = {**MODEL, "models": n, "mode": "eager, inference_mode", "swap": "load_state_dict"}
+    if variant == "cold":
+        live: dict[int, Any] = {}
+
+        def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            index = next(turn) % n
+            live[index] = sw.torch_cold_model(states[index], SIZE)
+            return (live[index],), {}
+
+        _measure_case(
+            perf, "swap_weights_torch", variant, lambda m: wc.torch_forward(m, x), fresh, params
+        )
+        _swap_notes(perf, n, len(live) * model_bytes, n * model_bytes, rss_before)
+        return
+    server = sw.TorchSwapServer(SIZE)
+    wc.torch_forward(server.model, x)  # warmed once
+    perf.measure(
+        lambda s: server.serve(s, x),
+        items=BATCH,
+        group="swap_weights_torch",
+        variant=variant,
+        setup=lambda: ((states[next(turn) % n],), {}),
+        rounds=_cold_samples(perf),
+        warmup_rounds=1,
+        params={**params, "sample": "next model's state loaded, then its first call"},
+    )
+    _swap_notes(perf, n, model_bytes, n * model_bytes, rss_before)

@@ -137,13 +137,8 @@ def _storage(args: argparse.Namespace) -> Storage:
 
 def run_compare(args: argparse.Namespace) -> int:
     """``perfsuite compare BASELINE CURRENT``: the verdict table and the gate's exit status."""
-    from perfsuite.verdict.compare import (
-        DEFAULT_THRESHOLD,
-        HISTORY_RUNS,
-        Outcome,
-        compare_runs,
-        gate_decision,
-    )
+    from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+    from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.table import markdown_lines, text_lines
 
     storage = _storage(args)
@@ -175,7 +170,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """``perfsuite report``: summary.md and plots for a run against the one before it."""
-    from perfsuite.verdict.compare import DEFAULT_THRESHOLD, HISTORY_RUNS, compare_runs
+    from perfsuite.verdict.compare import compare_runs
+    from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.report import write_report
 
     storage = _storage(args)

@@ -4,7 +4,9 @@
 with ``config.pluginmanager.get_plugin(PLUGIN_NAME)``. It
 
 * resolves the baseline at configure time the way ``--benchmark-compare`` does (the
-  newest saved run of this machine, or the given run id/glob); under ``--perf-gate`` a
+  newest saved run of this machine, or the given run id/glob), asking
+  :class:`~perfsuite.verdict.storage.Storage`, as it does for the runs saved before
+  this session (the noise band's history and the report's plots); under ``--perf-gate`` a
   broken or missing baseline is a usage error naming the file, otherwise
   pytest-benchmark's own handling stands and perfsuite adds one note (the closest
   run ids), as it does when there is no baseline yet;
@@ -173,7 +175,7 @@ class VerdictPlugin:
     def pytest_benchmark_update_json(
         self, config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]
     ) -> None:
-        # The saved run's timestamp tells it apart from older runs in the history plots.
+        # The saved run's timestamp, shown with the session's run in the report.
         stamp = output_json.get("datetime")
         self._saved_datetime = stamp if isinstance(stamp, str) else None
         machine_info = output_json.get("machine_info")
@@ -199,7 +201,7 @@ class VerdictPlugin:
 
     def _history(self) -> list[Run]:
         """The runs saved on this machine before this session, oldest first."""
-        from perfsuite.verdict.compare import HISTORY_RUNS
+        from perfsuite.verdict.judge import HISTORY_RUNS
 
         return self.storage.load_all(self.storage.before(self._started)[-HISTORY_RUNS:])
 

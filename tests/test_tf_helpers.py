@@ -300,5 +300,5 @@ def test_tensorflow_helpers(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning"
     )
-    result.assert_outcomes(passed=19)
+    result.assert_outcomes(passed=20)
     assert result.ret == 0

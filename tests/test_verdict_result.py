@@ -150,6 +150,15 @@ def test_a_run_saved_by_the_previous_layout_loads() -> None:
     assert roof.role is Role.ROOFLINE
 
 
+def test_a_draft_is_a_bench_perfsuite_did_not_measure() -> None:
+    draft = {"schema": SCHEMA_VERSION, "counters": {"traces": 2}}  # trace_counter, no measure
+    (bench,) = parse_run(run_doc({RESULT_KEY: draft}), "plain.json").benches.values()
+    assert bench.result is None
+    assert bench.counters() == {}
+    with pytest.raises(PerfsuiteError, match="lacks 'group'"):  # a draft plus more is damage
+        parse_run(run_doc({RESULT_KEY: {**draft, "items": 4}}), "damaged.json")
+
+
 def test_the_previous_layout_without_items_is_refused_with_its_reason() -> None:
     doc = run_doc({"group": "g", "variant": "v", "unit": "images"})
     with pytest.raises(PerfsuiteError, match="previous perfsuite layout without a positive"):
@@ -215,3 +224,21 @@ def test_perf_note_is_kept_apart(pytester: pytest.Pytester, inner_args: list[str
     pytester.makepyfile(test_inner=NOTE_OVERRIDES)
     result = pytester.runpytest(*inner_args, "--perf-scale=smoke")
     result.assert_outcomes(passed=1)
+
+
+PLAIN_BENCH_WITH_COUNTER = """
+def test_plain(benchmark, trace_counter):
+    trace_counter.add("traces", 2)
+    benchmark.pedantic(lambda: None, rounds=3, iterations=1)
+"""
+
+
+def test_a_plain_bench_that_counted_saves_a_loadable_run(
+    pytester: pytest.Pytester, inner_args: list[str]
+) -> None:
+    pytester.makepyfile(test_inner=PLAIN_BENCH_WITH_COUNTER)
+    out = pytester.path / "out.json"
+    pytester.runpytest(*inner_args, f"--benchmark-json={out}").assert_outcomes(passed=1)
+    (bench,) = load_run(out).benches.values()
+    assert bench.result is None  # a draft: judged on its timings alone
+    assert len(bench.data) == 3

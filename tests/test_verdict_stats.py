@@ -12,13 +12,9 @@ import pytest
 
 from perfsuite.config import ROUNDS
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.compare import (
-    Outcome,
-    compare_runs,
-    gate_decision,
-    machine_mismatch,
-    noise_band,
-)
+from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+from perfsuite.verdict.judge import noise_band
+from perfsuite.verdict.machine import machine_mismatch
 from perfsuite.verdict.result import BenchResult, DatasetRef, Role
 from perfsuite.verdict.runs import load_run, parse_run
 from perfsuite.verdict.stats import (

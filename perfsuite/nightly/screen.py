@@ -7,7 +7,7 @@ For each bench of tonight's run (the newest saved run), over its comparable poin
   slowing step (:mod:`perfsuite.verdict.changepoint`) starts at tonight's point, or when
   tonight's median lies above the band of the recent runs: their median plus
   ``max(threshold, exp(3 sigma) - 1)``, the noise band of
-  :func:`perfsuite.verdict.compare.noise_band` over the last ``HISTORY_RUNS`` points;
+  :func:`perfsuite.verdict.judge.noise_band` over the last ``HISTORY_RUNS`` points;
 * with fewer, it is a suspect when it is slower than the previous point by more than its
   threshold (the noise of this machine is not known yet, so every move counts).
 
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfsuite.verdict.changepoint import find_steps
-from perfsuite.verdict.compare import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.history import Series, bench_histories
+from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.runs import Run
 
 #: earlier comparable points a bench needs before its own noise band screens it. The

@@ -27,7 +27,8 @@ from typing import Any
 from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.changepoint import find_steps
-from perfsuite.verdict.compare import DEFAULT_THRESHOLD, machine_mismatch
+from perfsuite.verdict.judge import DEFAULT_THRESHOLD
+from perfsuite.verdict.machine import machine_mismatch
 from perfsuite.verdict.runs import Bench, Run
 
 ACCEPTED_FILE = "perfsuite-accepted.json"

@@ -17,6 +17,12 @@ verdict. Everything else in ``extra_info`` (keys other plugins add) is left alon
 :meth:`BenchResult.from_dict` is strict: a missing or mistyped key, an unknown key or
 a newer schema is a :class:`~perfsuite.errors.PerfsuiteError` of one line naming the
 file and the bench. This module is pure: no pytest, nothing from the measuring side.
+
+A bench may record counters or notes before ``perf.measure`` runs (the
+``trace_counter`` fixture does), so ``extra_info["perfsuite"]`` starts as a draft of
+``schema``, ``counters`` and ``notes`` only. A bench that never calls ``perf.measure``
+(one using pytest-benchmark's ``benchmark`` directly) is saved with that draft:
+:func:`is_draft` tells it apart, and such a bench is judged on its timings alone.
 """
 
 from __future__ import annotations
@@ -33,6 +39,15 @@ from perfsuite.errors import PerfsuiteError
 RESULT_KEY = "perfsuite"
 #: the layout version of ``extra_info["perfsuite"]``; bumped when a key changes meaning
 SCHEMA_VERSION = 1
+
+
+#: the keys of a draft: what a bench can record before ``perf.measure`` runs
+DRAFT_KEYS = frozenset({"schema", "counters", "notes"})
+
+
+def is_draft(data: Any) -> bool:
+    """Whether ``extra_info["perfsuite"]`` is a draft: ``perf.measure`` never ran."""
+    return isinstance(data, dict) and set(data) <= DRAFT_KEYS
 
 
 class Role(enum.Enum):

@@ -12,14 +12,13 @@ or from the previous flat layout). The session's own benches go through the same
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.legacy import is_legacy, legacy_result
-from perfsuite.verdict.result import RESULT_KEY, BenchResult
+from perfsuite.verdict.result import RESULT_KEY, BenchResult, is_draft
 
 #: the pytest-benchmark JSON major versions whose layout perfsuite reads
 SUPPORTED_MAJOR_VERSIONS = frozenset({3, 4, 5})
@@ -138,7 +137,9 @@ def _number(value: Any) -> bool:
 
 def read_result(extra_info: dict[str, Any], where: str) -> BenchResult | None:
     """perfsuite's result in a bench's ``extra_info``: the current layout, else the
-    previous flat one; ``None`` for a bench perfsuite did not measure."""
+    previous flat one; ``None`` for a bench perfsuite did not measure (a draft)."""
+    if RESULT_KEY in extra_info and is_draft(extra_info[RESULT_KEY]):
+        return None
     if RESULT_KEY in extra_info:
         return BenchResult.from_dict(extra_info[RESULT_KEY], where)
     if is_legacy(extra_info):
@@ -194,14 +195,3 @@ def load_run(path: Path) -> Run:
             "delete it or save a new baseline with --benchmark-autosave",
         ) from None
     return parse_run(document, str(path))
-
-
-def load_runs(paths: Sequence[Path]) -> list[Run]:
-    """Load several runs for a history; unreadable ones are skipped (history is best-effort)."""
-    runs: list[Run] = []
-    for path in paths:
-        try:
-            runs.append(load_run(path))
-        except PerfsuiteError:
-            continue
-    return runs

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfsuite.verdict.compare import BenchVerdict, RunComparison
+from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.judge import BenchVerdict
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.textable import format_table
 
