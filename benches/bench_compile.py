@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
 pytest.importorskip("torch", reason="needs PyTorch: pip install 'perfsuite[torch]'")
 
+from perfsuite.bench.measure import Perf
+from perfsuite.bench.traces import TraceCounter
+from perfsuite.data.recipes import Recipe
 from perfsuite.workloads import compile_models as cm
 
 pytestmark = pytest.mark.torch
@@ -21,18 +24,26 @@ def compile_toolchain() -> None:
         pytest.skip(problem)
 
 
+# Each round compiles afresh: 1 / 5 / 7 rounds by scale unless --perf-rounds says.
+@pytest.mark.perf(
+    group="compile_{kind}_{shapes}",
+    baseline="eager",
+    default_rounds={"smoke": 1, "default": 5, "full": 7},
+    warmup_rounds=0,
+)
 @pytest.mark.parametrize("shapes", ["fixed", "variable"])
 @pytest.mark.parametrize("kind", cm.KINDS)
-@pytest.mark.parametrize("mode", cm.MODES)
+@pytest.mark.parametrize("variant", cm.MODES)
 def test_compile(
-    perf: Any,
-    trace_counter: Any,
-    dataset_recipe: Any,
+    perf: Perf,
+    trace_counter: TraceCounter,
+    dataset_recipe: Callable[..., Recipe],
     compile_toolchain: None,
-    mode: str,
+    variant: str,
     kind: str,
     shapes: str,
 ) -> None:
+    mode = variant
     steps = perf.pick(smoke=3, default=8, full=24)
     recipe = dataset_recipe("variable-shapes" if shapes == "variable" else "fixed-224", count=steps)
     # Batch 8 keeps every recipe shape past the size threshold inductor guards a long
@@ -48,12 +59,7 @@ def test_compile(
         setup=run.setup,
         items=steps,
         unit="steps",
-        group=f"compile_{kind}_{shapes}",
-        variant=mode,
-        baseline=mode == "eager",
         params=run.params,
-        rounds=perf.cfg.rounds or perf.pick(smoke=1, default=5, full=7),  # each compiles afresh
-        warmup_rounds=0,
     )
     graphs = run.finish()
     assert graphs[0] == tally.value, f"trace_counter saw {tally.value}, the run {graphs[0]}"

@@ -153,6 +153,7 @@ tf = pytest.importorskip("tensorflow")
 
 
 @pytest.mark.tf
+@pytest.mark.perf(rounds=2, warmup_rounds=1)
 def test_counts_retraces(perf, trace_counter):
     double = tf.function(lambda x: x * 2)
     with trace_counter.track(double) as tally:
@@ -160,7 +161,7 @@ def test_counts_retraces(perf, trace_counter):
             double(tf.zeros((n,)))
     assert tally.value == 3  # one trace per new shape
     step = tf.function(lambda x: x + 1)
-    perf.measure(lambda: step(tf.zeros((2,))), items=1, rounds=2, warmup_rounds=1)
+    perf.measure(lambda: step(tf.zeros((2,))), items=1)
     with trace_counter.track(step) as again:
         step(tf.zeros((5,)))
         step(tf.zeros((5,)))

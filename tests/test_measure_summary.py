@@ -213,6 +213,7 @@ PERF_CALLS = """
 import pytest
 
 
+@pytest.mark.perf(rounds=4, warmup_rounds=2)
 def test_measure_records_and_returns(perf):
     calls, setups, syncs = [], [], []
 
@@ -221,8 +222,7 @@ def test_measure_records_and_returns(perf):
         return (2,), {}
 
     result = perf.measure(lambda n: calls.append(n) or "done", items=6, setup=setup,
-                          sync=lambda: syncs.append(1), rounds=4, warmup_rounds=2,
-                          unit="batches", params={"batch": 6})
+                          sync=lambda: syncs.append(1), unit="batches", params={"batch": 6})
     assert result == "done"
     assert calls == [2] * 6 and len(setups) == 6 and len(syncs) == 6  # 2 warm-up + 4 timed
     assert len(perf.timings()) == 4
@@ -237,10 +237,11 @@ def test_measure_records_and_returns(perf):
     assert list(perf.extra_info) == ["perfsuite"]  # one key: nothing flat beside it
 
 
+@pytest.mark.perf(rounds=1)
 def test_measure_once(perf):
-    perf.measure(lambda: None, items=1, rounds=1)
+    perf.measure(lambda: None, items=1)
     with pytest.raises(RuntimeError, match="once per bench"):
-        perf.measure(lambda: None, items=1, rounds=1)
+        perf.measure(lambda: None, items=1)
 
 
 def test_bad_items(perf):
@@ -296,20 +297,19 @@ import pytest
 DATA = dict(count=2, width=16, height=16)
 
 
+@pytest.mark.perf(group="pipe", baseline="baseline", rounds=7, warmup_rounds=1)
 @pytest.mark.parametrize("variant", ["baseline", "faster"])
 def test_pipeline(perf, make_image_dataset, variant):
     ds = make_image_dataset("fixed-224", **DATA)
     delay = 0.004 if variant == "baseline" else 0.002
-    perf.measure(lambda: time.sleep(delay), items=8, group="pipe", variant=variant,
-                 baseline=variant == "baseline", dataset=ds, params={"delay": delay},
-                 rounds=7, warmup_rounds=1)
+    perf.measure(lambda: time.sleep(delay), items=8, dataset=ds, params={"delay": delay})
     perf.count("steps", 3)
 
 
+@pytest.mark.perf(group="read", roofline="test_read_only", rounds=7, warmup_rounds=0)
 def test_read_only(perf, make_image_dataset):
     ds = make_image_dataset("fixed-224", **DATA)
-    perf.measure(lambda: time.sleep(0.001), items=8, group="read", roofline=True, dataset=ds,
-                 rounds=7, warmup_rounds=0)
+    perf.measure(lambda: time.sleep(0.001), items=8, dataset=ds)
 """
 
 

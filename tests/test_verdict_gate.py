@@ -16,9 +16,12 @@ BENCH = '''
 """A bench whose measured duration (through faketimer) and trace count come from the env."""
 import os
 
+import pytest
 
+
+@pytest.mark.perf(group="sleep", variant="nap", baseline="nap")
 def test_sleep(perf):
-    perf.measure(lambda: None, items=4, group="sleep", variant="nap", baseline=True)
+    perf.measure(lambda: None, items=4)
     perf.count("traces", int(os.environ.get("PERF_TEST_TRACES", "1")))
 '''
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from perfsuite.config import BenchSettings, PerfConfig
 from perfsuite.data.datasets import ImageDataset
 from perfsuite.data.recipes import Recipe
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.result import RESULT_KEY, SCHEMA_VERSION, BenchResult, DatasetRef, Role
+
+_T = TypeVar("_T")
 
 
 def items_per_second(items: float, seconds: float) -> float:
@@ -148,11 +150,14 @@ class SessionResults:
 class Perf:
     """What a bench gets from the ``perf`` fixture.
 
-    >>> @pytest.mark.parametrize("variant", ["baseline", "parallel_map"])
-    ... def test_pipeline(perf, image_dataset, variant):
+    Group, baseline and roofline are declared once per test with the ``perf`` marker,
+    and the variant is the ``variant`` parameter (see :class:`perfsuite.config.PerfMarker`):
+
+    >>> @pytest.mark.perf(group="tfdata", baseline="baseline")
+    ... @pytest.mark.parametrize("variant", ["baseline", "parallel_map"])
+    ... def test_pipeline(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
     ...     it = iter(build(variant, image_dataset))
-    ...     perf.measure(lambda: next(it), items=32, group="tfdata", variant=variant,
-    ...                  baseline=variant == "baseline", dataset=image_dataset,
+    ...     perf.measure(lambda: next(it), items=32, dataset=image_dataset,
     ...                  params={"batch": 32})
     """
 
@@ -160,8 +165,6 @@ class Perf:
         self,
         benchmark: Any,
         nodeid: str,
-        default_variant: str,
-        default_group: str,
         cfg: PerfConfig,
         settings: BenchSettings,
         results: SessionResults,
@@ -171,8 +174,6 @@ class Perf:
         self.cfg = cfg
         self.settings = settings
         self._results = results
-        self._default_variant = default_variant
-        self._default_group = default_group
         self._dataset: DatasetRef | None = None
         self.record: BenchRecord | None = None
 
@@ -180,7 +181,7 @@ class Perf:
     def scale(self) -> str:
         return self.cfg.scale.value
 
-    def pick(self, *, smoke: Any, default: Any, full: Any) -> Any:
+    def pick(self, *, smoke: _T, default: _T, full: _T) -> _T:
         """The value for this session's scale."""
         return self.cfg.pick(smoke=smoke, default=default, full=full)
 
@@ -204,35 +205,27 @@ class Perf:
         fn: Callable[..., Any],
         *,
         items: int,
-        group: str | None = None,
-        variant: str | None = None,
-        baseline: bool = False,
-        roofline: bool = False,
         dataset: ImageDataset | None = None,
         unit: str = "images",
         device: str = "cpu",
         sync: Callable[[], None] | None = None,
         setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None = None,
         params: dict[str, Any] | None = None,
-        rounds: int | None = None,
-        warmup_rounds: int | None = None,
     ) -> Any:
         """Time ``fn`` (one call = ``items`` items) and record throughput; returns fn's result.
 
         ``device`` says where the work ran (``cpu`` or ``gpu``). ``sync`` runs inside the
-        timed region after each call (pass ``gpu.sync``), ``setup`` runs before each call
-        outside it (pytest-benchmark's pedantic ``setup``), and ``roofline=True`` marks this
-        bench as the limit other benches on the same dataset are measured against. Warm-up
-        rounds run first and are never timed.
+        timed region after each call (pass ``gpu.sync``), and ``setup`` runs before each
+        call outside it (pytest-benchmark's pedantic ``setup``). Rounds, warm-up rounds
+        (run first, never timed), group, variant, baseline and roofline come from the
+        ``perf`` marker and the session (:attr:`settings`).
         """
         if self.record is not None:
             raise RuntimeError(f"{self.nodeid}: perf.measure() may be called once per bench")
         if not isinstance(items, int) or items <= 0:
             raise ValueError(f"{self.nodeid}: items must be a positive int, got {items!r}")
-        if baseline and roofline:
-            raise ValueError(f"{self.nodeid}: a bench is the baseline or the roofline, not both")
-        group = group or self._default_group
-        variant = variant or self._default_variant
+        group, variant = self.settings.group, self.settings.variant
+        baseline, roofline = self.settings.baseline, self.settings.roofline  # never both
         self.benchmark.group = group
         if dataset is not None:
             self.use_dataset(dataset)
@@ -272,20 +265,17 @@ class Perf:
                 self.nodeid,
                 target,
                 setup=setup,
-                warmup_rounds=(
-                    warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
-                ),
-                max_rounds=rounds if setup is not None else None,
+                warmup_rounds=self.settings.warmup_rounds,
+                # a bench with setup may have a fixed supply of fresh objects (processes)
+                max_rounds=self.settings.rounds if setup is not None else None,
                 threshold=self.settings.threshold,
             )
         else:
             result_of_fn = self.benchmark.pedantic(
                 target,
                 setup=setup,
-                rounds=rounds if rounds is not None else self.settings.rounds,
-                warmup_rounds=(
-                    warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
-                ),
+                rounds=self.settings.rounds,
+                warmup_rounds=self.settings.warmup_rounds,
                 iterations=1,
             )
         rate = None
