@@ -114,7 +114,12 @@ class VerdictPlugin:
     # -- hooks -----------------------------------------------------------------------
 
     def check_gate_usage(self) -> None:
-        """``--perf-gate`` that could judge nothing is a usage error, before anything runs."""
+        """``--perf-gate`` that could judge nothing is a usage error at session start.
+
+        Raised from ``pytest_sessionstart``, before anything is collected or measured (exit
+        4, one line), not while the configuration is parsed, so tools that only parse
+        it (``pytest --help``, plugins reading ``PerfConfig``) are unaffected.
+        """
         if not self.settings.gate or os.environ.get("PYTEST_XDIST_WORKER"):
             return
         for flag in ("benchmark_disable", "benchmark_skip"):
@@ -130,9 +135,11 @@ class VerdictPlugin:
                 "(the newest saved run) or --benchmark-compare=RUN_ID"
             )
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.check_gate_usage()
+
     def resolve_baseline(self) -> None:
         """Load the ``--benchmark-compare`` baseline, or note that there is none yet."""
-        self.check_gate_usage()
         spec = self.compare_spec
         if not self.active or spec is None:
             return
