@@ -97,3 +97,14 @@ def test_turns_to_set_up_and_the_skip_of_a_bench_the_other_side_skipped() -> Non
     assert [m["type"] for m in second.heard()] == ["skip"]
     assert ctl.runs["x"].skipped is not None
     assert "no GPU" in ctl.runs["x"].skipped
+
+
+def test_a_finite_pool_of_rounds_alternates_one_round_per_block() -> None:
+    ctl, _, _ = controller()
+    ctl.block_rounds = 3
+    assert ctl._pair_limit() == (3, 12)
+    ctl.state["A"].ready = {"nodeid": "x", "max_rounds": 7}
+    ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 5}
+    assert ctl._pair_limit() == (1, 5)
+    ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 40}
+    assert ctl._pair_limit() == (1, 7)

@@ -12,6 +12,8 @@ Everything runs in one pytest subprocess (torch cannot be imported twice in one 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ("pytester",)
@@ -112,3 +114,14 @@ def test_compile_models(pytester: pytest.Pytester) -> None:
         pytest.skip(next(line for line in result.outlines if "SKIPPED" in line))
     result.assert_outcomes(passed=12)
     assert result.ret == 0
+
+
+@pytest.mark.torch
+def test_compile_bench_skips_naming_the_missing_compiler(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, inner_args: list[str]
+) -> None:
+    monkeypatch.setenv("CXX", "/nonexistent/c++")  # inductor finds no C++ compiler
+    bench = Path(__file__).resolve().parents[1] / "benches" / "bench_compile.py"
+    result = pytester.runpytest_subprocess(str(bench), "--perf-scale=smoke", "-rs", *inner_args)
+    result.assert_outcomes(skipped=16)
+    result.stdout.fnmatch_lines(["*torch.compile needs a C++ compiler*/nonexistent/c++*"])

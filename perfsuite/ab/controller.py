@@ -28,7 +28,6 @@ from __future__ import annotations
 import random
 import selectors
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +171,7 @@ class Controller:
         a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
-        common = [n for n in a_ids if n in b_set]
+        common = [n for n in a_ids if n in b_set]  # in A's order
         for name in self.sides:
             self._send(name, "plan", benches=common)
         while not all(s.finished for s in self.state.values()):
@@ -267,14 +266,17 @@ class Controller:
         return self.threshold
 
     def _pair_limit(self) -> tuple[int, int]:
-        """(rounds per block, most pairs) given the sides' finite pools of rounds."""
-        k, pairs = self.block_rounds, self.budget.max_pairs
-        for name in self.sides:
-            cap = (self.state[name].ready or {}).get("max_rounds")
-            if isinstance(cap, int) and cap > 0:
-                k = min(k, cap)
-                pairs = min(pairs, cap // k)
-        return k, max(pairs, 1)
+        """(rounds per block, most pairs): a side with a finite pool of rounds (fresh
+        processes started up front) alternates one round per block, as many as the
+        smaller pool holds."""
+        caps = [
+            cap
+            for name in self.sides
+            if isinstance(cap := (self.state[name].ready or {}).get("max_rounds"), int) and cap > 0
+        ]
+        if not caps:
+            return self.block_rounds, self.budget.max_pairs
+        return 1, min(self.budget.max_pairs, *caps)
 
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
@@ -314,9 +316,3 @@ class Controller:
                     raise self.sides[name].fault(f"{nodeid}: a block timed {seconds}")
                 return seconds, int(message.get("drained") or 0)
             self._handle(sender, message)  # an error or a failure report raises
-
-
-def common_order(a: Sequence[str], b: Sequence[str]) -> list[str]:
-    """The benches both sides collected, in A's order."""
-    other = set(b)
-    return [n for n in a if n in other]
