@@ -49,14 +49,15 @@ def _loader(
         params = tm.loader_params(batch, cores, kind)
     else:
         device: dali.Device = "gpu" if variant == "dali_gpu" else "cpu"
-        device_id = request.getfixturevalue("gpu").device_id if device == "gpu" else None
+        if device == "gpu":
+            request.getfixturevalue("gpu")  # skips where there is none
         pipe = dali.build_pipeline(
             dataset,
             kind,
             device=device,
             batch_size=batch,
             num_threads=threads or cores,
-            device_id=device_id,
+            device_id=0 if device == "gpu" else None,  # the first visible CUDA device
             seed=SEED,
         )
         batches = dali.as_pairs(dali.torch_iterator(pipe))
@@ -80,22 +81,16 @@ def _measure_preprocessing(
     request: pytest.FixtureRequest,
     dataset: ImageDataset,
     kind: tm.Kind,
-    group: str,
     variant: str,
-    baseline: str,
-    source: str | None = None,
     threads: int | None = None,
 ) -> None:
     batch = perf.pick(smoke=8, default=16, full=64)
     calls = perf.pick(smoke=2, default=2, full=4)
-    batches, params = _loader(request, source or variant, dataset, kind, batch, threads=threads)
+    batches, params = _loader(request, variant, dataset, kind, batch, threads=threads)
     on_gpu = variant == "dali_gpu"
     perf.measure(
         lambda: _take(batches, calls),
         items=batch * calls,
-        group=group,
-        variant=variant,
-        baseline=variant == baseline,
         dataset=dataset,
         device="gpu" if on_gpu else "cpu",
         sync=request.getfixturevalue("gpu").sync if on_gpu else None,
@@ -103,20 +98,23 @@ def _measure_preprocessing(
     )
 
 
+@pytest.mark.perf(group="dali_resize", baseline=BASELINE)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_dali_resize(
     perf: Perf, request: pytest.FixtureRequest, image_dataset: ImageDataset, variant: str
 ) -> None:
-    _measure_preprocessing(perf, request, image_dataset, "resize", "dali_resize", variant, BASELINE)
+    _measure_preprocessing(perf, request, image_dataset, "resize", variant)
 
 
+@pytest.mark.perf(group="dali_rrc", baseline=BASELINE)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_dali_rrc(
     perf: Perf, request: pytest.FixtureRequest, image_dataset: ImageDataset, variant: str
 ) -> None:
-    _measure_preprocessing(perf, request, image_dataset, "rrc", "dali_rrc", variant, BASELINE)
+    _measure_preprocessing(perf, request, image_dataset, "rrc", variant)
 
 
+@pytest.mark.perf(group="dali_threads", baseline="threads_1")  # variants: the parametrize ids
 @pytest.mark.parametrize("threads", ["1", "2", "all"], ids=lambda t: f"threads_{t}")
 def test_dali_threads(
     perf: Perf, request: pytest.FixtureRequest, image_dataset: ImageDataset, threads: str
@@ -125,17 +123,7 @@ def test_dali_threads(
     count = cores if threads == "all" else int(threads)
     if threads == "all" and cores <= 2:
         pytest.skip(f"all usable cores = {cores}: already measured as threads_{cores}")
-    _measure_preprocessing(
-        perf,
-        request,
-        image_dataset,
-        "resize",
-        "dali_threads",
-        f"threads_{threads}",
-        "threads_1",
-        source="dali_cpu",
-        threads=count,
-    )
+    _measure_preprocessing(perf, request, image_dataset, "resize", "dali_cpu", threads=count)
 
 
 def _train_device(settings: PerfConfig) -> str:
@@ -145,6 +133,14 @@ def _train_device(settings: PerfConfig) -> str:
     return "cpu"
 
 
+# A CPU training step takes about a second on the 2-core machine: 7 rounds below full
+# scale (the least a rank test decides on) unless --perf-rounds says otherwise.
+@pytest.mark.perf(
+    group="dali_train",
+    baseline=BASELINE,
+    default_rounds={"smoke": 7, "default": 7},
+    warmup_rounds=1,
+)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_dali_train(
     perf: Perf,
@@ -160,9 +156,6 @@ def test_dali_train(
     )
     batch = perf.pick(smoke=4, default=8, full=32)
     steps = perf.pick(smoke=1, default=1, full=20)
-    # A CPU training step takes about a second on the 2-core machine: 7 rounds (the least
-    # a rank test decides on) unless --perf-rounds says otherwise.
-    rounds = perf.cfg.rounds or perf.pick(smoke=7, default=7, full=perf.settings.rounds)
     batches, params = _loader(
         request, variant, image_dataset, "resize", batch, pin_memory=device != "cpu"
     )
@@ -173,14 +166,9 @@ def test_dali_train(
     perf.measure(
         lambda: trainer.steps(batches, steps),
         items=batch * steps,
-        group="dali_train",
-        variant=variant,
-        baseline=variant == BASELINE,
         dataset=image_dataset,
         device="cpu" if device == "cpu" else "gpu",
         sync=sync,
-        rounds=rounds,
-        warmup_rounds=1,
         params={
             "pipeline": params,
             "model": "small_cnn",

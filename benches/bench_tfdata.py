@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
 
+from perfsuite.bench.measure import Perf
+from perfsuite.config import PerfConfig
+from perfsuite.data.datasets import ImageDataset
 from perfsuite.data.tfrecords import materialize_shards
 from perfsuite.workloads import tf_models
 from perfsuite.workloads import tfdata_pipelines as pipes
@@ -17,11 +21,15 @@ pytestmark = pytest.mark.tf
 
 
 def _warmed(
-    perf: Any, image_dataset: Any, data_dir: Any, variant: str, batch: int, batches_per_call: int
+    perf: Perf,
+    image_dataset: ImageDataset,
+    data_dir: Path,
+    variant: str,
+    batch: int,
+    batches_per_call: int,
 ) -> tuple[pipes.Pipeline, Any]:
     """Build ``variant`` and warm it: a few batches, then until autotuning has settled."""
-    warm_seconds = perf.pick(smoke=0.1, default=1.0, full=2.0)
-    warm_max = perf.pick(smoke=8, default=32, full=32)
+    warm_max = pipes.WARM[perf.scale][1]
     calls = perf.settings.rounds + perf.settings.warmup_rounds
     spec = pipes.PipelineSpec(
         batch=batch,
@@ -35,13 +43,14 @@ def _warmed(
         ),
     )
     pipeline = pipes.build(variant, image_dataset, spec)
-    iterator = pipeline.warm(warm_seconds, warm_max)
-    pipeline.params.update(warm_seconds=warm_seconds, warmed_batches=pipeline.warmed)
-    return pipeline, iterator
+    return pipeline, pipes.warmed(pipeline, perf.scale)
 
 
+@pytest.mark.perf(group="tfdata", baseline="baseline", roofline="decode_roofline")
 @pytest.mark.parametrize("variant", pipes.VARIANTS)
-def test_tfdata(perf: Any, image_dataset: Any, perf_settings: Any, variant: str) -> None:
+def test_tfdata(
+    perf: Perf, image_dataset: ImageDataset, perf_settings: PerfConfig, variant: str
+) -> None:
     batch, batches = perf.pick(smoke=8, default=32, full=64), perf.pick(smoke=2, default=4, full=4)
     pipeline, iterator = _warmed(
         perf, image_dataset, perf_settings.data_dir, variant, batch, batches
@@ -49,17 +58,16 @@ def test_tfdata(perf: Any, image_dataset: Any, perf_settings: Any, variant: str)
     perf.measure(
         lambda: pipes.take_batches(iterator, batches),
         items=batch * batches,
-        group="tfdata",
-        variant=variant,
-        baseline=variant == "baseline",
-        roofline=variant == "decode_roofline",
         dataset=image_dataset,
         params={**pipeline.params, "batches_per_call": batches},
     )
 
 
+@pytest.mark.perf(group="tfdata_e2e", baseline="baseline")
 @pytest.mark.parametrize("variant", ["baseline", pipes.BEST])
-def test_tfdata_e2e(perf: Any, image_dataset: Any, perf_settings: Any, variant: str) -> None:
+def test_tfdata_e2e(
+    perf: Perf, image_dataset: ImageDataset, perf_settings: PerfConfig, variant: str
+) -> None:
     batch, steps = perf.pick(smoke=8, default=32, full=64), perf.pick(smoke=2, default=3, full=8)
     name = perf.pick(smoke="small_cnn", default="small_cnn", full="mobilenet_v2")
     # The step is traced before the pipeline starts, so no batches pile up meanwhile.
@@ -70,9 +78,6 @@ def test_tfdata_e2e(perf: Any, image_dataset: Any, perf_settings: Any, variant: 
     perf.measure(
         loop,
         items=batch * steps,
-        group="tfdata_e2e",
-        variant=variant,
-        baseline=variant == "baseline",
         dataset=image_dataset,
         device=tf_models.model_device(),
         params={

@@ -56,22 +56,13 @@ def _connect(pool: ServicePool, workers: int | None) -> Service:
 
 
 def _measure(
-    perf: Perf,
-    consumer: BoundedConsumer,
-    dataset: ImageDataset,
-    group: str,
-    variant: str,
-    params: dict[str, Any],
-    baseline: bool = False,
+    perf: Perf, consumer: BoundedConsumer, dataset: ImageDataset, params: dict[str, Any]
 ) -> None:
     steps = perf.pick(smoke=1, default=4, full=8)
     consumer.take(1)  # builds the iterator (and the service's job) before any round
     perf.measure(
         lambda: consumer.take(steps),
         items=BATCH * steps,
-        group=group,
-        variant=variant,
-        baseline=baseline,
         dataset=dataset,
         params={"batch": BATCH, "batches_per_call": steps, **params},
     )
@@ -84,9 +75,6 @@ def _offload(
     workers: int | None,
     mode: str,
     shipped: str,
-    group: str,
-    variant: str,
-    baseline: bool = False,
 ) -> None:
     service = _connect(pool, workers)
     ds = work.service_pipeline(
@@ -107,9 +95,12 @@ def _offload(
         "compression": COMPRESSION,
     }
     with pool.consumer(service, lambda: iter(ds)) as consumer:
-        _measure(perf, consumer, dataset, group, variant, params, baseline)
+        _measure(perf, consumer, dataset, params)
 
 
+@pytest.mark.perf(
+    group="tfdata_service_workers", variant="local_parallel_map", baseline="local_parallel_map"
+)
 def test_local_parallel_map(perf: Perf, image_dataset: ImageDataset) -> None:
     ds = work.local_pipeline(image_dataset.files, image_dataset.labels, batch=BATCH, seed=SEED)
     params = {
@@ -119,17 +110,10 @@ def test_local_parallel_map(perf: Perf, image_dataset: ImageDataset) -> None:
         "dispatcher": "none",
     }
     with BoundedConsumer(lambda: iter(ds), what="in-process tf.data pipeline") as consumer:
-        _measure(
-            perf,
-            consumer,
-            image_dataset,
-            "tfdata_service_workers",
-            "local_parallel_map",
-            params,
-            baseline=True,
-        )
+        _measure(perf, consumer, image_dataset, params)
 
 
+@pytest.mark.perf(group="tfdata_service_workers", baseline="local_parallel_map")
 def test_workers(
     perf: Perf,
     image_dataset: ImageDataset,
@@ -137,19 +121,10 @@ def test_workers(
     mode: str,
     workers: int | None,
 ) -> None:
-    variant = f"{mode}-{'remote' if workers is None else f'w{workers}'}"
-    _offload(
-        perf,
-        tfdata_service,
-        image_dataset,
-        workers,
-        mode,
-        "float32",
-        "tfdata_service_workers",
-        variant,
-    )
+    _offload(perf, tfdata_service, image_dataset, workers, mode, "float32")
 
 
+@pytest.mark.perf(group="tfdata_service_transfer", baseline="float32")
 @pytest.mark.parametrize("shipped", ["float32", "uint8"])
 def test_transfer(
     perf: Perf,
@@ -159,14 +134,4 @@ def test_transfer(
     shipped: str,
 ) -> None:
     workers = None if perf_settings.tfdata_service else max(local_worker_counts())
-    _offload(
-        perf,
-        tfdata_service,
-        image_dataset,
-        workers,
-        "parallel_epochs",
-        shipped,
-        "tfdata_service_transfer",
-        shipped,
-        baseline=shipped == "float32",
-    )
+    _offload(perf, tfdata_service, image_dataset, workers, "parallel_epochs", shipped)

@@ -25,8 +25,10 @@ from typing import Any
 import pytest
 
 from perfsuite.bench.measure import Perf
+from perfsuite.bench.traces import TraceCounter, tracing_count
 from perfsuite.data.datasets import ImageDataset
 from perfsuite.harness import coldstart
+from perfsuite.workloads import swap_weights as sw
 from perfsuite.workloads import warmup_cases as wc
 
 BATCH = 1  # one image per call, as in the study's viewer
@@ -35,26 +37,16 @@ SHAPE = (BATCH, SIZE, SIZE, 3)
 MODEL = {"model": "small_cnn", "input": f"{BATCH}x{SIZE}x{SIZE}x3"}
 
 
-def _cold_samples(perf: Perf) -> int:
-    """Fresh objects per cold bench (7: the least a rank test decides on); --perf-rounds wins."""
-    n: int = perf.cfg.rounds or perf.pick(smoke=3, default=7, full=15)
-    return n
-
-
-def _process_samples(perf: Perf) -> int:
-    """Fresh processes per cold bench; --perf-rounds wins.
-
-    Each process imports its framework (seconds of CPU), so default scale takes 3: a
-    distribution, though too few for a rank test to decide alone; full takes 10.
-    """
-    n: int = perf.cfg.rounds or perf.pick(smoke=2, default=3, full=10)
-    return n
+#: cold rounds in this process: fresh objects, after one untimed warm-up sample (7: the
+#: least a rank test decides on); --perf-rounds and a perf(rounds=...) marker win
+COLD = pytest.mark.perf(default_rounds={"smoke": 3, "default": 7, "full": 15}, warmup_rounds=1)
+#: cold rounds in fresh processes. Each imports its framework (seconds of CPU), so default
+#: scale takes 3: a distribution, though too few for a rank test to decide alone
+PROCESSES = pytest.mark.perf(default_rounds={"smoke": 2, "default": 3, "full": 10}, warmup_rounds=0)
 
 
 def _measure_case(
     perf: Perf,
-    group: str,
-    variant: str,
     call: Callable[..., Any],
     fresh: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
     params: dict[str, Any],
@@ -62,24 +54,21 @@ def _measure_case(
     sync: Callable[[], None] | None = None,
 ) -> None:
     """``fresh`` given: cold rounds, each calling ``call`` once on a new object from ``fresh``."""
-    cold = fresh is not None
     perf.measure(
         call,
         items=BATCH,
-        group=group,
-        variant=variant,
-        baseline=variant == "cold",
         device=device,
         sync=sync,
         setup=fresh,
-        rounds=_cold_samples(perf) if cold else None,
-        warmup_rounds=1 if cold else None,
-        params={**params, "sample": "fresh object" if cold else "steady call"},
+        params={**params, "sample": "fresh object" if fresh is not None else "steady call"},
     )
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("variant", ["cold", "prepared", "warm"])
+@pytest.mark.perf(group="warmup_tf_function", baseline="cold")
+@pytest.mark.parametrize(
+    "variant", [pytest.param("cold", marks=COLD), pytest.param("prepared", marks=COLD), "warm"]
+)
 def test_warmup_tf_function(perf: Perf, variant: str) -> None:
     x = wc.tf_input(BATCH, SIZE)
 
@@ -93,12 +82,10 @@ def test_warmup_tf_function(perf: Perf, variant: str) -> None:
     if variant == "warm":
         fn = wc.fresh_tf_function(SIZE)
         wc.tf_call(fn, x)
-        _measure_case(perf, "warmup_tf_function", variant, lambda: wc.tf_call(fn, x), None, params)
+        _measure_case(perf, lambda: wc.tf_call(fn, x), None, params)
     else:
         _measure_case(
             perf,
-            "warmup_tf_function",
-            variant,
             lambda fn: wc.tf_call(fn, x),
             fresh,
             {**params, "prepare": variant == "prepared"},
@@ -136,16 +123,10 @@ def _drive(
 
 
 def _measure_processes(
-    perf: Perf,
-    group: str,
-    target: str,
-    args: list[str],
-    params: dict[str, Any],
-    device: str = "cpu",
-    variant: str = "cold",
+    perf: Perf, target: str, args: list[str], params: dict[str, Any], device: str = "cpu"
 ) -> None:
     """Cold rounds in fresh processes, started together; each round times its first call."""
-    n = _process_samples(perf)
+    n = perf.settings.rounds  # one process per round
     steady = perf.pick(smoke=3, default=5, full=10)
     procs = coldstart.start_many(n, target, args, steady=steady)
     done: list[coldstart.ColdTimings] = []
@@ -156,13 +137,8 @@ def _measure_processes(
         perf.measure(
             lambda proc: proc.first(),
             items=BATCH,
-            group=group,
-            variant=variant,
-            baseline=variant == "cold",
             device=device,
             setup=setup,
-            rounds=n,
-            warmup_rounds=0,
             params={**params, "sample": "fresh process", "steady_calls": steady},
         )
         finish()
@@ -181,13 +157,13 @@ def _measure_processes(
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("variant", ["cold", "warm"])
+@pytest.mark.perf(group="warmup_savedmodel", baseline="cold")
+@pytest.mark.parametrize("variant", [pytest.param("cold", marks=PROCESSES), "warm"])
 def test_warmup_savedmodel(perf: Perf, savedmodel_dir: Path, variant: str) -> None:
     params = {**MODEL, "format": "SavedModel (keras export)", "endpoint": "serve"}
     if variant == "cold":
         _measure_processes(
             perf,
-            "warmup_savedmodel",
             "perfsuite.workloads.warmup_cases:savedmodel_case",
             [str(savedmodel_dir), str(BATCH), str(SIZE)],
             params,
@@ -196,19 +172,18 @@ def test_warmup_savedmodel(perf: Perf, savedmodel_dir: Path, variant: str) -> No
     _loaded, serve = wc.load_savedmodel(savedmodel_dir)
     x = wc.tf_input(BATCH, SIZE)
     wc.tf_call(serve, x)
-    _measure_case(perf, "warmup_savedmodel", variant, lambda: wc.tf_call(serve, x), None, params)
+    _measure_case(perf, lambda: wc.tf_call(serve, x), None, params)
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("variant", ["cold", "warm"])
+@pytest.mark.perf(group="warmup_torch", baseline="cold")
+@pytest.mark.parametrize("variant", [pytest.param("cold", marks=COLD), "warm"])
 def test_warmup_torch(perf: Perf, variant: str) -> None:
     x = wc.torch_input(BATCH, SIZE)
     params = {**MODEL, "mode": "eager, inference_mode"}
     if variant == "cold":
         _measure_case(
             perf,
-            "warmup_torch",
-            variant,
             lambda m: wc.torch_forward(m, x),
             lambda: ((wc.fresh_torch_model(SIZE),), {}),
             params,
@@ -216,13 +191,20 @@ def test_warmup_torch(perf: Perf, variant: str) -> None:
         return
     model = wc.fresh_torch_model(SIZE)
     wc.torch_forward(model, x)
-    _measure_case(perf, "warmup_torch", variant, lambda: wc.torch_forward(model, x), None, params)
+    _measure_case(perf, lambda: wc.torch_forward(model, x), None, params)
 
 
 @pytest.mark.torch
 @pytest.mark.gpu
+@pytest.mark.perf(group="warmup_torch_cuda", baseline="cold")
 @pytest.mark.parametrize(
-    "variant", ["cold", "cold_cudnn_benchmark", "warm", "warm_cudnn_benchmark"]
+    "variant",
+    [
+        pytest.param("cold", marks=PROCESSES),
+        pytest.param("cold_cudnn_benchmark", marks=PROCESSES),
+        "warm",
+        "warm_cudnn_benchmark",
+    ],
 )
 def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: str) -> None:
     import torch
@@ -233,12 +215,10 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
     if variant.startswith("cold"):  # the process's first CUDA call: context, cuDNN, kernels
         _measure_processes(
             perf,
-            "warmup_torch_cuda",
             "perfsuite.workloads.warmup_cases:torch_cuda_case",
             [str(BATCH), str(SIZE), "1" if benchmark else "0"],
             params,
             device="gpu",
-            variant=variant,
         )
         return
     before = torch.backends.cudnn.benchmark
@@ -249,8 +229,6 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
         wc.torch_forward(model, x, gpu.sync)
         _measure_case(
             perf,
-            "warmup_torch_cuda",
-            variant,
             lambda: wc.torch_forward(model, x),
             None,
             params,
@@ -262,7 +240,8 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
 
 
 @pytest.mark.dali
-@pytest.mark.parametrize("variant", ["cold", "warm"])
+@pytest.mark.perf(group="warmup_dali", baseline="cold")
+@pytest.mark.parametrize("variant", [pytest.param("cold", marks=COLD), "warm"])
 def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
     from perfsuite.bench.machine import usable_cpus
 
@@ -283,13 +262,8 @@ def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> N
         perf.measure(
             lambda: live.append(build()),
             items=batch,
-            group="warmup_dali",
-            variant=variant,
-            baseline=True,
             dataset=image_dataset,
             setup=fresh,
-            rounds=_cold_samples(perf),
-            warmup_rounds=1,
             params={**params, "sample": "fresh pipeline"},
         )
         live.clear()
@@ -298,8 +272,106 @@ def test_warmup_dali(perf: Perf, image_dataset: ImageDataset, variant: str) -> N
     perf.measure(
         pipe.run,
         items=batch,
-        group="warmup_dali",
-        variant=variant,
         dataset=image_dataset,
         params={**params, "sample": "steady batch"},
     )
+
+
+# swap_weights: N models of one architecture. `cold` loads each as its own fresh model
+# (setup, untimed) and times its first request; `swap` times a model's first request on
+# one function warmed once: assigning the model's weights, then the call. Each round is
+# the next model's first request, cycling through the N; both keep what a server holding
+# the N models keeps (cold: every model; swap: one model and the N weight sets).
+
+
+def _swap_models(perf: Perf) -> int:
+    n: int = perf.pick(smoke=2, default=4, full=8)
+    return n
+
+
+def _swap_notes(perf: Perf, models: int, held: int, kept: int, rss_before: int) -> None:
+    """Memory held, in MB: the variables of the models kept loaded, the N weight sets kept
+    in host memory, and the process's RSS growth from before the first model was built
+    to after the last round (noisy: allocator caches and framework one-offs included)."""
+    mb = 2**20
+    calls = perf.timings()
+    perf.note(
+        models=models,
+        variables_held_mb=round(held / mb, 1),
+        weights_kept_mb=round(kept / mb, 1),
+        rss_delta_mb=round((sw.rss_bytes() - rss_before) / mb, 1),
+        **({"first_request_ms": round(statistics.median(calls) * 1000, 2)} if calls else {}),
+    )
+
+
+@pytest.mark.tf
+@COLD  # both variants: each round is a model's first request, after one untimed sample
+@pytest.mark.perf(group="swap_weights_tf", baseline="cold")
+@pytest.mark.parametrize("variant", ["cold", "swap"])
+def test_swap_weights_tf(perf: Perf, trace_counter: TraceCounter, variant: str) -> None:
+    n = _swap_models(perf)
+    weights = sw.tf_weight_sets(n, SIZE)
+    model_bytes = sw.array_bytes(weights[0])
+    x = wc.tf_input(BATCH, SIZE)
+    rss_before = sw.rss_bytes()  # the framework loaded and the weight sets in memory
+    turn = iter(range(1 << 30))
+    params = {**MODEL, "models": n, "wrapper": "tf.function", "swap": "tf.Variable.assign"}
+    if variant == "cold":
+        live: dict[int, Any] = {}  # model index -> its function (and model), kept loaded
+
+        def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            index = next(turn) % n
+            live[index] = sw.tf_cold_model(weights[index], SIZE)
+            return (live[index],), {}
+
+        _measure_case(perf, lambda fn: wc.tf_call(fn, x), fresh, params)
+        traces = sum(tracing_count(fn) for fn in live.values())
+        perf.count("traces", traces)  # one per model: each first request traces its own
+        assert traces == len(live), f"{len(live)} cold models traced {traces} times"
+        _swap_notes(perf, n, len(live) * model_bytes, n * model_bytes, rss_before)
+        return
+    server = sw.TfSwapServer(SIZE)
+    with trace_counter.track(server.fn) as tally:
+        server.prepare(SHAPE)
+        perf.measure(
+            lambda w: server.serve(w, x),
+            items=BATCH,
+            setup=lambda: ((weights[next(turn) % n],), {}),
+            params={**params, "sample": "next model's weights assigned, then its first call"},
+        )
+    assert tally.value == 1, f"the shared function traced {tally.value} times over {n} models"
+    _swap_notes(perf, n, model_bytes, n * model_bytes, rss_before)
+
+
+@pytest.mark.torch
+@COLD
+@pytest.mark.perf(group="swap_weights_torch", baseline="cold")
+@pytest.mark.parametrize("variant", ["cold", "swap"])
+def test_swap_weights_torch(perf: Perf, variant: str) -> None:
+    n = _swap_models(perf)
+    states = sw.torch_state_dicts(n, SIZE)
+    model_bytes = sw.array_bytes(list(states[0].values()))
+    x = wc.torch_input(BATCH, SIZE)
+    rss_before = sw.rss_bytes()  # the framework loaded and the weight sets in memory
+    turn = iter(range(1 << 30))
+    params = {**MODEL, "models": n, "mode": "eager, inference_mode", "swap": "load_state_dict"}
+    if variant == "cold":
+        live: dict[int, Any] = {}
+
+        def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            index = next(turn) % n
+            live[index] = sw.torch_cold_model(states[index], SIZE)
+            return (live[index],), {}
+
+        _measure_case(perf, lambda m: wc.torch_forward(m, x), fresh, params)
+        _swap_notes(perf, n, len(live) * model_bytes, n * model_bytes, rss_before)
+        return
+    server = sw.TorchSwapServer(SIZE)
+    wc.torch_forward(server.model, x)  # warmed once
+    perf.measure(
+        lambda s: server.serve(s, x),
+        items=BATCH,
+        setup=lambda: ((states[next(turn) % n],), {}),
+        params={**params, "sample": "next model's state loaded, then its first call"},
+    )
+    _swap_notes(perf, n, model_bytes, n * model_bytes, rss_before)

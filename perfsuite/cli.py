@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfsuite.errors import PerfsuiteError
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.storage import Storage
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -114,22 +118,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _storage(args: argparse.Namespace) -> Storage:
+    from perfsuite.verdict.storage import Storage
+
+    return Storage.from_option(args.storage)
+
+
 def run_compare(args: argparse.Namespace) -> int:
-    from perfsuite.verdict.compare import HISTORY_RUNS, Outcome, compare_runs, gate_decision
-    from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
+    """``perfsuite compare BASELINE CURRENT``: the verdict table and the gate's exit status."""
+    from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+    from perfsuite.verdict.judge import HISTORY_RUNS
     from perfsuite.verdict.table import markdown_lines, text_lines
 
-    storage = Storage(storage_path(args.storage), None)
-    baseline_path = find_run(args.baseline, storage)
-    current_path = find_run(args.current, storage)
-    baseline, current = load_run(baseline_path), load_run(current_path)
-    # History: runs saved in the current run's folder before it (the noise band's input).
-    earlier = [
-        p
-        for p in Storage(current_path.parent.parent, current_path.parent.name).runs()
-        if p.name < current_path.name
-    ]
-    comparison = compare_runs(baseline, current, args.threshold, load_runs(earlier[-HISTORY_RUNS:]))
+    storage = _storage(args)
+    baseline_path = storage.find(args.baseline)
+    current_path = storage.find(args.current)
+    baseline, current = storage.load(baseline_path), storage.load(current_path)
+    # History: runs saved beside the current one before it (the noise band's input).
+    earlier = storage.beside(current_path).before(current_path)
+    comparison = compare_runs(
+        baseline, current, args.threshold, storage.load_all(earlier[-HISTORY_RUNS:])
+    )
     lines = markdown_lines(comparison) if args.markdown else text_lines(comparison)
     decision = gate_decision(
         comparison, args.allow_machine_mismatch, allow_flag="--allow-machine-mismatch"
@@ -144,13 +153,14 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from perfsuite.verdict.compare import HISTORY_RUNS, compare_runs
+    """``perfsuite report``: summary.md and plots for a run against the one before it."""
+    from perfsuite.verdict.compare import compare_runs
+    from perfsuite.verdict.judge import HISTORY_RUNS
     from perfsuite.verdict.report import write_report
-    from perfsuite.verdict.runs import Storage, find_run, load_run, load_runs, storage_path
 
-    storage = Storage(storage_path(args.storage), None)
+    storage = _storage(args)
     if args.current:
-        current_path = find_run(args.current, storage)
+        current_path = storage.find(args.current)
     else:
         latest = storage.latest()
         if latest is None:
@@ -159,37 +169,46 @@ def run_report(args: argparse.Namespace) -> int:
                 "(save one with pytest --benchmark-autosave, or pass --current)"
             )
         current_path = latest
-    current = load_run(current_path)
-    # History: the runs saved beside the current one (its machine folder), oldest first.
-    folder = Storage(current_path.parent.parent, current_path.parent.name)
-    saved = [p for p in folder.runs() if p.resolve() != current_path.resolve()]
-    in_storage = len(saved) < len(folder.runs())
+    current = storage.load(current_path)
+    # History: the runs saved in the current run's machine folder, oldest first.
+    folder = storage.beside(current_path)
+    saved = folder.runs()
+    position = next((i for i, p in enumerate(saved) if p.resolve() == current_path.resolve()), None)
+    earlier = saved[:position] if position is not None else []
     notes: list[str] = []
     if args.baseline:
-        baseline_path: Path | None = find_run(args.baseline, storage)
+        baseline_path: Path | None = storage.find(args.baseline)
     else:
-        key = (current_path.name, str(current_path.parent))
-        earlier = [p for p in saved if (p.name, str(p.parent)) < key] if in_storage else []
         baseline_path = earlier[-1] if earlier else None
         if baseline_path is None:
             notes.append(f"no run saved before {current_path.name}: nothing to compare yet")
     comparison = None
     if baseline_path is not None:
         comparison = compare_runs(
-            load_run(baseline_path),
+            storage.load(baseline_path),
             current,
             args.threshold,
-            load_runs([p for p in saved if p.name < current_path.name][-HISTORY_RUNS:]),
+            folder.load_all(folder.before(current_path)[-HISTORY_RUNS:]),
         )
-    # Oldest first; a current run from outside the storage comes after the saved ones.
-    history = sorted(load_runs(saved), key=lambda run: Path(run.source).name)
-    if in_storage:
-        history = sorted([*history, current], key=lambda run: Path(run.source).name)
+    # Oldest first, the current run in its place; one from outside the storage comes last.
+    if position is None:
+        history = [*folder.load_all(saved), current]
     else:
-        history.append(current)
+        history = [
+            *folder.load_all(saved[:position]),
+            current,
+            *folder.load_all(saved[position + 1 :]),
+        ]
     files = write_report(args.out, current, comparison, history, notes=notes)
     print(f"perfsuite report: wrote {len(files)} files into {args.out} (summary: {files[0]})")
     return EXIT_OK
+
+
+#: one function per subcommand; a new subcommand adds its parser in build_parser and a line here
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "compare": run_compare,
+    "report": run_report,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -202,13 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "compare":
-            return run_compare(args)
-        return run_report(args)
-    except PerfsuiteError as exc:
-        print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as exc:
+        return COMMANDS[args.command](args)
+    except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -8,23 +8,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from perfsuite.options import OPTIONS, Device, Scale, ServiceAddress
 
 #: measured rounds per scale. Mann-Whitney U, two-sided, needs at least 7 samples on
-#: each side before p < 0.002 is reachable at all (with 6 the smallest p is 2/924):
-#: every scale meets that, and default and full leave room for power on noisy runners.
+#: each side before p < 0.002 is reachable at all (with 6 the smallest p is 2/924;
+#: ``perfsuite.verdict.stats.MIN_RANK_SAMPLES``): every scale meets that, and default
+#: and full leave room for power on noisy runners.
 ROUNDS: dict[Scale, int] = {Scale.SMOKE: 7, Scale.DEFAULT: 12, Scale.FULL: 20}
 WARMUP_ROUNDS: dict[Scale, int] = {Scale.SMOKE: 1, Scale.DEFAULT: 2, Scale.FULL: 3}
 
-#: the minimum samples per side for which a two-sided rank test can reach ALPHA
-MIN_RANK_SAMPLES = 7
-ALPHA = 0.002
+_T = TypeVar("_T")
 
 
 def default_data_dir() -> Path:
@@ -84,7 +84,7 @@ class PerfConfig:
             )
         return cls(rootdir=rootdir, **values)
 
-    def pick(self, *, smoke: Any, default: Any, full: Any) -> Any:
+    def pick(self, *, smoke: _T, default: _T, full: _T) -> _T:
         """The value for this session's scale: ``cfg.pick(smoke=2, default=10, full=100)``."""
         return {Scale.SMOKE: smoke, Scale.DEFAULT: default, Scale.FULL: full}[self.scale]
 
@@ -97,47 +97,155 @@ class PerfConfig:
         return WARMUP_ROUNDS[self.scale]
 
 
-@dataclass(frozen=True)
-class BenchSettings:
-    """Per-bench settings: ``@pytest.mark.perf(threshold=0.10, rounds=20, warmup_rounds=3)``."""
+#: ``@pytest.mark.perf(rounds=...)``: one count, or one per scale (scales left out fall back)
+Rounds = int | Mapping[str, int]
 
-    threshold: float
-    rounds: int
-    warmup_rounds: int
+
+@dataclass(frozen=True)
+class PerfMarker:
+    """The keywords of ``@pytest.mark.perf(...)``; per keyword, the closest marker wins.
+
+    >>> @pytest.mark.perf(group="tfdata", baseline="baseline", roofline="decode_roofline")
+    ... @pytest.mark.parametrize("variant", ["decode_roofline", "baseline", "parallel_map"])
+    ... def test_tfdata(perf: Perf, variant: str) -> None:
+    ...     perf.measure(step, items=32)
+
+    ``group`` defaults to the module's name without ``bench_``; ``{name}`` fields in it are
+    filled from the bench's parameters (``group="retracing_{kind}_{shapes}"``). ``variant``
+    defaults to the value of the parameter named ``variant``, else the parametrize id, else
+    the test's name. ``baseline`` and ``roofline`` name the variant that is the group's
+    baseline and the variant that is the limit the others on its dataset are measured
+    against. Rounds: ``rounds`` > ``--perf-rounds`` > ``default_rounds`` (the bench's own
+    default) > the scale's default; both take one count or a mapping of scale to count,
+    ``rounds={"smoke": 3, "full": 10}``, where a scale left out falls back to the next.
+    """
+
+    group: str | None = None
+    variant: str | None = None
+    baseline: str | None = None
+    roofline: str | None = None
+    threshold: float | None = None
+    rounds: Rounds | None = None
+    default_rounds: Rounds | None = None
+    warmup_rounds: int | None = None
 
     @classmethod
-    def for_item(cls, cfg: PerfConfig, item: pytest.Item) -> BenchSettings:
-        """Merge the item's ``perf`` markers over the session settings; reject unknown keys."""
-        values: dict[str, Any] = {
-            "threshold": cfg.threshold,
-            "rounds": cfg.default_rounds,
-            "warmup_rounds": cfg.default_warmup_rounds,
-        }
-        known = {f.name for f in dataclasses.fields(cls)}
+    def from_item(cls, item: pytest.Item) -> PerfMarker:
+        """Merge the item's ``perf`` markers, closest last; unknown keywords are usage errors."""
+        known = [f.name for f in dataclasses.fields(cls)]
+        values: dict[str, Any] = {}
         for marker in reversed(list(item.iter_markers("perf"))):
             if marker.args:
                 raise pytest.UsageError(
                     f"{item.nodeid}: perf marker takes keywords only ({', '.join(sorted(known))})"
                 )
-            unknown = set(marker.kwargs) - known
+            unknown = set(marker.kwargs) - set(known)
             if unknown:
                 raise pytest.UsageError(
                     f"{item.nodeid}: unknown perf marker keyword(s) {', '.join(sorted(unknown))}"
                     f" (known: {', '.join(sorted(known))})"
                 )
             values.update(marker.kwargs)
-        settings = cls(**values)
-        settings.check(item.nodeid)
-        return settings
+        return cls(**values)
 
-    def check(self, where: str) -> None:
-        if not (isinstance(self.threshold, int | float) and 0 < self.threshold < 10):
+
+def _for_scale(value: Rounds | None, scale: Scale, where: str, key: str) -> int | None:
+    """The count ``value`` gives at ``scale``, None where it gives none; checks its shape."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        names = {s.value for s in Scale}
+        if not set(value) <= names or not all(_is_count(v, 1) for v in value.values()):
             raise pytest.UsageError(
-                f"{where}: perf(threshold={self.threshold!r}) must be in (0, 10)"
+                f"{where}: perf({key}={value!r}) must map scales ({', '.join(sorted(names))}) "
+                "to ints >= 1"
             )
-        if not (isinstance(self.rounds, int) and self.rounds >= 1):
-            raise pytest.UsageError(f"{where}: perf(rounds={self.rounds!r}) must be an int >= 1")
-        if not (isinstance(self.warmup_rounds, int) and self.warmup_rounds >= 0):
+        count = value.get(scale.value)
+        return int(count) if count is not None else None
+    if not _is_count(value, 1):
+        raise pytest.UsageError(f"{where}: perf({key}={value!r}) must be an int >= 1")
+    return int(value)
+
+
+def _is_count(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _text(value: object, where: str, key: str) -> str | None:
+    if value is not None and not (isinstance(value, str) and value):
+        raise pytest.UsageError(f"{where}: perf({key}={value!r}) must be a non-empty string")
+    return value
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """One bench's settings, resolved from its markers, the session and its parametrization."""
+
+    threshold: float
+    rounds: int
+    warmup_rounds: int
+    group: str
+    variant: str
+    baseline: bool
+    roofline: bool
+
+    @classmethod
+    def for_item(cls, cfg: PerfConfig, item: pytest.Item) -> BenchSettings:
+        """Resolve the item's ``perf`` markers over the session settings (see PerfMarker)."""
+        where = item.nodeid
+        marker = PerfMarker.from_item(item)
+        rounds = _for_scale(marker.rounds, cfg.scale, where, "rounds")
+        own = _for_scale(marker.default_rounds, cfg.scale, where, "default_rounds")
+        if rounds is None:
+            rounds = cfg.rounds if cfg.rounds is not None else own or cfg.default_rounds
+        warmup = marker.warmup_rounds
+        if warmup is not None and not _is_count(warmup, 0):
+            raise pytest.UsageError(f"{where}: perf(warmup_rounds={warmup!r}) must be an int >= 0")
+        threshold = marker.threshold if marker.threshold is not None else cfg.threshold
+        if not (
+            isinstance(threshold, int | float)
+            and not isinstance(threshold, bool)
+            and 0 < threshold < 10
+        ):
+            raise pytest.UsageError(f"{where}: perf(threshold={threshold!r}) must be in (0, 10)")
+        callspec = getattr(item, "callspec", None)
+        params: dict[str, Any] = dict(callspec.params) if callspec is not None else {}
+        variant = _text(marker.variant, where, "variant")
+        if variant is not None:
+            variant = _fill(variant, params, where, "variant")
+        elif "variant" in params:
+            variant = str(params["variant"])
+        else:
+            variant = callspec.id if callspec is not None else item.name
+        if marker.baseline is not None and marker.baseline == marker.roofline:
             raise pytest.UsageError(
-                f"{where}: perf(warmup_rounds={self.warmup_rounds!r}) must be an int >= 0"
+                f"{where}: perf(baseline={marker.baseline!r}, roofline={marker.roofline!r}) name "
+                "one variant; a bench is the baseline or the roofline, not both"
             )
+        group = _text(marker.group, where, "group")
+        if group is None:
+            module = item.path.stem if item.path is not None else "bench"
+            group = module.removeprefix("bench_").removeprefix("test_")
+        else:
+            group = _fill(group, params, where, "group")
+        return cls(
+            threshold=float(threshold),
+            rounds=rounds,
+            warmup_rounds=warmup if warmup is not None else cfg.default_warmup_rounds,
+            group=group,
+            variant=variant,
+            baseline=variant == _text(marker.baseline, where, "baseline"),
+            roofline=variant == _text(marker.roofline, where, "roofline"),
+        )
+
+
+def _fill(template: str, params: Mapping[str, Any], where: str, key: str) -> str:
+    """``template`` with its ``{name}`` fields filled from the bench's parameters."""
+    try:
+        return template.format_map({name: str(value) for name, value in params.items()})
+    except (KeyError, IndexError, ValueError) as exc:
+        known = ", ".join(sorted(params)) or "none"
+        raise pytest.UsageError(
+            f"{where}: perf({key}={template!r}) names a field that is not a parameter of this "
+            f"bench ({exc}; parameters: {known})"
+        ) from None

@@ -4,7 +4,9 @@
 with ``config.pluginmanager.get_plugin(PLUGIN_NAME)``. It
 
 * resolves the baseline at configure time the way ``--benchmark-compare`` does (the
-  newest saved run of this machine, or the given run id/glob); under ``--perf-gate`` a
+  newest saved run of this machine, or the given run id/glob), asking
+  :class:`~perfsuite.verdict.storage.Storage`, as it does for the runs saved before
+  this session (the noise band's history and the report's plots); under ``--perf-gate`` a
   broken or missing baseline is a usage error naming the file, otherwise
   pytest-benchmark's own handling stands and perfsuite adds one note (the closest
   run ids), as it does when there is no baseline yet;
@@ -20,8 +22,9 @@ Nothing heavy is imported until a comparison or report is asked for.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +36,7 @@ from perfsuite.errors import PerfsuiteError
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import GateDecision, RunComparison
     from perfsuite.verdict.runs import Bench, Run
+    from perfsuite.verdict.storage import Storage
 
 PLUGIN_NAME = "perfsuite-verdict"
 CURRENT_SOURCE = "this session"
@@ -52,7 +56,9 @@ class VerdictPlugin:
         self._measured: dict[str, Any] = {}
         self._saved_datetime: str | None = None
         self._machine_info: dict[str, Any] | None = None
-        self._started = time.time()  # runs saved before this are this session's history
+        # Runs saved before this moment are this session's history (Storage's one order).
+        self._started = dt.datetime.now(dt.timezone.utc)
+        self._storage: Storage | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config, settings: PerfConfig) -> VerdictPlugin:
@@ -85,6 +91,15 @@ class VerdictPlugin:
         return str(self._option("benchmark_storage") or "file://./.benchmarks")
 
     @property
+    def storage(self) -> Storage:
+        """This machine's runs in ``--benchmark-storage`` (a path or ``file://`` URI)."""
+        if self._storage is None:
+            from perfsuite.verdict.storage import Storage
+
+            self._storage = Storage.for_session(self.storage_option)
+        return self._storage
+
+    @property
     def active(self) -> bool:
         """Off in xdist workers and where benchmarks are disabled or skipped."""
         if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -114,13 +129,11 @@ class VerdictPlugin:
             self.notes.append(f"perfsuite: baseline {exc}")
 
     def _load_baseline(self, spec: bool | str) -> Run | None:
-        from perfsuite.verdict.runs import Storage, load_run
-
-        storage = Storage.for_session(self.storage_option)
+        storage = self.storage
         if spec is True:
             path = storage.latest()
             if path is None:
-                where = storage.root / (storage.machine_id or "")
+                where = storage.where
                 self.notes.append(
                     f"no baseline in {where} yet: this run becomes the first baseline"
                     if self.saving
@@ -130,7 +143,7 @@ class VerdictPlugin:
                 return None
         else:
             path = storage.resolve(str(spec))
-        return load_run(path)
+        return storage.load(path)
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         """Keep the bench's pytest-benchmark record (raw timings, extra_info) once it ran."""
@@ -146,7 +159,7 @@ class VerdictPlugin:
     def pytest_benchmark_update_json(
         self, config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]
     ) -> None:
-        # The saved run's timestamp tells it apart from older runs in the history plots.
+        # The saved run's timestamp, shown with the session's run in the report.
         stamp = output_json.get("datetime")
         self._saved_datetime = stamp if isinstance(stamp, str) else None
         machine_info = output_json.get("machine_info")
@@ -172,27 +185,16 @@ class VerdictPlugin:
 
     def _history(self) -> list[Run]:
         """The runs saved on this machine before this session, oldest first."""
-        from perfsuite.verdict.compare import HISTORY_RUNS
-        from perfsuite.verdict.runs import Storage, load_runs
+        from perfsuite.verdict.judge import HISTORY_RUNS
 
-        storage = Storage.for_session(self.storage_option)
-        earlier = [p for p in storage.runs() if p.stat().st_mtime < self._started]
-        return load_runs(earlier[-HISTORY_RUNS:])
+        return self.storage.load_all(self.storage.before(self._started)[-HISTORY_RUNS:])
 
     def _write_report(self, out: Path, current: Run) -> None:
         from perfsuite.verdict.report import write_report
-        from perfsuite.verdict.runs import Storage, load_runs
 
         history: list[Run] = []
-        try:
-            storage = Storage.for_session(self.storage_option)
-            history = [
-                r
-                for r in load_runs(storage.runs())
-                if self._saved_datetime is None or r.datetime != self._saved_datetime
-            ]
-        except PerfsuiteError:
-            pass
+        with contextlib.suppress(PerfsuiteError):  # a storage perfsuite cannot read
+            history = self.storage.load_all(self.storage.before(self._started))
         try:
             self.report_files = write_report(
                 out, current, self.comparison, [*history, current], notes=self.notes
@@ -205,10 +207,14 @@ class VerdictPlugin:
         from perfsuite.verdict.runs import Run
 
         benches: dict[str, Bench] = {}
-        for fullname, record in self._measured.items():
-            bench = _bench_from_record(fullname, record)
+        for index, record in enumerate(self._measured.values()):
+            try:
+                bench = _bench_from_record(record, index)
+            except PerfsuiteError as exc:  # a hook left a result that does not parse
+                self.notes.append(f"not judged: {exc}")
+                continue
             if bench is not None:
-                benches[fullname] = bench
+                benches[bench.fullname] = bench
         machine_info = self._machine_info
         if machine_info is None:  # not saved: ask the same hooks a save asks
             machine_info = self.config.hook.pytest_benchmark_generate_machine_info(
@@ -258,30 +264,13 @@ class VerdictPlugin:
         return lines
 
 
-def _bench_from_record(fullname: str, record: Any) -> Bench | None:
-    from perfsuite.verdict.runs import Bench
+def _bench_from_record(record: Any, index: int) -> Bench | None:
+    """A measured bench, read the way a saved one is: its ``as_dict`` through ``parse_bench``."""
+    from perfsuite.verdict.runs import parse_bench
 
     if getattr(record, "has_error", False):
         return None
     stats = getattr(record, "stats", None)
-    data = [float(x) for x in (getattr(stats, "data", None) or [])]
-    if not data:
+    if not getattr(stats, "data", None):
         return None
-    ordered = sorted(data)
-    mid = len(ordered) // 2
-    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    group = getattr(record, "group", None)
-    return Bench(
-        fullname=fullname,
-        name=str(getattr(record, "name", fullname)),
-        group=group if isinstance(group, str) else None,
-        extra_info=dict(getattr(record, "extra_info", {}) or {}),
-        data=tuple(data),
-        median=median,
-    )
-
-
-def verdict_plugin(config: pytest.Config) -> VerdictPlugin | None:
-    """The session's :class:`VerdictPlugin`, if registered."""
-    plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
-    return plugin if isinstance(plugin, VerdictPlugin) else None
+    return parse_bench(record.as_dict(include_data=True), CURRENT_SOURCE, index)

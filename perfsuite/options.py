@@ -129,16 +129,6 @@ def parse_service_address(value: str) -> ServiceAddress:
     return ServiceAddress(match["host"], port)
 
 
-def parse_bool(value: str) -> bool:
-    """An ini boolean: true/false, yes/no, on/off, 1/0."""
-    text = value.strip().lower()
-    if text in {"1", "true", "yes", "on"}:
-        return True
-    if text in {"0", "false", "no", "off", ""}:
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {value!r} (true or false)")
-
-
 @dataclass(frozen=True)
 class OptionSpec:
     """One option: its flag, its ini key, how its value is parsed, and its help."""

@@ -37,8 +37,11 @@ NO_BENCHMARK = (
 )
 
 MARKERS = {
-    "perf(threshold=None, rounds=None, warmup_rounds=None)": "per-bench settings: minimum "
-    "effect for a verdict (fraction), measured rounds, warm-up rounds",
+    "perf(group=None, variant=None, baseline=None, roofline=None, threshold=None, rounds=None, "
+    "default_rounds=None, warmup_rounds=None)": "per-bench settings: the group, the variant "
+    "(default: the variant parameter), the group's baseline and roofline variants, minimum "
+    "effect for a verdict (fraction), measured rounds (one, or one per scale), the bench's own "
+    "default rounds (--perf-rounds wins over them), warm-up rounds",
     "gpu": "needs a GPU: skipped where none is found or with --perf-device cpu",
     "tf": f"needs TensorFlow: skipped where it is missing ({install_hint('tensorflow')})",
     "torch": f"needs PyTorch: skipped where it is missing ({install_hint('torch')})",
@@ -320,13 +323,7 @@ def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
         settings = BenchSettings.for_item(cfg, item)
     except pytest.UsageError as exc:
         pytest.fail(str(exc), pytrace=False)
-    callspec = getattr(item, "callspec", None)
-    variant = callspec.id if callspec is not None else item.name
-    module = item.path.stem if item.path is not None else "bench"
-    group = module.removeprefix("bench_").removeprefix("test_")
-    handle = Perf(
-        benchmark, item.nodeid, variant, group, cfg, settings, session_results(request.config)
-    )
+    handle = Perf(benchmark, item.nodeid, cfg, settings, session_results(request.config))
     yield handle
     if handle.record is not None:
         request.config.hook.pytest_perfsuite_update_extra_info(

@@ -45,6 +45,7 @@ import pytest
 import work
 
 
+@pytest.mark.perf(warmup_rounds=1)
 @pytest.mark.parametrize("case", ["one", "two"])
 def test_work(perf, case):
     calls = []
@@ -56,7 +57,7 @@ def test_work(perf, case):
         work.run()
         work.log("warm-end" if warm else "end")
 
-    perf.measure(call, items=10, warmup_rounds=1)
+    perf.measure(call, items=10)
     perf.note(impl=work.TAG)
     perf.count("calls_per_round", {counter})
 '''

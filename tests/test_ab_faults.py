@@ -32,6 +32,7 @@ import pytest
 CALLS = []
 
 
+@pytest.mark.perf(warmup_rounds=1)
 def test_fault(perf):
     def call():
         CALLS.append(1)
@@ -39,7 +40,7 @@ def test_fault(perf):
             {fault}
         time.sleep({sleep})
 
-    perf.measure(call, items=1, warmup_rounds=1)
+    perf.measure(call, items=1)
 """
 
 

@@ -41,18 +41,18 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     pairs = json.loads((report / "pairs.json").read_text())
     for side, tag in (("A", "base"), ("B", "candidate")):
         saved = json.loads((report / f"{side}.json").read_text())["benchmarks"]
-        assert {b["extra_info"]["impl"] for b in saved} == {tag}
+        assert {b["extra_info"]["perfsuite"]["notes"]["impl"] for b in saved} == {tag}
         for bench in saved:
             run = next(p for p in pairs if p["nodeid"] == bench["fullname"])
             blocks = run["a_blocks"] if side == "A" else run["b_blocks"]
             assert bench["stats"]["data"] == [s for block in blocks for s in block]
 
-    # Turn-taking: no timed round of one side overlaps any round of the other.
+    # Turn-taking: no round of one side (timed, drain or warm-up) overlaps one of the other.
     rounds = _timed_rounds(read_log(log))
     timed = [r for r in rounds if not r[0].startswith("warm:")]
-    for tag, start, end in timed:
+    for tag, start, end in rounds:
         for other, o_start, o_end in rounds:
-            if other.removeprefix("warm:") != tag:
+            if other.removeprefix("warm:") != tag.removeprefix("warm:"):
                 assert end <= o_start or o_end <= start, (tag, other)
 
     # Balanced order: every two pairs are AB then BA or BA then AB; one block per turn.
@@ -62,12 +62,16 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
         assert all(len(block) == 3 for block in run["a_blocks"] + run["b_blocks"])
         for i in range(0, len(order) - 3, 4):
             assert order[i : i + 4] in ("ABBA", "BAAB"), order
-    assert len(timed) == 3 * sum(len(r["order"]) for r in pairs)
+    # every round the bench ran after its warm-up: the timed ones and each block's drain
+    assert len(timed) == sum(3 * len(r["order"]) + sum(r["drained"]) for r in pairs)
+    assert all(n >= 1 for r in pairs for n in r["drained"])
 
     # The report: Markdown table and a PNG per bench.
     summary = (report / "summary.md").read_text()
     assert "| `benches/bench_work.py::test_work[one]` | SLOWER |" in summary
     assert len(list(report.glob("*.png"))) == 2
+    assert "passed" in (report / "B.log").read_text()
+    assert not list(tmp_path.glob(".report-*"))  # no temporary folder left beside it
 
     # Nothing left: no side process, no held lock, the candidate ran in the repository.
     assert processes_with(str(repo.cache)) == []

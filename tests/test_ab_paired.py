@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -175,6 +177,16 @@ def test_early_stopping_keeps_the_family_wise_false_alarm_rate() -> None:
                 false_alarms += 1
                 break
     assert false_alarms / trials <= ALPHA
+
+
+def test_paired_statistics_import_neither_pytest_nor_the_measuring_side() -> None:
+    code = (
+        "import sys, perfsuite.verdict.paired; "
+        "bad = [m for m in sys.modules if m == 'pytest' or m.startswith(('perfsuite.bench', "
+        "'perfsuite.ab', 'perfsuite.plugin'))]; print(bad); sys.exit(bool(bad))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_log_ratios_pair_blocks_by_median() -> None:

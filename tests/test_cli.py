@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from perfsuite.cli import EXIT_BAD_INPUT, EXIT_MACHINE_MISMATCH, EXIT_OK, EXIT_REGRESSION, main
+from perfsuite.verdict.result import BenchResult, Role
 
 MACHINE = "Linux-CPython-3.11-64bit"
 FACTS: dict[str, Any] = {
@@ -30,22 +31,22 @@ def run_doc(
     mean: float, *, traces: int = 3, facts: dict[str, Any] | None = None, seed: int = 0
 ) -> dict[str, Any]:
     data = [float(x) for x in np.random.default_rng(seed).normal(mean, mean / 100, 12)]
-    info = {
-        "group": "decode",
-        "variant": "pil",
-        "baseline": True,
-        "unit": "images",
-        "items": 16,
-        "scale": "smoke",
-        "threshold": 0.05,
-        "traces": traces,
-        "exact_counters": ["traces"],
-    }
+    result = BenchResult(
+        group="decode",
+        variant="pil",
+        role=Role.BASELINE,
+        items=16,
+        unit="images",
+        scale="smoke",
+        device="cpu",
+        threshold=0.05,
+        counters={"traces": traces},
+    )
     bench = {
         "group": "decode",
         "name": "test_decode[pil]",
         "fullname": "bench_decode.py::test_decode[pil]",
-        "extra_info": info,
+        "extra_info": {"perfsuite": result.to_dict()},
         "stats": {"data": data, "median": float(np.median(data))},
     }
     return {

@@ -32,7 +32,7 @@ def test_copied_example_bench_gets_grouping_throughput_efficiency_and_summary(
     result.assert_outcomes(passed=3)
 
     benches = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
-    info = {b["extra_info"]["variant"]: b["extra_info"] for b in benches}
+    info = {b["extra_info"]["perfsuite"]["variant"]: b["extra_info"]["perfsuite"] for b in benches}
     assert set(info) == {"decode_roofline", "parallel_map", "candidate"}
     assert {b["group"] for b in benches} == {"candidate"}
     for variant, extra in info.items():
@@ -40,17 +40,17 @@ def test_copied_example_bench_gets_grouping_throughput_efficiency_and_summary(
         assert extra["items"] == 32  # smoke: batch 8, 4 batches per call
         assert extra["items_per_second"] > 0
         assert extra["scale"] == "smoke"
-        assert extra["dataset"] == "imagenet-like"
-        assert len(extra["dataset_hash"]) == 64
-        assert extra["baseline"] is (variant == "parallel_map")
-        assert extra["roofline"] is (variant == "decode_roofline")
+        assert extra["dataset"]["name"] == "imagenet-like"
+        assert len(extra["dataset"]["hash"]) == 64
+        assert (extra["role"] == "baseline") is (variant == "parallel_map")
+        assert (extra["role"] == "roofline") is (variant == "decode_roofline")
     assert info["parallel_map"]["speedup"] == 1.0
     assert info["candidate"]["params"] == {"batch": 8, "deterministic": False}
     roof = info["decode_roofline"]["items_per_second"]
     for variant in ("parallel_map", "candidate"):
         expected = info[variant]["items_per_second"] / roof
         assert info[variant]["efficiency"] == pytest.approx(expected, rel=1e-3)
-    assert "efficiency" not in info["decode_roofline"]
+    assert info["decode_roofline"]["efficiency"] is None
 
     out = result.stdout.str()
     assert "group candidate:" in out

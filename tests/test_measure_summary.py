@@ -15,16 +15,17 @@ from typing import Any
 import pytest
 
 from perfsuite.bench.measure import (
-    EXACT_COUNTERS_KEY,
     BenchRecord,
     SessionResults,
     efficiency,
     items_per_second,
     record_counter,
 )
-from perfsuite.bench.summary import HEADER, format_table, summary_lines, summary_rows
+from perfsuite.bench.summary import HEADER, summary_lines, summary_rows
 from perfsuite.data.recipes import load_recipe
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.result import RESULT_KEY, SCHEMA_VERSION, BenchResult, DatasetRef, Role
+from perfsuite.verdict.textable import format_table
 
 pytest_plugins = ("pytester",)
 
@@ -73,18 +74,24 @@ def record(
     roofline: bool = False,
     dataset: str | None = "h1",
     device: str = "cpu",
-    **info: Any,
+    counters: dict[str, int] | None = None,
+    notes: dict[str, Any] | None = None,
 ) -> BenchRecord:
-    return BenchRecord(
-        nodeid=f"bench_x.py::test[{variant}]",
+    role = Role.BASELINE if baseline else Role.ROOFLINE if roofline else Role.NONE
+    result = BenchResult(
         group=group,
         variant=variant,
-        extra_info={"device": device, **info},
-        baseline=baseline,
-        roofline=roofline,
-        rate=rate,
-        dataset_hash=dataset,
+        role=role,
+        items=8,
+        unit="images",
+        scale="smoke",
+        device=device,
+        threshold=0.05,
+        dataset=DatasetRef("recipe", dataset) if dataset else None,
+        counters=counters or {},
+        notes=notes or {},
     )
+    return BenchRecord(f"bench_x.py::test[{variant}]", result, {}, rate)
 
 
 def test_finalize_fills_speedup_and_efficiency() -> None:
@@ -114,7 +121,14 @@ def test_finalize_fills_speedup_and_efficiency() -> None:
     assert other_data.efficiency is None  # no roofline on that dataset
     assert on_gpu.efficiency is None  # the host's decode limit does not bound GPU decoding
     assert on_gpu.speedup == 9.0
-    assert unmeasured.extra_info == {"device": "cpu"}
+    assert unmeasured.speedup is None
+    assert unmeasured.efficiency is None
+    saved = {
+        r.variant: BenchResult.from_dict(r.extra_info[RESULT_KEY], "x") for r in results.records
+    }
+    assert saved["parallel"].speedup == 2.5  # what is saved is what the summary shows
+    assert saved["parallel"].efficiency == 0.5
+    assert saved["disabled"] == unmeasured.result
 
 
 @pytest.mark.parametrize("role", ["baseline", "roofline"])
@@ -141,7 +155,9 @@ def test_record_counter_lists_exact_counters_once() -> None:
     record_counter(info, "traces", 3)
     record_counter(info, "traces", 4)
     record_counter(info, "recompiles", 0)
-    assert info == {"traces": 4, "recompiles": 0, EXACT_COUNTERS_KEY: ["traces", "recompiles"]}
+    assert info == {
+        RESULT_KEY: {"schema": SCHEMA_VERSION, "counters": {"traces": 4, "recompiles": 0}}
+    }
 
 
 # -- the summary table ---------------------------------------------------------------------------
@@ -149,7 +165,7 @@ def test_record_counter_lists_exact_counters_once() -> None:
 
 def test_summary_rows_and_lines() -> None:
     base = record("baseline", 100.0, baseline=True)
-    fast = record("parallel", 1234.5, traces=2)
+    fast = record("parallel", 1234.5, counters={"traces": 2})
     roof = record("read_only", 2469.0, group="roofline", roofline=True)
     results = SessionResults([base, fast, roof])
     results.finalize()
@@ -177,10 +193,10 @@ def test_summary_without_rate() -> None:
 
 
 def test_summary_shows_noted_figures_but_not_dataset_keys() -> None:
-    rec = record("e2e", 50.0)
-    rec.extra_info.update(
-        {"input_bound_share": 0.23456, "step_time_ms": 60, "dataset_hash": "abc"},
-        notes=["input_bound_share", "step_time_ms", "dataset_hash"],
+    rec = record(
+        "e2e",
+        50.0,
+        notes={"input_bound_share": 0.23456, "step_time_ms": 60, "dataset_hash": "abc"},
     )
     rows = summary_rows([rec])
     assert rows["tfdata"][0][-1] == "input_bound_share=0.2346 step_time_ms=60"
@@ -197,6 +213,7 @@ PERF_CALLS = """
 import pytest
 
 
+@pytest.mark.perf(rounds=4, warmup_rounds=2)
 def test_measure_records_and_returns(perf):
     calls, setups, syncs = [], [], []
 
@@ -205,25 +222,26 @@ def test_measure_records_and_returns(perf):
         return (2,), {}
 
     result = perf.measure(lambda n: calls.append(n) or "done", items=6, setup=setup,
-                          sync=lambda: syncs.append(1), rounds=4, warmup_rounds=2,
-                          unit="batches", params={"batch": 6})
+                          sync=lambda: syncs.append(1), unit="batches", params={"batch": 6})
     assert result == "done"
     assert calls == [2] * 6 and len(setups) == 6 and len(syncs) == 6  # 2 warm-up + 4 timed
     assert len(perf.timings()) == 4
-    info = perf.extra_info
+    info = perf.extra_info["perfsuite"]
     assert info["unit"] == "batches" and info["items"] == 6 and info["params"] == {"batch": 6}
     assert info["group"] == "inner" and info["variant"] == "test_measure_records_and_returns"
     assert info["items_per_second"] == round(6 / perf.benchmark.stats.stats.median, 3)
     perf.count("steps", 2)
     perf.note(input_bound_share=0.25)
-    assert info["steps"] == 2 and info["exact_counters"] == ["steps"]
-    assert info["input_bound_share"] == 0.25
+    assert info["counters"] == {"steps": 2}
+    assert info["notes"] == {"input_bound_share": 0.25}
+    assert list(perf.extra_info) == ["perfsuite"]  # one key: nothing flat beside it
 
 
+@pytest.mark.perf(rounds=1)
 def test_measure_once(perf):
-    perf.measure(lambda: None, items=1, rounds=1)
+    perf.measure(lambda: None, items=1)
     with pytest.raises(RuntimeError, match="once per bench"):
-        perf.measure(lambda: None, items=1, rounds=1)
+        perf.measure(lambda: None, items=1)
 
 
 def test_bad_items(perf):
@@ -279,20 +297,19 @@ import pytest
 DATA = dict(count=2, width=16, height=16)
 
 
+@pytest.mark.perf(group="pipe", baseline="baseline", rounds=7, warmup_rounds=1)
 @pytest.mark.parametrize("variant", ["baseline", "faster"])
 def test_pipeline(perf, make_image_dataset, variant):
     ds = make_image_dataset("fixed-224", **DATA)
     delay = 0.004 if variant == "baseline" else 0.002
-    perf.measure(lambda: time.sleep(delay), items=8, group="pipe", variant=variant,
-                 baseline=variant == "baseline", dataset=ds, params={"delay": delay},
-                 rounds=7, warmup_rounds=1)
+    perf.measure(lambda: time.sleep(delay), items=8, dataset=ds, params={"delay": delay})
     perf.count("steps", 3)
 
 
+@pytest.mark.perf(group="read", roofline="test_read_only", rounds=7, warmup_rounds=0)
 def test_read_only(perf, make_image_dataset):
     ds = make_image_dataset("fixed-224", **DATA)
-    perf.measure(lambda: time.sleep(0.001), items=8, group="read", roofline=True, dataset=ds,
-                 rounds=7, warmup_rounds=0)
+    perf.measure(lambda: time.sleep(0.001), items=8, dataset=ds)
 """
 
 
@@ -352,14 +369,15 @@ def test_saved_run_keeps_raw_timings(saved_run: SavedRun) -> None:
 def test_saved_run_extra_info(saved_run: SavedRun) -> None:
     bench = saved_run.bench("test_pipeline[faster]")
     assert bench["group"] == "pipe"
-    info = bench["extra_info"]
+    extra_info = bench["extra_info"]
+    info = extra_info["perfsuite"]
     assert {
         k: info[k]
         for k in (
+            "schema",
             "group",
             "variant",
-            "baseline",
-            "roofline",
+            "role",
             "unit",
             "items",
             "scale",
@@ -368,10 +386,10 @@ def test_saved_run_extra_info(saved_run: SavedRun) -> None:
             "params",
         )
     } == {
+        "schema": SCHEMA_VERSION,
         "group": "pipe",
         "variant": "faster",
-        "baseline": False,
-        "roofline": False,
+        "role": "none",
         "unit": "images",
         "items": 8,
         "scale": "smoke",
@@ -379,18 +397,20 @@ def test_saved_run_extra_info(saved_run: SavedRun) -> None:
         "threshold": 0.05,
         "params": {"delay": 0.002},
     }
-    assert info["dataset"] == "fixed-224"
-    assert info["dataset_hash"] == DATASET.hash  # the recipe hash travels with the result
-    assert info["dataset_images"] == 2
-    assert info["dataset_bytes"] > 0
-    assert info["steps"] == 3
-    assert info["exact_counters"] == ["steps"]
-    assert info["amended_by"] == "test_pipeline[faster]"  # the extra_info hook ran
+    dataset = info["dataset"]
+    assert dataset["name"] == "fixed-224"
+    assert dataset["hash"] == DATASET.hash  # the recipe hash travels with the result
+    assert dataset["images"] == 2
+    assert dataset["bytes"] > 0
+    assert info["counters"] == {"steps": 3}
+    assert extra_info["amended_by"] == "test_pipeline[faster]"  # the extra_info hook ran
+    assert set(extra_info) == {"perfsuite", "amended_by"}
+    assert BenchResult.from_dict(info, "saved").label == "pipe/faster"
 
 
 def test_items_per_second_is_items_over_the_median(saved_run: SavedRun) -> None:
     for bench in saved_run.saved["benchmarks"]:
-        info = bench["extra_info"]
+        info = bench["extra_info"]["perfsuite"]
         median = bench["stats"]["median"]
         assert info["items_per_second"] == round(items_per_second(8, median), 3)
 
@@ -399,19 +419,19 @@ def test_speedup_and_efficiency_are_saved(saved_run: SavedRun) -> None:
     rate = {
         b["name"]: items_per_second(8, b["stats"]["median"]) for b in saved_run.saved["benchmarks"]
     }
-    base = saved_run.bench("test_pipeline[baseline]")["extra_info"]
-    faster = saved_run.bench("test_pipeline[faster]")["extra_info"]
-    roof = saved_run.bench("test_read_only")["extra_info"]
+    base = saved_run.bench("test_pipeline[baseline]")["extra_info"]["perfsuite"]
+    faster = saved_run.bench("test_pipeline[faster]")["extra_info"]["perfsuite"]
+    roof = saved_run.bench("test_read_only")["extra_info"]["perfsuite"]
     assert base["speedup"] == 1.0
     assert faster["speedup"] == round(
         rate["test_pipeline[faster]"] / rate["test_pipeline[baseline]"], 4
     )
     for name, info in (("test_pipeline[baseline]", base), ("test_pipeline[faster]", faster)):
         assert info["efficiency"] == round(rate[name] / rate["test_read_only"], 4)
-    assert roof["roofline"] is True
-    assert "efficiency" not in roof
-    assert "speedup" not in roof
-    json_infos = {b["name"]: b["extra_info"] for b in saved_run.json["benchmarks"]}
+    assert roof["role"] == "roofline"
+    assert roof["efficiency"] is None
+    assert roof["speedup"] is None
+    json_infos = {b["name"]: b["extra_info"]["perfsuite"] for b in saved_run.json["benchmarks"]}
     assert json_infos["test_pipeline[faster]"] == faster
 
 

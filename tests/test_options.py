@@ -14,7 +14,6 @@ from perfsuite.options import (
     Device,
     Scale,
     ServiceAddress,
-    parse_bool,
     parse_device,
     parse_path,
     parse_rounds,
@@ -128,29 +127,6 @@ def test_parse_service_address(text: str, host: str, port: int) -> None:
 def test_parse_service_address_rejects(bad: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=r"grpc://HOST:PORT"):
         parse_service_address(bad)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("1", True),
-        ("true", True),
-        ("Yes", True),
-        ("on", True),
-        ("0", False),
-        ("false", False),
-        ("no", False),
-        ("off", False),
-        ("", False),
-    ],
-)
-def test_parse_bool(text: str, expected: bool) -> None:
-    assert parse_bool(text) is expected
-
-
-def test_parse_bool_rejects() -> None:
-    with pytest.raises(argparse.ArgumentTypeError, match="true or false"):
-        parse_bool("maybe")
 
 
 def test_parse_path_expands_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

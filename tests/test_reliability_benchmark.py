@@ -18,10 +18,13 @@ BENCH = """
 import os
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.perf(group="sleep", variant="nap", baseline="nap")
 def test_sleep(perf):
     Path(os.environ["PERF_TEST_RAN"]).write_text("ran")
-    perf.measure(lambda: None, items=4, group="sleep", variant="nap", baseline=True)
+    perf.measure(lambda: None, items=4)
 
 
 def test_plain():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -11,25 +10,27 @@ from PIL import Image
 
 from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.report import group_rows, safe_name, write_report
+from perfsuite.verdict.result import BenchResult, Role
 from perfsuite.verdict.runs import Bench, Run
 
 
-def bench(variant: str, mean: float, *, baseline: bool = False, seed: int = 0, **kw: Any) -> Bench:
+def bench(variant: str, mean: float, *, baseline: bool = False, seed: int = 0) -> Bench:
     data = tuple(float(x) for x in np.random.default_rng(seed).normal(mean, mean / 50, 12))
-    info: dict[str, Any] = {
-        "group": "decode",
-        "variant": variant,
-        "baseline": baseline,
-        "unit": "images",
-        "items": 32,
-        "threshold": 0.05,
-    }
-    info.update(kw)
+    result = BenchResult(
+        group="decode",
+        variant=variant,
+        role=Role.BASELINE if baseline else Role.NONE,
+        items=32,
+        unit="images",
+        scale="smoke",
+        device="cpu",
+        threshold=0.05,
+    )
     return Bench(
         fullname=f"bench_decode.py::test_decode[{variant}]",
         name=f"test_decode[{variant}]",
         group="decode",
-        extra_info=info,
+        result=result,
         data=data,
         median=float(np.median(data)),
     )
@@ -95,7 +96,7 @@ def test_report_without_baseline_or_items(tmp_path: Path) -> None:
         fullname="t.py::test_plain",
         name="test_plain",
         group=None,
-        extra_info={},
+        result=None,
         data=(0.01, 0.011, 0.012),
         median=0.011,
     )

@@ -16,9 +16,12 @@ BENCH = '''
 """A bench whose measured duration (through faketimer) and trace count come from the env."""
 import os
 
+import pytest
 
+
+@pytest.mark.perf(group="sleep", variant="nap", baseline="nap")
 def test_sleep(perf):
-    perf.measure(lambda: None, items=4, group="sleep", variant="nap", baseline=True)
+    perf.measure(lambda: None, items=4)
     perf.count("traces", int(os.environ.get("PERF_TEST_TRACES", "1")))
 '''
 
@@ -228,3 +231,26 @@ def test_saved_runs_keep_raw_samples(
     (entry,) = json.loads(saved.read_text())["benchmarks"]
     assert len(entry["stats"]["data"]) == 10
     assert Path(saved).parent.name == MACHINE_ID
+
+
+def test_storage_outside_the_working_directory(
+    bench: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    store = tmp_path_factory.mktemp("ci-cache") / "benchmarks"
+    uri = f"--benchmark-storage=file://{store}"  # given last: it wins over run()'s own
+    save = run(bench, monkeypatch, "--benchmark-autosave", uri)
+    assert save.ret == 0, save.stdout.str()
+    (saved,) = store.rglob("0001_*.json")
+    assert saved.parent.name == MACHINE_ID
+    out = bench.path / "report"
+    same = run(
+        bench, monkeypatch, "--benchmark-compare", "--perf-gate", f"--perf-report={out}", uri
+    )
+    assert same.ret == 0, same.stdout.str()
+    assert "perfsuite gate: passed" in same.stdout.str()
+    assert str(saved) in (out / "summary.md").read_text()
+    slower = run(bench, monkeypatch, "--benchmark-compare=0001", "--perf-gate", uri, delay=0.04)
+    assert slower.ret == pytest.ExitCode.TESTS_FAILED
+    assert "perfsuite gate: FAILED: 1 regression: sleep/nap (slower)" in slower.stdout.str()

@@ -10,23 +10,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfsuite.config import ALPHA, MIN_RANK_SAMPLES, ROUNDS
+from perfsuite.config import ROUNDS
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.compare import (
-    Outcome,
-    compare_runs,
-    gate_decision,
-    machine_mismatch,
-    noise_band,
-)
-from perfsuite.verdict.runs import Storage, load_run, parse_run
+from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+from perfsuite.verdict.judge import noise_band
+from perfsuite.verdict.machine import machine_mismatch
+from perfsuite.verdict.result import BenchResult, DatasetRef, Role
+from perfsuite.verdict.runs import load_run, parse_run
 from perfsuite.verdict.stats import (
+    ALPHA,
+    MIN_RANK_SAMPLES,
     Verdict,
     compare_aggregates,
     compare_samples,
     min_rank_samples,
     smallest_p,
 )
+from perfsuite.verdict.storage import Storage
 from perfsuite.verdict.table import markdown_lines, text_lines
 
 FACTS: dict[str, Any] = {
@@ -53,30 +53,29 @@ def bench_doc(
     items: int = 32,
     counters: dict[str, int] | None = None,
     with_data: bool = True,
-    **extra: Any,
+    scale: str = "smoke",
+    dataset_hash: str = "abc",
 ) -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "group": "g",
-        "variant": name,
-        "baseline": False,
-        "unit": "images",
-        "items": items,
-        "scale": "smoke",
-        "dataset_hash": "abc",
-        "threshold": 0.05,
-    }
-    info.update(extra)
-    if counters:
-        info.update(counters)
-        info["exact_counters"] = list(counters)
+    result = BenchResult(
+        group="g",
+        variant=name,
+        role=Role.NONE,
+        items=items,
+        unit="images",
+        scale=scale,
+        device="cpu",
+        threshold=0.05,
+        dataset=DatasetRef("recipe", dataset_hash),
+        counters=counters or {},
+    )
     stats: dict[str, Any] = {"median": float(np.median(data)), "rounds": len(data)}
     if with_data:
         stats["data"] = list(data)
     return {
-        "group": info["group"],
+        "group": result.group,
         "name": f"test_x[{name}]",
         "fullname": f"bench_x.py::test_x[{name}]",
-        "extra_info": info,
+        "extra_info": {"perfsuite": result.to_dict()},
         "stats": stats,
     }
 

@@ -43,12 +43,14 @@ DECODE_BENCH = '''
 import io
 import os
 
+import pytest
 from PIL import Image
 
 IMAGES = 5
 BASE_PASSES = 10
 
 
+@pytest.mark.perf(group="ab", variant="pil_decode", baseline="pil_decode")
 def test_decode(perf, image_dataset):
     files = [p.read_bytes() for p in image_dataset.files[:IMAGES]]
     passes = int(os.environ.get("AB_PASSES", str(BASE_PASSES)))
@@ -59,8 +61,8 @@ def test_decode(perf, image_dataset):
                 with Image.open(io.BytesIO(data)) as image:
                     image.load()
 
-    perf.measure(decode, items=IMAGES * BASE_PASSES, group="ab", variant="pil_decode",
-                 baseline=True, dataset=image_dataset, params={"passes": passes})
+    perf.measure(decode, items=IMAGES * BASE_PASSES, dataset=image_dataset,
+                 params={"passes": passes})
 '''
 
 RETRACE_BENCH = '''
@@ -73,14 +75,15 @@ tf = pytest.importorskip("tensorflow", reason="pip install 'perfsuite[tf]'")
 TRIALS = int(os.environ.get("AB_TRIALS", "20"))
 
 
+@pytest.mark.perf(group="ab_retrace")
 @pytest.mark.parametrize("trial", range(TRIALS), ids=lambda t: f"trial{t}")
 def test_retrace(perf, trace_counter, trial):
     shapes = int(os.environ.get("AB_SHAPES", "1"))
     fn = tf.function(lambda x: tf.reduce_sum(x * 2.0))
     inputs = [tf.zeros((8, 8 + i % shapes)) for i in range(6)]
     with trace_counter.track(fn):
-        perf.measure(lambda: [fn(x) for x in inputs], items=len(inputs), group="ab_retrace",
-                     variant=f"trial{trial}", params={"shapes": shapes})
+        perf.measure(lambda: [fn(x) for x in inputs], items=len(inputs),
+                     params={"shapes": shapes})
 '''
 
 VERDICTS = ("slower", "faster", "same", "inconclusive", "not comparable")

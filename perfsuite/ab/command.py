@@ -51,6 +51,7 @@ BUDGETS = {
     "full": ScaleBudget(16, 80, 180.0),
 }
 DEFAULT_BLOCK_ROUNDS = 2
+DEFAULT_DRAIN_ROUNDS = 1
 
 
 def _positive_int(value: str) -> int:
@@ -61,6 +62,12 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 1)")
     return number
+
+
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 0)")
+    return int(value)
 
 
 def _positive_float(value: str) -> float:
@@ -94,6 +101,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
     ab.add_argument("--block-rounds", type=_positive_int, default=DEFAULT_BLOCK_ROUNDS,
                     metavar="K", help="rounds per block (default 2)")  # fmt: skip
+    ab.add_argument("--block-warmup", type=_count, default=DEFAULT_DRAIN_ROUNDS, metavar="N",
+                    help="least untimed rounds starting each block, which empty what a "
+                    "pipeline prefetched while its side waited (default 1)")  # fmt: skip
     ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
                     help="first look at a bench (default by --perf-scale: 10/12/16)")  # fmt: skip
     ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
@@ -153,7 +163,17 @@ def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
     return ["benches"] if (root / "benches").is_dir() else ["."]
 
 
+#: pytest options that spread a session over worker processes, which lockstep cannot drive
+PARALLEL_OPTIONS = ("-n", "--numprocesses", "--dist", "--tx")
+
+
 def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
+    for arg in pytest_args:
+        if arg.split("=", 1)[0] in PARALLEL_OPTIONS or (arg.startswith("-n") and arg[2:].isdigit()):
+            raise PerfsuiteError(
+                f"pytest option {arg!r}: each side of perfsuite ab is one pytest process "
+                "(blocks alternate between the two); drop it"
+            )
     args = ["-p", "no:cacheprovider", *pytest_args]
     if not any(a == "--perf-threshold" or a.startswith("--perf-threshold=") for a in args):
         args.append(f"--perf-threshold={threshold}")
@@ -259,11 +279,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         for side in sides:
             side.start(side_args(chosen, args.threshold))
         outcome = Controller(
-            sides[0], sides[1], budget, args.block_rounds, seed, args.threshold
+            sides[0], sides[1], budget, args.block_rounds, seed, args.threshold, args.block_warmup
         ).run()
         verdicts = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
         print("\n".join(verdicts.text_lines()))
         if args.report is not None:
-            write_report(args.report, verdicts, [s.json_path for s in sides])
+            write_report(
+                args.report, verdicts, [s.json_path for s in sides], [s.log_path for s in sides]
+            )
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

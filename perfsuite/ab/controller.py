@@ -5,11 +5,19 @@ the benches they have in common, in A's order (benches on one side only are list
 as added or removed). In each bench a side runs its warm-up and says ``ready``; once
 both are ready at the same bench, the controller sends ``block`` to one side at a
 time, so only one side ever runs timed work while the other waits idle on its
-socket. Pairs of blocks run in a seeded, balanced random order: the first pair of
-every two is AB or BA at random and the second is its mirror (ABBA or BAAB). After
-each pair the bench is judged on the look schedule of
+socket. Before each block the controller waits until the idle side's threads are
+quiet (an asynchronous pipeline refills its prefetch buffers after its block), and
+each block starts with untimed drain rounds that take what the side's own pipeline
+prefetched while it waited. Pairs of blocks run in a seeded, balanced random order:
+the first pair of every two is AB or BA at random and the second is its mirror (ABBA
+or BAAB). After each pair the bench is judged on the look schedule of
 :class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
 (pairs, seconds) is spent, both sides get ``done`` and move on.
+
+Setting up and warming up take turns too: a side says ``arrive`` before a bench's
+setup and starts only on ``go``, given while the other side is not setting up or
+warming up (and, after a settle, quiet), so warm-up rounds are uncontended: they are
+the yardstick of each block's drain.
 
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
@@ -20,7 +28,6 @@ from __future__ import annotations
 import random
 import selectors
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +53,9 @@ class BenchRun:
     result: PairedResult | None = None
     skipped: str | None = None
     seconds: float = 0.0
+    unsettled: int = 0  # blocks started while the idle side still worked (after 1 s)
+    drained: list[int] = field(default_factory=list)  # untimed rounds before each block
+    warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
 
     @property
     def ratios(self) -> list[float]:
@@ -69,6 +79,8 @@ class _State:
     ended: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome without ready
     hello: dict[str, Any] | None = None
     finished: bool = False
+    arrived: str | None = None  # at this bench's setup, waiting for its turn
+    busy: str | None = None  # setting up or warming up this bench
 
 
 def pair_orders(rng: random.Random) -> tuple[str, str]:
@@ -88,15 +100,18 @@ class Controller:
         block_rounds: int,
         seed: int,
         threshold: float,
+        drain_rounds: int = 0,
     ) -> None:
         self.sides = {"A": a, "B": b}
         self.budget = budget
         self.block_rounds = block_rounds
+        self.drain_rounds = drain_rounds
         self.seed = seed
         self.threshold = threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
         self._selector = selectors.DefaultSelector()
+        self._closed: set[str] = set()
 
     # -- messages ----------------------------------------------------------------
 
@@ -114,15 +129,27 @@ class Controller:
                 if message is not None:
                     return name, message
             for key, _ in self._selector.select(TICK_S):
-                name = key.data
-                try:
-                    self._channel(name).feed()
-                except ProtocolError as exc:
-                    self.sides[name].wait(2.0)
-                    raise self.sides[name].fault(f"died ({exc})") from None
+                self._read(key.data)
             for name, side in self.sides.items():
-                if not side.alive and not self.state[name].finished:
+                if side.alive or self.state[name].finished:
+                    continue
+                while name not in self._closed:  # what it sent before it exited comes first
+                    self._read(name)
+                if not self._channel(name).has_pending():
                     raise side.fault("died")
+
+    def _read(self, name: str) -> None:
+        """Read what a side sent; its hang-up is a fault unless it said finished first
+        (messages it sent before hanging up are still handled first)."""
+        channel = self._channel(name)
+        try:
+            channel.feed()
+        except ProtocolError as exc:
+            self._selector.unregister(channel.sock)
+            self._closed.add(name)
+            if not (self.state[name].finished or channel.has_pending()):
+                self.sides[name].wait(2.0)
+                raise self.sides[name].fault(f"died ({exc})") from None
 
     def _send(self, name: str, kind: str, **fields: Any) -> None:
         try:
@@ -144,7 +171,7 @@ class Controller:
         a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
-        common = [n for n in a_ids if n in b_set]
+        common = [n for n in a_ids if n in b_set]  # in A's order
         for name in self.sides:
             self._send(name, "plan", benches=common)
         while not all(s.finished for s in self.state.values()):
@@ -175,8 +202,10 @@ class Controller:
             if errors:
                 raise side.fault("collection failed: " + "; ".join(map(str, errors)), tail=False)
             state.hello = message
+        elif kind == "arrive":
+            state.arrived = str(message["nodeid"])
         elif kind == "ready":
-            state.ready = message
+            state.ready, state.busy = message, None
             nodeid = str(message["nodeid"])
             peer = self.state[other]
             if nodeid in peer.ended:
@@ -185,11 +214,14 @@ class Controller:
                 self._alternate(nodeid)
         elif kind == "report":
             nodeid, outcome = str(message["nodeid"]), str(message["outcome"])
+            if state.busy == nodeid and (message.get("when") == "call" or outcome != "passed"):
+                state.busy = None
             if outcome == "failed":
                 where = "" if message.get("when") == "call" else f" ({message.get('when')})"
                 raise side.fault(f"{nodeid}{where}: {message.get('message')}", tail=False)
             if state.ready is not None and state.ready["nodeid"] == nodeid:
                 state.ready = None  # a skip inside measure (sent by us): nothing to do
+                self._grant()
                 return
             if outcome == "skipped" or message.get("when") == "call":
                 label = "skipped" if outcome == "skipped" else "passed"
@@ -208,6 +240,16 @@ class Controller:
             raise side.fault(f"{message.get('nodeid')}: {message.get('message')}", tail=False)
         elif kind == "finished":
             state.finished = True
+        self._grant()
+
+    def _grant(self) -> None:
+        """Let one side at a time set up and warm up a bench, once the other is quiet."""
+        for name in self.sides:
+            state, other = self.state[name], "B" if name == "A" else "A"
+            if state.arrived is not None and self.state[other].busy is None:
+                self.sides[other].settle()
+                self._send(name, "go")
+                state.busy, state.arrived = state.arrived, None
 
     def _skip(self, name: str, nodeid: str, reason: str) -> None:
         self._send(name, "skip", reason=reason)
@@ -224,18 +266,22 @@ class Controller:
         return self.threshold
 
     def _pair_limit(self) -> tuple[int, int]:
-        """(rounds per block, most pairs) given the sides' finite pools of rounds."""
-        k, pairs = self.block_rounds, self.budget.max_pairs
-        for name in self.sides:
-            cap = (self.state[name].ready or {}).get("max_rounds")
-            if isinstance(cap, int) and cap > 0:
-                k = min(k, cap)
-                pairs = min(pairs, cap // k)
-        return k, max(pairs, 1)
+        """(rounds per block, most pairs): a side with a finite pool of rounds (fresh
+        processes started up front) alternates one round per block, as many as the
+        smaller pool holds."""
+        caps = [
+            cap
+            for name in self.sides
+            if isinstance(cap := (self.state[name].ready or {}).get("max_rounds"), int) and cap > 0
+        ]
+        if not caps:
+            return self.block_rounds, self.budget.max_pairs
+        return 1, min(self.budget.max_pairs, *caps)
 
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
         run = BenchRun(nodeid, self._threshold())
+        run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
         k, max_pairs = self._pair_limit()
         sequential = Sequential(self.budget, run.threshold)
@@ -246,9 +292,13 @@ class Controller:
             if not orders:
                 orders.extend(pair_orders(rng))
             for name in orders.pop(0):
-                self._send(name, "block", rounds=k)
+                if not self.sides["B" if name == "A" else "A"].settle():
+                    run.unsettled += 1
+                self._send(name, "block", rounds=k, drain=self.drain_rounds)
                 blocks = run.a_blocks if name == "A" else run.b_blocks
-                blocks.append(self._block(name, nodeid))
+                seconds, drained = self._block(name, nodeid)
+                blocks.append(seconds)
+                run.drained.append(drained)
                 run.order.append(name)
             run.seconds = time.monotonic() - start
             n = len(run.a_blocks)
@@ -257,18 +307,12 @@ class Controller:
             self._send(name, "done")
             self.state[name].ready = None
 
-    def _block(self, name: str, nodeid: str) -> list[float]:
+    def _block(self, name: str, nodeid: str) -> tuple[list[float], int]:
         while True:
             sender, message = self._next(only=name)
             if message.get("type") == "block_done":
                 seconds = [float(s) for s in message.get("seconds", [])]
                 if not seconds or any(not s > 0 for s in seconds):
                     raise self.sides[name].fault(f"{nodeid}: a block timed {seconds}")
-                return seconds
+                return seconds, int(message.get("drained") or 0)
             self._handle(sender, message)  # an error or a failure report raises
-
-
-def common_order(a: Sequence[str], b: Sequence[str]) -> list[str]:
-    """The benches both sides collected, in A's order."""
-    other = set(b)
-    return [n for n in a if n in other]

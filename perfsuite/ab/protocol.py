@@ -8,10 +8,13 @@ with ``PERFSUITE_AB_SIDE`` (``A`` or ``B``).
 Side to controller:
 
 * ``hello {protocol, side, benches: [nodeid, ...], errors: [text, ...]}`` after collection
-* ``ready {nodeid, max_rounds, threshold}``: warm-up done, waiting for blocks
+* ``arrive {nodeid}``: about to set up a bench; waits for ``go``
+* ``ready {nodeid, max_rounds, threshold, warmup}``: warm-up done (``warmup``: its
+  rounds' seconds), waiting for blocks
   (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
   up front; ``threshold``: the bench's minimum effect, markers included)
-* ``block_done {nodeid, seconds: [...]}``: the per-round seconds of one block
+* ``block_done {nodeid, seconds: [...], drained}``: the per-round seconds of one block
+  and how many untimed rounds drained it
 * ``report {nodeid, when, outcome, message}``: a bench's failure or skip (any phase),
   or its passed call
 * ``error {nodeid, message}``: a round raised
@@ -20,7 +23,10 @@ Side to controller:
 Controller to side:
 
 * ``plan {benches: [nodeid, ...]}``: run exactly these, in this order
-* ``block {rounds}``: time this many rounds now
+* ``go {}``: set up and warm up the bench now (one side at a time)
+* ``block {rounds, drain}``: run at least ``drain`` untimed rounds (more while rounds
+  come out far faster than the side's median: an asynchronous pipeline's buffer, filled
+  while the side waited, still emptying), then time ``rounds`` rounds
 * ``done {}``: stop alternating, record the rounds
 * ``skip {reason}``: the other side cannot run this bench
 """
@@ -73,6 +79,9 @@ class Channel:
             self.sock.sendall(encode(kind, **fields))
         except OSError as exc:
             raise ProtocolError(f"connection lost ({exc})") from exc
+
+    def has_pending(self) -> bool:
+        return bool(self._messages)
 
     def pending(self) -> dict[str, Any] | None:
         """A message already read, if any."""

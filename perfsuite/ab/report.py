@@ -2,7 +2,9 @@
 
 ``--report DIR`` writes ``summary.md`` (fit for ``$GITHUB_STEP_SUMMARY``), one PNG per
 bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-benchmark
-run, which ``pytest-benchmark compare`` reads) and ``pairs.json`` (every block). The
+run, which ``pytest-benchmark compare`` reads), ``A.log``/``B.log`` (each side's pytest
+output) and ``pairs.json`` (every block, and each
+bench's verdict, change and interval). The
 folder is written next to DIR and renamed into place, so it is whole or absent.
 """
 
@@ -151,6 +153,21 @@ class Verdicts:
         return lines
 
 
+def _result(run: BenchRun) -> dict[str, Any]:
+    """The verdict fields of one bench, as pairs.json keeps them."""
+    result = run.result
+    if result is None:
+        return {"verdict": None}
+    return {
+        "verdict": result.verdict.value,
+        "change": result.change,
+        "ci": list(result.ci) if result.ci is not None else None,
+        "rate_change": result.rate_change,
+        "pairs": result.pairs,
+        "alpha_per_look": result.alpha,
+    }
+
+
 def _slug(nodeid: str) -> str:
     keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid)
     return keep.strip("_")[:120] or "bench"
@@ -181,7 +198,9 @@ def plot_ratios(run: BenchRun, path: Path) -> None:
         plt.close(fig)
 
 
-def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> list[Path]:
+def write_report(
+    out: Path, verdicts: Verdicts, side_json: Sequence[Path], side_logs: Sequence[Path] = ()
+) -> list[Path]:
     """Write the report folder atomically (a temporary sibling renamed into place)."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -191,11 +210,16 @@ def write_report(out: Path, verdicts: Verdicts, side_json: Sequence[Path]) -> li
         for name, path in zip("AB", side_json, strict=True):
             if path.is_file():
                 shutil.copyfile(path, tmp / f"{name}.json")
+        for name, path in zip("AB", side_logs, strict=False):
+            if path.is_file():
+                shutil.copyfile(path, tmp / f"{name}.log")
         pairs: list[dict[str, Any]] = []
         for run in verdicts.runs:
             pairs.append(
                 {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
-                 "b_blocks": run.b_blocks, "threshold": run.threshold, "skipped": run.skipped}
+                 "b_blocks": run.b_blocks, "drained": run.drained, "warmup": run.warmup,
+                 "unsettled": run.unsettled, "threshold": run.threshold,
+                 "skipped": run.skipped, "seconds": round(run.seconds, 3), **_result(run)}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import statistics
 import time
 import traceback
 from collections.abc import Callable
@@ -66,6 +67,29 @@ def _message(report: pytest.TestReport) -> str:
     return (errors[-1] if errors else text[-1] if text else report.outcome)[:500].strip()
 
 
+#: drain rounds go on while a round takes under this share of the side's median round
+DRAIN_SHARE = 0.5
+DRAIN_MAX_ROUNDS = 50
+DRAIN_MAX_S = 5.0
+
+
+def drain(timed: Callable[[], float], least: int, reference: list[float]) -> int:
+    """Untimed rounds before a block: at least ``least``, then more while a round takes
+    under half the side's median round so far, warm-up included (an asynchronous
+    pipeline's prefetch buffer, filled while the side waited, still emptying). Returns
+    the rounds run."""
+    if least <= 0:
+        return 0
+    typical = statistics.median(reference) if reference else 0.0
+    start, rounds = time.perf_counter(), 0
+    while rounds < DRAIN_MAX_ROUNDS and time.perf_counter() - start < DRAIN_MAX_S:
+        seconds = timed()
+        rounds += 1
+        if rounds >= least and seconds >= DRAIN_SHARE * typical:
+            break
+    return rounds
+
+
 class LockstepSide:
     """One side's session: the plan, and the blocks of each bench (see the module doc)."""
 
@@ -99,6 +123,12 @@ class LockstepSide:
         items[:] = [by_id[n] for n in wanted if n in by_id]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Set up (fixtures, datasets, warm-up) only in this side's turn."""
+        self.channel.send("arrive", nodeid=item.nodeid)
+        self._expect("go")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed or report.skipped or report.when == "call":
@@ -139,10 +169,20 @@ class LockstepSide:
             return made if made else ((), {})
 
         result: Any = None
-        for _ in range(warmup_rounds):
+
+        def timed() -> float:
+            nonlocal result
             args, kwargs = arguments()
+            start = time.perf_counter()
             result = target(*args, **kwargs)
-        self.channel.send("ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold)
+            return time.perf_counter() - start
+
+        # The warm-up rounds follow the bench's own warm-up back to back, in this side's
+        # turn: with the timed rounds after them, the yardstick of each block's drain.
+        reference = [timed() for _ in range(warmup_rounds)]
+        self.channel.send(
+            "ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold, warmup=reference
+        )
         seconds: list[float] = []
         while True:
             message = self._expect("block", "done", "skip")
@@ -150,19 +190,18 @@ class LockstepSide:
                 pytest.skip(str(message.get("reason", "skipped by perfsuite ab")))
             if message["type"] == "done":
                 break
-            block: list[float] = []
             try:
-                for _ in range(int(message["rounds"])):
-                    args, kwargs = arguments()
-                    start = time.perf_counter()
-                    result = target(*args, **kwargs)
-                    block.append(time.perf_counter() - start)
+                # a finite pool of rounds (fresh processes) is not spent on draining
+                least = 0 if max_rounds is not None else int(message.get("drain", 0))
+                drained = drain(timed, least, reference)
+                block = [timed() for _ in range(int(message["rounds"]))]
             except BaseException as exc:
                 text = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 self._send("error", nodeid=nodeid, message=text)
                 raise
             seconds.extend(block)
-            self.channel.send("block_done", nodeid=nodeid, seconds=block)
+            reference.extend(block)
+            self.channel.send("block_done", nodeid=nodeid, seconds=block, drained=drained)
         if seconds:
             # pytest-benchmark has no public call that records rounds timed elsewhere.
             stats = benchmark._make_stats(1)

@@ -29,6 +29,10 @@ PR_SET_PDEATHSIG = 1
 #: how long a side may take to start pytest and connect (conftest imports included)
 CONNECT_TIMEOUT_S = 180.0
 LOG_TAIL_LINES = 15
+#: an idle side is quiet when its threads use under QUIET_SHARE of one core over a window
+SETTLE_WINDOW_S = 0.005
+QUIET_SHARE = 0.1
+SETTLE_LIMIT_S = 1.0
 
 
 class SideFault(PerfsuiteError):
@@ -50,6 +54,21 @@ def _die_with_parent() -> Callable[[], None]:
             os._exit(1)
 
     return preexec
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of every thread of ``pid`` so far (Linux schedstat, ns), or None."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that just ended
+    return total / 1e9
 
 
 def side_pythonpath(root: Path, inherited: str | None) -> str:
@@ -160,6 +179,23 @@ class SideProcess:
         if log:
             message += "\n  " + log.replace("\n", "\n  ")
         return SideFault(message)
+
+    def settle(self, limit_s: float = SETTLE_LIMIT_S) -> bool:
+        """Wait until this (idle) side's threads stop working: an asynchronous pipeline
+        refills its buffers after a block. True once quiet, False at ``limit_s``."""
+        if self.proc is None:
+            return True
+        deadline = time.monotonic() + limit_s
+        before = cpu_seconds(self.proc.pid)
+        while before is not None:
+            time.sleep(SETTLE_WINDOW_S)
+            after = cpu_seconds(self.proc.pid)
+            if after is None or after - before <= SETTLE_WINDOW_S * QUIET_SHARE:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            before = after
+        return True
 
     def wait(self, timeout: float) -> bool:
         """Wait for a normal exit; True when it exited in time."""

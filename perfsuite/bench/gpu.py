@@ -127,13 +127,9 @@ class GPU:
         return self.info.count
 
     @property
-    def device_id(self) -> int:
-        """The CUDA device index benches use (DALI's ``device_id``)."""
-        return 0
-
-    @property
     def torch_device(self) -> str:
-        return f"cuda:{self.device_id}"
+        """The first visible CUDA device (``CUDA_VISIBLE_DEVICES`` picks which)."""
+        return "cuda:0"
 
     def sync(self) -> None:
         """Block until all GPU work queued so far is done (call before reading the clock)."""

@@ -2,11 +2,14 @@
 
 :meth:`Perf.measure` runs a callable through pytest-benchmark's ``pedantic`` mode
 with explicit warm-up rounds (warm-up is never timed), synchronizes with the GPU
-inside the timed region when asked, and records what a verdict needs in
-``extra_info``: group, variant, items per call, items/s, dataset, scale, device and
-the bench's parameters. Derived columns that need the whole session (speedup over
-the group's baseline, efficiency against the roofline) are filled in by
-:class:`SessionResults` before results are saved.
+inside the timed region when asked, and records what a verdict needs as one
+:class:`~perfsuite.verdict.result.BenchResult` saved under ``extra_info["perfsuite"]``:
+group, variant, role, items per call, items/s, dataset, scale, device, threshold,
+exact counters and the bench's parameters, with ``perf.note`` figures kept apart.
+Derived columns that need the whole session (speedup over the group's baseline,
+efficiency against the roofline) are filled in by :class:`SessionResults` before
+results are saved, after reading every result back through the same parser saved
+runs go through.
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from perfsuite.config import BenchSettings, PerfConfig
 from perfsuite.data.datasets import ImageDataset
+from perfsuite.data.recipes import Recipe
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.result import RESULT_KEY, SCHEMA_VERSION, BenchResult, DatasetRef, Role
 
-#: extra_info keys perfsuite owns; ``params`` holds the bench's own parameters
-EXACT_COUNTERS_KEY = "exact_counters"
-NOTES_KEY = "notes"
+_T = TypeVar("_T")
 
 
 def items_per_second(items: float, seconds: float) -> float:
@@ -43,27 +46,57 @@ def efficiency(rate: float, roofline_rate: float) -> float:
 
 @dataclass
 class BenchRecord:
-    """One measured bench, as the summary and the derived columns see it."""
+    """One bench measured in this session: its result and the ``extra_info`` it is saved in."""
 
     nodeid: str
-    group: str
-    variant: str
+    result: BenchResult
     extra_info: dict[str, Any]
-    baseline: bool = False
-    roofline: bool = False
-    unit: str = "images"
-    rate: float | None = None  # items per second, from the median call time
-    dataset_hash: str | None = None
+    rate: float | None = None  # items per second from the median call time, unrounded
+
+    def __post_init__(self) -> None:
+        self.extra_info.setdefault(RESULT_KEY, self.result.to_dict())
+
+    @property
+    def group(self) -> str:
+        return self.result.group
+
+    @property
+    def variant(self) -> str:
+        return self.result.variant
+
+    @property
+    def baseline(self) -> bool:
+        return self.result.baseline
+
+    @property
+    def roofline(self) -> bool:
+        return self.result.roofline
+
+    @property
+    def unit(self) -> str:
+        return self.result.unit
+
+    @property
+    def dataset_hash(self) -> str | None:
+        return self.result.dataset_hash
 
     @property
     def speedup(self) -> float | None:
-        value = self.extra_info.get("speedup")
-        return float(value) if value is not None else None
+        return self.result.speedup
 
     @property
     def efficiency(self) -> float | None:
-        value = self.extra_info.get("efficiency")
-        return float(value) if value is not None else None
+        return self.result.efficiency
+
+    def reload(self) -> None:
+        """Read the result back from ``extra_info`` (counters and notes recorded after
+        ``perf.measure``) with the parser saved runs go through."""
+        where = f"this session: bench {self.nodeid}"
+        self.result = BenchResult.from_dict(self.extra_info.get(RESULT_KEY), where)
+
+    def save(self, result: BenchResult) -> None:
+        self.result = result
+        self.extra_info[RESULT_KEY] = result.to_dict()
 
 
 @dataclass
@@ -95,28 +128,36 @@ class SessionResults:
 
     def finalize(self) -> None:
         """Fill ``speedup`` (over the group's baseline) and ``efficiency`` (over the roofline)."""
+        for record in self.records:
+            record.reload()
         roofs = self.rooflines()
         baselines = {r.group: r.rate for r in self.records if r.baseline and r.rate}
         for record in self.records:
             if record.rate is None:
                 continue
+            derived: dict[str, float] = {}
             base = baselines.get(record.group)
             if base:
-                record.extra_info["speedup"] = round(record.rate / base, 4)
+                derived["speedup"] = round(record.rate / base, 4)
             # The roofline is the host's decode limit: it bounds host (CPU) pipelines only.
             roof = roofs.get(record.dataset_hash or "")
-            if roof and not record.roofline and record.extra_info.get("device") == "cpu":
-                record.extra_info["efficiency"] = round(efficiency(record.rate, roof), 4)
+            if roof and not record.roofline and record.result.device == "cpu":
+                derived["efficiency"] = round(efficiency(record.rate, roof), 4)
+            if derived:
+                record.save(record.result.replace(**derived))
 
 
 class Perf:
     """What a bench gets from the ``perf`` fixture.
 
-    >>> @pytest.mark.parametrize("variant", ["baseline", "parallel_map"])
-    ... def test_pipeline(perf, image_dataset, variant):
+    Group, baseline and roofline are declared once per test with the ``perf`` marker,
+    and the variant is the ``variant`` parameter (see :class:`perfsuite.config.PerfMarker`):
+
+    >>> @pytest.mark.perf(group="tfdata", baseline="baseline")
+    ... @pytest.mark.parametrize("variant", ["baseline", "parallel_map"])
+    ... def test_pipeline(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
     ...     it = iter(build(variant, image_dataset))
-    ...     perf.measure(lambda: next(it), items=32, group="tfdata", variant=variant,
-    ...                  baseline=variant == "baseline", dataset=image_dataset,
+    ...     perf.measure(lambda: next(it), items=32, dataset=image_dataset,
     ...                  params={"batch": 32})
     """
 
@@ -124,8 +165,6 @@ class Perf:
         self,
         benchmark: Any,
         nodeid: str,
-        default_variant: str,
-        default_group: str,
         cfg: PerfConfig,
         settings: BenchSettings,
         results: SessionResults,
@@ -135,15 +174,14 @@ class Perf:
         self.cfg = cfg
         self.settings = settings
         self._results = results
-        self._default_variant = default_variant
-        self._default_group = default_group
+        self._dataset: DatasetRef | None = None
         self.record: BenchRecord | None = None
 
     @property
     def scale(self) -> str:
         return self.cfg.scale.value
 
-    def pick(self, *, smoke: Any, default: Any, full: Any) -> Any:
+    def pick(self, *, smoke: _T, default: _T, full: _T) -> _T:
         """The value for this session's scale."""
         return self.cfg.pick(smoke=smoke, default=default, full=full)
 
@@ -152,108 +190,103 @@ class Perf:
         info: dict[str, Any] = self.benchmark.extra_info
         return info
 
+    def use_dataset(self, dataset: ImageDataset | Recipe) -> None:
+        """Record the dataset (or recipe) this bench reads when it is not passed to
+        :meth:`measure`: its hash decides which saved results this one is compared with."""
+        if isinstance(dataset, ImageDataset):
+            self._dataset = DatasetRef(
+                dataset.name, dataset.recipe_hash, dataset.count, dataset.total_bytes
+            )
+        else:
+            self._dataset = DatasetRef(dataset.name, dataset.hash)
+
     def measure(
         self,
         fn: Callable[..., Any],
         *,
         items: int,
-        group: str | None = None,
-        variant: str | None = None,
-        baseline: bool = False,
-        roofline: bool = False,
         dataset: ImageDataset | None = None,
         unit: str = "images",
         device: str = "cpu",
         sync: Callable[[], None] | None = None,
         setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None = None,
         params: dict[str, Any] | None = None,
-        rounds: int | None = None,
-        warmup_rounds: int | None = None,
     ) -> Any:
         """Time ``fn`` (one call = ``items`` items) and record throughput; returns fn's result.
 
         ``device`` says where the work ran (``cpu`` or ``gpu``). ``sync`` runs inside the
-        timed region after each call (pass ``gpu.sync``), ``setup`` runs before each call
-        outside it (pytest-benchmark's pedantic ``setup``), and ``roofline=True`` marks this
-        bench as the limit other benches on the same dataset are measured against. Warm-up
-        rounds run first and are never timed.
+        timed region after each call (pass ``gpu.sync``), and ``setup`` runs before each
+        call outside it (pytest-benchmark's pedantic ``setup``). Rounds, warm-up rounds
+        (run first, never timed), group, variant, baseline and roofline come from the
+        ``perf`` marker and the session (:attr:`settings`).
         """
         if self.record is not None:
             raise RuntimeError(f"{self.nodeid}: perf.measure() may be called once per bench")
         if not isinstance(items, int) or items <= 0:
             raise ValueError(f"{self.nodeid}: items must be a positive int, got {items!r}")
-        group = group or self._default_group
-        variant = variant or self._default_variant
+        group, variant = self.settings.group, self.settings.variant
+        baseline, roofline = self.settings.baseline, self.settings.roofline  # never both
         self.benchmark.group = group
-        info = self.extra_info
-        info.update(
-            {
-                "group": group,
-                "variant": variant,
-                "baseline": baseline,
-                "roofline": roofline,
-                "unit": unit,
-                "items": items,
-                "scale": self.scale,
-                "device": device,
-                "threshold": self.settings.threshold,
-                "params": dict(params or {}),
-            }
-        )
         if dataset is not None:
-            info.update(dataset.extra_info())
+            self.use_dataset(dataset)
+        info = self.extra_info
+        draft = info.get(RESULT_KEY)
+        draft = draft if isinstance(draft, dict) else {}
+        result = BenchResult(
+            group=group,
+            variant=variant,
+            role=Role.BASELINE if baseline else Role.ROOFLINE if roofline else Role.NONE,
+            items=items,
+            unit=unit,
+            scale=self.scale,
+            device=device,
+            threshold=float(self.settings.threshold),
+            dataset=self._dataset,
+            counters=dict(draft.get("counters") or {}),
+            params=dict(params or {}),
+            notes=dict(draft.get("notes") or {}),
+        )
+        info[RESULT_KEY] = result.to_dict()
 
         target = fn
         if sync is not None:
 
             def target(*args: Any, **kwargs: Any) -> Any:
-                result = fn(*args, **kwargs)
+                value = fn(*args, **kwargs)
                 sync()
-                return result
+                return value
 
         from perfsuite.ab import side as ab_side
 
         lockstep = ab_side.current()  # perfsuite ab: blocks of rounds alternate with a peer
         if lockstep is not None:
-            result = lockstep.measure(
+            result_of_fn = lockstep.measure(
                 self.benchmark,
                 self.nodeid,
                 target,
                 setup=setup,
-                warmup_rounds=(
-                    warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
-                ),
-                max_rounds=rounds if setup is not None else None,
+                warmup_rounds=self.settings.warmup_rounds,
+                # a bench with setup may have a fixed supply of fresh objects (processes)
+                max_rounds=self.settings.rounds if setup is not None else None,
                 threshold=self.settings.threshold,
             )
         else:
-            result = self.benchmark.pedantic(
+            result_of_fn = self.benchmark.pedantic(
                 target,
                 setup=setup,
-                rounds=rounds if rounds is not None else self.settings.rounds,
-                warmup_rounds=(
-                    warmup_rounds if warmup_rounds is not None else self.settings.warmup_rounds
-                ),
+                rounds=self.settings.rounds,
+                warmup_rounds=self.settings.warmup_rounds,
                 iterations=1,
             )
         rate = None
         data = self.timings()
         if data:
             rate = items_per_second(items, statistics.median(data))
-            info["items_per_second"] = round(rate, 3)
-        self.record = BenchRecord(
-            nodeid=self.nodeid,
-            group=group,
-            variant=variant,
-            extra_info=info,
-            baseline=baseline,
-            roofline=roofline,
-            unit=unit,
-            rate=rate,
-            dataset_hash=info.get("dataset_hash"),
-        )
+            result = result.replace(items_per_second=round(rate, 3) or rate)
+        self.record = BenchRecord(self.nodeid, result, info, rate)
+        self.record.save(result)
         self._results.add(self.record)
-        return result
+        return result_of_fn
 
     def timings(self) -> list[float]:
         """The raw per-round seconds of the measured calls (empty when benchmarks are disabled)."""
@@ -270,17 +303,21 @@ class Perf:
     def note(self, **values: Any) -> None:
         """Record extra figures beside the timing (e.g. ``input_bound_share=0.4``).
 
-        Their names are listed under ``extra_info["notes"]``, and the summary table
-        shows them in its notes column (names starting with ``dataset`` excepted).
+        They are saved apart from what a verdict reads (``notes`` in the result): a note
+        named ``threshold`` or ``items`` changes nothing. The summary table shows them in
+        its notes column (names starting with ``dataset`` excepted).
         """
-        self.extra_info.update(values)
-        names = self.extra_info.setdefault(NOTES_KEY, [])
-        names.extend(name for name in values if name not in names)
+        _draft(self.extra_info).setdefault("notes", {}).update(values)
+
+
+def _draft(extra_info: dict[str, Any]) -> dict[str, Any]:
+    """The result being recorded in ``extra_info`` (counters and notes may come first)."""
+    draft = extra_info.get(RESULT_KEY)
+    if not isinstance(draft, dict):
+        draft = extra_info[RESULT_KEY] = {"schema": SCHEMA_VERSION}
+    return draft
 
 
 def record_counter(extra_info: dict[str, Any], name: str, value: int) -> None:
-    """Store an exact counter in ``extra_info`` and list its name under ``exact_counters``."""
-    extra_info[name] = value
-    names = extra_info.setdefault(EXACT_COUNTERS_KEY, [])
-    if name not in names:
-        names.append(name)
+    """Store an exact counter in the result saved in ``extra_info``: compared exactly."""
+    _draft(extra_info).setdefault("counters", {})[name] = value

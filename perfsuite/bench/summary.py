@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfsuite.bench.measure import NOTES_KEY, BenchRecord
+from perfsuite.bench.measure import BenchRecord
+from perfsuite.verdict.textable import format_table as format_table  # re-exported
 
 
 def _fmt_rate(rate: float | None) -> str:
@@ -27,7 +28,7 @@ def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
     groups: dict[str, list[list[str]]] = {}
     for rec in records:
         tag = " (baseline)" if rec.baseline else " (roofline)" if rec.roofline else ""
-        traces = rec.extra_info.get("traces")
+        traces = rec.result.counters.get("traces")
         groups.setdefault(rec.group, []).append(
             [
                 rec.variant + tag,
@@ -35,19 +36,18 @@ def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
                 _fmt_ratio(rec.speedup),
                 _fmt_pct(rec.efficiency),
                 "-" if traces is None else str(traces),
-                _fmt_notes(rec.extra_info),
+                _fmt_notes(rec.result.notes),
             ]
         )
     return groups
 
 
-def _fmt_notes(extra_info: dict[str, Any]) -> str:
+def _fmt_notes(notes: Mapping[str, Any]) -> str:
     """``name=value`` for each figure a bench noted with ``perf.note`` (dataset keys hidden)."""
     parts = []
-    for name in extra_info.get(NOTES_KEY, []):
-        if name.startswith("dataset") or name not in extra_info:
+    for name, value in notes.items():
+        if name.startswith("dataset"):
             continue
-        value = extra_info[name]
         text = f"{value:.4g}" if isinstance(value, float) else str(value)
         parts.append(f"{name}={text}")
     return " ".join(parts)
@@ -56,24 +56,11 @@ def _fmt_notes(extra_info: dict[str, Any]) -> str:
 HEADER = ["variant", "throughput", "speedup", "efficiency", "traces", "notes"]
 
 
-def format_table(rows: Sequence[Sequence[str]], header: Sequence[str] = HEADER) -> list[str]:
-    """Plain fixed-width table lines; numbers right-aligned."""
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            str(c).ljust(w) if i == 0 else str(c).rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
 def summary_lines(records: Sequence[BenchRecord]) -> list[str]:
     """The whole summary: a titled table per group; empty when nothing was measured."""
     lines: list[str] = []
     for group, rows in summary_rows(records).items():
         lines.append(f"group {group}:")
-        lines.extend("  " + row for row in format_table(rows))
+        lines.extend("  " + row for row in format_table(rows, HEADER))
         lines.append("")
     return lines

@@ -48,7 +48,9 @@ class TraceCounter:
 
     ``track(fn)`` counts a tf.function's traces; ``track()`` with no function counts
     torch.compile graph compilations. Counts are added up across blocks under the
-    same ``name``, and the total lands in ``extra_info[name]`` as an exact counter.
+    same ``name``, and the total lands in ``extra_info[name]`` as an exact counter;
+    ``track(fn, record=False)`` only fills the tally (for counts per call, recorded
+    afterwards with :meth:`add`).
     """
 
     def __init__(self, extra_info: dict[str, Any] | None) -> None:
@@ -56,7 +58,9 @@ class TraceCounter:
         self.totals: dict[str, int] = {}
 
     @contextlib.contextmanager
-    def track(self, fn: Any = None, *, name: str = "traces") -> Iterator[Tally]:
+    def track(
+        self, fn: Any = None, *, name: str = "traces", record: bool = True
+    ) -> Iterator[Tally]:
         def read() -> int:
             return tracing_count(fn) if fn is not None else torch_compile_count()
 
@@ -66,7 +70,8 @@ class TraceCounter:
             yield tally
         finally:
             tally.value = read() - before
-            self.add(name, tally.value)
+            if record:
+                self.add(name, tally.value)
 
     def add(self, name: str, value: int) -> None:
         """Add ``value`` to counter ``name`` and record the total."""

@@ -53,11 +53,21 @@ def safe_name(text: str, key: str | None = None) -> str:
 
 
 def _group_of(bench: Bench) -> str:
-    return str(bench.extra_info.get("group") or bench.group or "ungrouped")
+    if bench.result is not None:
+        return bench.result.group
+    return bench.group or "ungrouped"
 
 
 def _variant_of(bench: Bench) -> str:
-    return str(bench.extra_info.get("variant") or bench.name)
+    return bench.result.variant if bench.result is not None else bench.name
+
+
+def _is_baseline(bench: Bench) -> bool:
+    return bench.result is not None and bench.result.baseline
+
+
+def _is_roofline(bench: Bench) -> bool:
+    return bench.result is not None and bench.result.roofline
 
 
 def groups(run: Run) -> dict[str, list[Bench]]:
@@ -70,15 +80,13 @@ def groups(run: Run) -> dict[str, list[Bench]]:
 
 def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
     """variant, median items/s, spread (IQR of per-round items/s), speedup, rounds."""
-    baseline_rate = next((b.median_rate() for b in benches if b.extra_info.get("baseline")), None)
+    baseline_rate = next((b.median_rate() for b in benches if _is_baseline(b)), None)
     rows = []
     for bench in benches:
         rate = bench.median_rate()
         rates = bench.rates()
         tag = (
-            " (baseline)"
-            if bench.extra_info.get("baseline")
-            else (" (roofline)" if bench.extra_info.get("roofline") else "")
+            " (baseline)" if _is_baseline(bench) else (" (roofline)" if _is_roofline(bench) else "")
         )
         spread = "-"
         if len(rates) >= 2:
@@ -184,13 +192,11 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
         return None
     figure = _figure(max(5.0, 1.2 * len(series) + 2), 4.0)
     axes = figure.add_subplot(1, 1, 1)
-    labels = [
-        _variant_of(b) + ("\n(baseline)" if b.extra_info.get("baseline") else "") for b, _ in series
-    ]
+    labels = [_variant_of(b) + ("\n(baseline)" if _is_baseline(b) else "") for b, _ in series]
     boxes = axes.boxplot([values for _, values in series], patch_artist=True)
     axes.set_xticks(range(1, len(labels) + 1), labels, rotation=20, ha="right")
     for patch, (bench, _) in zip(boxes["boxes"], series, strict=True):
-        patch.set_facecolor("#f4a261" if bench.extra_info.get("baseline") else "#8ecae6")
+        patch.set_facecolor("#f4a261" if _is_baseline(bench) else "#8ecae6")
     unit = series[0][0].unit
     axes.set_ylabel(
         f"{unit}/s per round (higher is better)"

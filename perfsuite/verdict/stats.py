@@ -46,8 +46,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfsuite.config import ALPHA, MIN_RANK_SAMPLES
-
+#: significance level of the rank test (asv's)
+ALPHA = 0.002
+#: the fewest samples per side for which a two-sided rank test can reach ALPHA
+MIN_RANK_SAMPLES = 7
 #: confidence level of the interval around the relative change of the median
 CONFIDENCE = 0.99
 #: bootstrap resamples; the seed is fixed so verdicts are reproducible

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfsuite.bench.summary import format_table
-from perfsuite.verdict.compare import BenchVerdict, RunComparison
+from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.judge import BenchVerdict
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.textable import format_table
 
 HEADER = ["bench", "verdict", "median time [99% CI]", "throughput", "p", "rounds", "counters"]
 

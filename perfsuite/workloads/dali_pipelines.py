@@ -43,7 +43,7 @@ def build_pipeline(
     ``device_id``; ``device="cpu"`` ignores it and runs with ``device_id=None``.
     """
     if device == "gpu" and device_id is None:
-        raise ValueError("a GPU pipeline needs device_id (the gpu fixture's .device_id)")
+        raise ValueError("a GPU pipeline needs device_id (0: the first visible CUDA device)")
     if kind not in ("resize", "rrc"):
         raise ValueError(f"kind must be 'resize' or 'rrc', got {kind!r}")
     # DALI's Pipeline and its graph nodes are only partly annotated: handled as Any here.

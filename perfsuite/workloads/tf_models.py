@@ -19,7 +19,7 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -183,8 +183,8 @@ class RetracingRun:
 
     Pass :meth:`setup` as ``perf.measure(setup=...)`` and :meth:`run` as the timed
     callable: ``setup`` builds a new ``tf.function`` (outside the timed region) and
-    ``run`` takes every step with it, paying every trace. :attr:`traces` holds the
-    exact trace count of each call, warm-up calls included.
+    ``run`` takes every step with it, paying every trace (count them with the
+    ``trace_counter`` fixture).
     """
 
     model_name: str
@@ -193,7 +193,6 @@ class RetracingRun:
     shapes: Sequence[tuple[int, int]]
     batch: int
     seed: int = 0
-    traces: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -215,7 +214,6 @@ class RetracingRun:
         )
         self._signature = signature(self.kind, channels)
         self.inputs = step_inputs(model, self.kind, self.shapes, self.batch, self.seed)
-        self._current: Any = None
         # Before timing: one eager step creates variables and kernels, and one trace of a
         # throwaway function pays the process's first-trace costs, so every timed call
         # (fresh function, first trace included) is alike and warm-up rounds are not needed.
@@ -239,10 +237,8 @@ class RetracingRun:
         }
 
     def setup(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Close the previous call's count and build a fresh step function."""
-        self._close()
-        self._current = wrap(self._fn, self.mode, self._signature)
-        return (self._current,), {}
+        """A fresh step function (a new ``tf.function``, or the eager step itself)."""
+        return (wrap(self._fn, self.mode, self._signature),), {}
 
     def run(self, step: Callable[..., Any]) -> Any:
         """Every step with ``step``; reads the last result so the work has finished."""
@@ -250,21 +246,6 @@ class RetracingRun:
         for args in self.inputs:
             out = step(*args)
         return np.asarray(out)
-
-    def finish(self) -> list[int]:
-        """The exact trace count of every call so far (warm-up calls first)."""
-        self._close()
-        return self.traces
-
-    def _close(self) -> None:
-        if self._current is not None:
-            self.traces.append(_count(self._current))
-            self._current = None
-
-
-def _count(step: Any) -> int:
-    getter = getattr(step, "experimental_get_tracing_count", None)
-    return int(getter()) if getter is not None else 0
 
 
 @functools.cache

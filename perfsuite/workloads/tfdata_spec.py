@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -22,9 +22,13 @@ import tensorflow as tf
 
 from perfsuite.bench.machine import usable_cpus as host_cores
 from perfsuite.data.tfrecords import TFRecordShards
+from perfsuite.errors import PerfsuiteError
 
 DEFAULT_OPTIMIZATIONS = True
 MAP_PARALLELIZATION = False
+#: how long a pipeline is warmed before timing, per scale: (at least seconds, at most
+#: batches); autotuning settles within about a second on the CPUs measured so far
+WARM: dict[str, tuple[float, int]] = {"smoke": (0.1, 8), "default": (1.0, 32), "full": (2.0, 32)}
 
 
 @dataclass(frozen=True)
@@ -52,13 +56,14 @@ class Pipeline:
     params: dict[str, Any]
     warm_batches: int = 2
     warmed: int = 0
+    iterator: Iterator[Any] | None = field(default=None, repr=False)
 
     def warm(self, min_seconds: float = 0.0, max_batches: int | None = None) -> Iterator[Any]:
         """An iterator over the pipeline, past its start-up (buffers filled, caches built).
 
         Pulls at least :attr:`warm_batches`, then keeps pulling until ``min_seconds``
         have passed (autotuning settles) or ``max_batches`` were pulled, whichever
-        comes first; :attr:`warmed` says how many it pulled.
+        comes first; :attr:`warmed` says how many it pulled. :meth:`take` pulls from it.
         """
         limit = max(self.warm_batches, max_batches if max_batches is not None else 1 << 62)
         iterator: Iterator[Any] = iter(self.dataset)
@@ -68,7 +73,25 @@ class Pipeline:
         while self.warmed < limit and time.perf_counter() - start < min_seconds:
             next(iterator)
             self.warmed += 1
+        self.iterator = iterator
         return iterator
+
+    def take(self, count: int) -> Any:
+        """Pull ``count`` batches from the warmed iterator (one timed call); returns the last."""
+        if self.iterator is None:
+            raise PerfsuiteError(f"tf.data variant {self.variant}: warm() it before take()")
+        return take_batches(self.iterator, count)
+
+
+def warmed(pipeline: Pipeline, scale: str) -> Iterator[Any]:
+    """``pipeline``'s iterator, warmed as every tf.data bench warms at ``scale`` (:data:`WARM`).
+
+    Records ``warm_seconds`` and ``warmed_batches`` in the pipeline's params.
+    """
+    seconds, most = WARM[scale]
+    iterator = pipeline.warm(seconds, most)
+    pipeline.params.update(warm_seconds=seconds, warmed_batches=pipeline.warmed)
+    return iterator
 
 
 def take_batches(iterator: Iterator[Any], count: int) -> Any:

@@ -1,0 +1,237 @@
+"""Judging one bench present in both runs: its time, its throughput, its exact counters.
+
+Per bench, a different ``scale`` or dataset hash makes the pair "not comparable": it
+is listed with the reason and never judged. The threshold is the bench's own (saved
+in its result), else the session's default.
+
+Run-to-run noise. The rank test sees only the spread *within* each run; on a shared or
+throttling machine whole runs shift by more than that (seen on our 2-core development
+VM: the medians of one unchanged bench spread over +-15% across sessions). When the
+storage holds at least ``MIN_HISTORY`` earlier comparable runs of a bench, the spread of
+their medians (1.4826 x the median absolute deviation of the log medians, a robust
+standard deviation) sets a floor under the bench's threshold: ``exp(3 sigma) - 1``. A
+change inside that band is what this machine does between unchanged runs, so it is
+never called slower or faster; the table says when a threshold was widened, and by
+how much. A quiet, dedicated runner has a small band and keeps the bench's threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perfsuite.verdict.runs import Bench, Run
+from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
+
+DEFAULT_THRESHOLD = 0.05
+#: earlier comparable runs of a bench needed before their spread widens its threshold
+MIN_HISTORY = 5
+#: how many robust standard deviations of run-to-run noise a change must exceed
+NOISE_SIGMAS = 3.0
+#: at most this many of the newest earlier runs are used for the noise band
+HISTORY_RUNS = 20
+#: per-bench result facts that must match for a pair to be judged at all
+COMPARABLE_KEYS: tuple[str, ...] = ("scale", "dataset_hash")
+
+
+@dataclass(frozen=True)
+class CounterChange:
+    """An exact counter of one bench: baseline and current values (``None`` if absent)."""
+
+    name: str
+    baseline: int | None
+    current: int | None
+
+    @property
+    def rose(self) -> bool:
+        return (
+            self.baseline is not None
+            and self.current is not None
+            and (self.current > self.baseline)
+        )
+
+    @property
+    def fell(self) -> bool:
+        return (
+            self.baseline is not None
+            and self.current is not None
+            and (self.current < self.baseline)
+        )
+
+    def __str__(self) -> str:
+        def show(value: int | None) -> str:
+            return "-" if value is None else str(value)
+
+        return f"{self.name} {show(self.baseline)} -> {show(self.current)}"
+
+
+@dataclass(frozen=True)
+class BenchVerdict:
+    """The verdict on one bench present in both runs."""
+
+    fullname: str
+    label: str
+    baseline: Bench
+    current: Bench
+    time: Comparison | None  # None when not comparable
+    rate_change: float | None  # relative change of the median items/s
+    unit: str
+    counters: tuple[CounterChange, ...] = ()
+    not_comparable: str | None = None
+    note: str | None = None  # e.g. the threshold was widened by run-to-run noise
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.time.verdict if self.time is not None else None
+
+    @property
+    def counters_rose(self) -> list[CounterChange]:
+        return [c for c in self.counters if c.rose]
+
+    @property
+    def regressed(self) -> bool:
+        """Slower, or an exact counter rose."""
+        return self.verdict is Verdict.SLOWER or bool(self.counters_rose)
+
+
+def _threshold(baseline: Bench, current: Bench, default: float) -> float:
+    for result in (current.result, baseline.result):
+        if result is not None and result.threshold is not None:
+            return result.threshold
+    return default
+
+
+def _comparable_facts(bench: Bench) -> dict[str, str | None]:
+    result = bench.result
+    if result is None:
+        return {}
+    return {"scale": result.scale, "dataset_hash": result.dataset_hash}
+
+
+def _not_comparable(baseline: Bench, current: Bench) -> str | None:
+    reasons = []
+    old_facts, new_facts = _comparable_facts(baseline), _comparable_facts(current)
+    for key in COMPARABLE_KEYS:
+        old, new = old_facts.get(key), new_facts.get(key)
+        if old is not None and new is not None and old != new:
+            reasons.append(f"{key} {old} -> {new}")
+    if current.median is None and not current.data:
+        reasons.append("current run has no timings")
+    elif baseline.median is None and not baseline.data:
+        reasons.append("baseline has no timings")
+    return "; ".join(reasons) or None
+
+
+def _counters(baseline: Bench, current: Bench) -> tuple[CounterChange, ...]:
+    old, new = baseline.counters(), current.counters()
+    names = list(dict.fromkeys([*old, *new]))
+    return tuple(CounterChange(n, old.get(n), new.get(n)) for n in names)
+
+
+def noise_band(medians: Sequence[float]) -> float | None:
+    """The relative change unchanged runs of a bench show: ``exp(3 sigma) - 1``.
+
+    ``sigma`` is 1.4826 x the median absolute deviation of the log medians of earlier
+    runs; ``None`` with fewer than ``MIN_HISTORY`` of them.
+
+    >>> round(noise_band([1.0, 1.1, 0.9, 1.0, 1.05]), 3)
+    0.242
+    """
+    logs = sorted(math.log(m) for m in medians if m > 0)
+    if len(logs) < MIN_HISTORY:
+        return None
+    center = _median(logs)
+    sigma = 1.4826 * _median([abs(v - center) for v in logs])
+    return math.exp(NOISE_SIGMAS * sigma) - 1
+
+
+def history_medians(history: Sequence[Run], current: Bench) -> list[float]:
+    """Median times of ``current``'s bench in earlier runs it is comparable with."""
+    medians = []
+    for run in history[-HISTORY_RUNS:]:
+        bench = run.benches.get(current.fullname)
+        if bench is None or _not_comparable(bench, current) is not None:
+            continue
+        median = bench.median if bench.median is not None else None
+        if bench.data:
+            median = _median(bench.data)
+        if median is not None and median > 0:
+            medians.append(median)
+    return medians
+
+
+def judge_bench(
+    baseline: Bench,
+    current: Bench,
+    default_threshold: float = DEFAULT_THRESHOLD,
+    history: Sequence[float] = (),
+) -> BenchVerdict:
+    """Compare one bench: rank test on raw samples, else medians; counters exactly.
+
+    ``history`` holds the bench's median times in earlier comparable runs: their
+    spread can widen the threshold (see the module docstring).
+    """
+    counters = _counters(baseline, current)
+    note = None
+
+    def verdict(
+        time: Comparison | None, rate_change: float | None = None, reason: str | None = None
+    ) -> BenchVerdict:
+        return BenchVerdict(
+            fullname=current.fullname,
+            label=current.label,
+            baseline=baseline,
+            current=current,
+            time=time,
+            rate_change=rate_change,
+            unit=current.unit,
+            counters=counters,
+            not_comparable=reason,
+            note=note,
+        )
+
+    reason = _not_comparable(baseline, current)
+    if reason is not None:
+        return verdict(None, reason=reason)
+    threshold = _threshold(baseline, current, default_threshold)
+    band = noise_band(history)
+    if band is not None and band > threshold:
+        note = (
+            f"threshold widened from {threshold * 100:g}% to {band * 100:.0f}%: unchanged runs "
+            f"of this bench on this machine spread that much ({len(history)} earlier runs)"
+        )
+        threshold = band
+    try:
+        time = _compare_times(baseline, current, threshold)
+    except ValueError as exc:  # zero or negative timings: nothing sound to judge
+        return verdict(None, reason=str(exc))
+    rate_change = None
+    old_rate, new_rate = baseline.median_rate(), current.median_rate()
+    if baseline.data and current.data and baseline.items and current.items:
+        old_rate, new_rate = _median(baseline.rates()), _median(current.rates())
+    if old_rate and new_rate:
+        rate_change = new_rate / old_rate - 1
+    return verdict(time, rate_change)
+
+
+def _compare_times(baseline: Bench, current: Bench, threshold: float) -> Comparison:
+    if baseline.data and current.data:
+        return compare_samples(baseline.data, current.data, threshold)
+    old = baseline.median if baseline.median is not None else _median(baseline.data)
+    new = current.median if current.median is not None else _median(current.data)
+    side = "baseline" if not baseline.data else "current run"
+    return compare_aggregates(
+        old,
+        new,
+        threshold,
+        reason=f"{side} has no raw samples: medians compared against the threshold only",
+        n_baseline=len(baseline.data),
+        n_current=len(current.data),
+    )
+
+
+def _median(values: tuple[float, ...] | list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

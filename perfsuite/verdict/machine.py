@@ -1,0 +1,78 @@
+"""What makes two runs comparable: the same machine and the same measured stack.
+
+``machine_mismatch`` compares the same CPU model and usable CPU count, the same GPU
+model and count, GPU driver, CUDA and cuDNN, the same Python minor version, and the
+same versions of the measured stack (TensorFlow, PyTorch, DALI, NumPy, Pillow,
+pytest-benchmark). perfsuite's own version is left out on purpose: a perfsuite change
+is what a comparison is often meant to judge. GPU memory size is left out too: the GPU
+model already fixes it. A plugin can add facts through
+``pytest_perfsuite_update_machine_facts``; those under the ``extra`` key of the facts
+are compared as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perfsuite.verdict.runs import Run
+
+#: perfsuite machine facts that define "the same machine and stack"
+MACHINE_KEYS: tuple[str, ...] = (
+    "cpu_model",
+    "cpu_count",
+    "gpu_name",
+    "gpu_count",
+    "gpu_driver",
+    "cuda",
+    "cudnn",
+)
+#: versions (``facts['versions']``) that define "the same stack"; perfsuite's own is left out
+VERSION_KEYS: tuple[str, ...] = (
+    "tensorflow",
+    "torch",
+    "nvidia.dali",
+    "numpy",
+    "pillow",
+    "pytest-benchmark",
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One machine or stack fact that differs between baseline and current."""
+
+    key: str
+    baseline: Any
+    current: Any
+
+    def __str__(self) -> str:
+        def show(value: Any) -> str:
+            return "-" if value is None else str(value)
+
+        return f"{self.key} {show(self.baseline)} -> {show(self.current)}"
+
+
+def _python_minor(machine_info: dict[str, Any]) -> str | None:
+    version = machine_info.get("python_version")
+    return ".".join(str(version).split(".")[:2]) if version else None
+
+
+def _machine_view(run: Run) -> dict[str, Any]:
+    facts = run.facts
+    view: dict[str, Any] = {key: facts.get(key) for key in MACHINE_KEYS}
+    versions = facts.get("versions")
+    versions = versions if isinstance(versions, dict) else {}
+    view.update({key: versions.get(key) for key in VERSION_KEYS})
+    extra = facts.get("extra")
+    if isinstance(extra, dict):
+        view.update({f"extra.{k}": v for k, v in extra.items()})
+    view["python"] = _python_minor(run.machine_info)
+    return view
+
+
+def machine_mismatch(baseline: Run, current: Run) -> list[Difference]:
+    """Facts that differ; a run saved without perfsuite's facts differs in all of them."""
+    base, cur = _machine_view(baseline), _machine_view(current)
+    keys = list(dict.fromkeys([*base, *cur]))
+    return [Difference(k, base.get(k), cur.get(k)) for k in keys if base.get(k) != cur.get(k)]

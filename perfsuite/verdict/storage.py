@@ -1,0 +1,272 @@
+"""The saved runs of a pytest-benchmark file storage, in one order.
+
+A storage is the folder ``--benchmark-storage`` names (a path or a ``file://`` URI,
+inside the working directory or not), holding ``<machine id>/NNNN_name.json``. The
+gate (:mod:`perfsuite.gate`), the report and the ``perfsuite`` command all ask a
+:class:`Storage` for "the newest run", "the runs before this one", "the runs of this
+machine" and "the run this id names", so they agree on what came before what.
+
+The order. Runs are ordered by the ``datetime`` pytest-benchmark records inside each
+saved JSON (the moment the run was saved, in UTC), ties broken by the counter in the
+file name (``0004_...`` before ``0005_...``). Not by
+
+* the file's mtime: copying a storage or restoring it from a CI cache rewrites it;
+* the file name: ``10000_x`` sorts before ``9999_x``, and two machines' folders
+  interleave arbitrarily;
+* the commit: commit order is not the order runs were taken in (a rebase, a
+  benchmark of an old commit).
+
+A file that cannot be read, or records no ``datetime``, sorts after every dated one
+(by its counter), so "the newest run" names it and loading it reports why, rather than
+silently judging against an older run.
+
+Looking runs up by id uses pytest-benchmark's own ``FileStorage.query`` (the rules of
+``--benchmark-compare``: an existing file, or a glob on the file name, optionally
+prefixed by the machine folder: ``0004``, ``*nightly``, ``Linux-CPython-3.11-64bit/0004``).
+Its loading is not used: it skips a broken file with a warning, where a verdict needs
+the reason as an error, and its constructor creates the folder, which a read-only
+``perfsuite compare`` must not do.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.runs import Run, load_run, parse_run
+
+#: pytest-benchmark's saved-run file names: a counter of 4 or more digits, ``_``, a name
+RUN_NAME = re.compile(r"^(\d{4,})_.*\.json$")
+
+
+def storage_path(storage: str | Path) -> Path:
+    """The folder of a file storage (``file://`` URIs accepted); other storages are refused."""
+    text = str(storage)
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+    elif "://" in text:
+        raise PerfsuiteError(
+            f"storage {text!r}: perfsuite compares runs in file storage only "
+            "(use --benchmark-storage file://PATH)"
+        )
+    return Path(text)
+
+
+def this_machine_id() -> str:
+    """The machine folder pytest-benchmark saves this machine's runs into."""
+    from pytest_benchmark.utils import get_machine_id
+
+    machine_id: str = get_machine_id()  # type: ignore[no-untyped-call]
+    return machine_id
+
+
+def _moment(stamp: Any) -> dt.datetime | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """A saved run file and what orders it: its ``datetime`` and its name's counter."""
+
+    path: Path
+    saved_at: dt.datetime | None  # None: unreadable, or no datetime recorded
+
+    @property
+    def counter(self) -> int:
+        match = RUN_NAME.match(self.path.name)
+        return int(match.group(1)) if match else -1
+
+    @property
+    def order(self) -> tuple[Any, ...]:
+        """The sort key: dated runs by time, then undated ones; the counter breaks ties."""
+        if self.saved_at is None:
+            return (1, self.counter, self.path.name, str(self.path.parent))
+        return (0, self.saved_at, self.counter, self.path.name, str(self.path.parent))
+
+
+class Storage:
+    """A pytest-benchmark file storage: ``<root>/<machine id>/NNNN_name.json``.
+
+    ``machine_id`` limits plain run ids, :meth:`runs` and :meth:`latest` to one machine's
+    folder, as ``--benchmark-compare`` does inside pytest; ``None`` searches every
+    machine folder, as ``pytest-benchmark compare`` does offline.
+
+    >>> storage = Storage.from_option("file:///ci/cache/benchmarks")
+    >>> storage.latest()                      # the newest saved run, any machine
+    >>> storage.before(run_path)              # saved before it, oldest first
+    >>> storage.resolve("0004")               # the file a run id names
+    """
+
+    def __init__(self, root: Path, machine_id: str | None = None) -> None:
+        self.root = Path(root)
+        self.machine_id = machine_id
+        self._documents: dict[Path, tuple[tuple[int, int], Any]] = {}
+
+    @classmethod
+    def from_option(cls, storage: str | Path, machine_id: str | None = None) -> Storage:
+        """The storage a ``--benchmark-storage`` value (path or ``file://``) names."""
+        return cls(storage_path(storage), machine_id)
+
+    @classmethod
+    def for_session(cls, storage: str | Path) -> Storage:
+        """This machine's runs in the storage a pytest session saves into."""
+        return cls.from_option(storage, this_machine_id())
+
+    def of_machine(self, machine_id: str | None) -> Storage:
+        """The same storage, limited to one machine folder (``None``: every machine)."""
+        other = Storage(self.root, machine_id)
+        other._documents = self._documents
+        return other
+
+    def beside(self, path: Path) -> Storage:
+        """The machine folder ``path`` lies in, as a storage (its runs are its history)."""
+        other = Storage(path.parent.parent, path.parent.name)
+        other._documents = self._documents
+        return other
+
+    def __repr__(self) -> str:
+        return f"Storage({str(self.root)!r}, machine_id={self.machine_id!r})"
+
+    @property
+    def where(self) -> str:
+        """The folder searched, for messages."""
+        return str(self.root / self.machine_id) if self.machine_id else str(self.root)
+
+    # -- reading -------------------------------------------------------------------
+
+    def _document(self, path: Path) -> Any:
+        """The file's parsed JSON (cached while the file is unchanged); raises on failure."""
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        cached = self._documents.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        document = json.loads(path.read_text(encoding="utf-8"))
+        self._documents[path] = (stamp, document)
+        return document
+
+    def run_file(self, path: Path) -> RunFile:
+        """``path`` with the moment its run was saved (``None`` if unreadable)."""
+        try:
+            document = self._document(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            return RunFile(path, None)
+        stamp = document.get("datetime") if isinstance(document, dict) else None
+        return RunFile(path, _moment(stamp))
+
+    def load(self, path: Path) -> Run:
+        """Read and validate one run; errors name the file and say what to do."""
+        try:
+            document = self._document(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            return load_run(path)  # reads it again to word the error
+        return parse_run(document, str(path))
+
+    def load_all(self, paths: Sequence[Path]) -> list[Run]:
+        """Several runs for a history; unreadable ones are skipped (history is best-effort)."""
+        runs: list[Run] = []
+        for path in paths:
+            try:
+                runs.append(self.load(path))
+            except PerfsuiteError:
+                continue
+        return runs
+
+    # -- finding -------------------------------------------------------------------
+
+    def _query(self, *globs: str) -> list[Path]:
+        """pytest-benchmark's ``FileStorage.query``, mapped back under :attr:`root`."""
+        if not self.root.is_dir():
+            return []
+        from pytest_benchmark.storage.file import FileStorage
+
+        store = FileStorage(  # type: ignore[no-untyped-call]
+            self.root, logger=None, default_machine_id=self.machine_id
+        )
+        try:
+            found = store.query(*globs)  # type: ignore[no-untyped-call]
+        except ValueError:  # more than machine/name: not a run id
+            return []
+        paths = []
+        for path in found:
+            try:
+                paths.append(self.root / Path(path).relative_to(store.path))
+            except ValueError:  # an existing file named directly
+                paths.append(Path(path))
+        return paths
+
+    def ordered(self, paths: Sequence[Path]) -> list[Path]:
+        """``paths`` oldest first, by the storage's one order (see the module docstring)."""
+        files = {p: self.run_file(p) for p in dict.fromkeys(paths)}
+        return sorted(files, key=lambda p: files[p].order)
+
+    def runs(self) -> list[Path]:
+        """Every saved run of this storage (or machine folder), oldest first."""
+        paths = [
+            p
+            for p in self._query("[0-9]*_")
+            if RUN_NAME.match(p.name) and p.parent.parent == self.root
+        ]
+        return self.ordered(paths)
+
+    def latest(self) -> Path | None:
+        """The newest saved run, or ``None`` when the storage holds none yet."""
+        runs = self.runs()
+        return runs[-1] if runs else None
+
+    def before(self, when: Path | dt.datetime) -> list[Path]:
+        """The runs saved before ``when`` (a run file, or a moment), oldest first."""
+        runs = self.runs()
+        if isinstance(when, dt.datetime):
+            moment = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+            return [p for p in runs if (saved := self.run_file(p).saved_at) and saved < moment]
+        key = self.run_file(when).order
+        same = when.resolve()
+        return [p for p in runs if self.run_file(p).order < key and p.resolve() != same]
+
+    def query(self, run_id: str) -> list[Path]:
+        """Files matching a run id or glob (pytest-benchmark's rules), oldest first."""
+        return self.ordered([p for p in self._query(run_id) if p.is_file()])
+
+    def resolve(self, run_id: str) -> Path:
+        """The one file ``run_id`` names (the newest if a glob matches several).
+
+        A run id that matches nothing raises an error listing the closest stored names.
+        """
+        matches = self.query(run_id)
+        if matches:
+            return matches[-1]
+        names = [p.stem for p in self.runs()]
+        if not names:
+            raise PerfsuiteError(
+                f"run {run_id!r} not found: no saved runs in {self.where} "
+                "(save one with --benchmark-autosave)"
+            )
+        close = difflib.get_close_matches(run_id, names, n=5, cutoff=0.3)
+        if not close:
+            close = [n for n in names if n.startswith(run_id[:4])][:5] or names[-5:]
+        raise PerfsuiteError(
+            f"run {run_id!r} not found in {self.where}; closest: {', '.join(close)}"
+        )
+
+    def find(self, spec: str) -> Path:
+        """A path to an existing file, or a run id resolved in this storage."""
+        path = Path(spec)
+        if path.is_file():
+            return path
+        if path.suffix == ".json" and len(path.parts) > 1 and not path.exists():
+            raise PerfsuiteError(f"{spec}: no such file")
+        return self.resolve(spec)

@@ -1,0 +1,110 @@
+"""The lockstep controller against scripted sides over real Unix socket pairs."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from perfsuite.ab.controller import Controller
+from perfsuite.ab.protocol import Channel, decode, encode
+from perfsuite.ab.sides import SideFault
+from perfsuite.verdict.paired import Budget
+
+
+class ScriptedSide:
+    """Just what the controller uses of a side process; the test plays the pytest end."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        ours, theirs = socket.socketpair()
+        self.channel: Channel | None = Channel(ours)
+        self.peer = theirs
+        self.alive = True
+        self.title = f"side {name}"
+
+    def say(self, kind: str, **fields: Any) -> None:
+        self.peer.sendall(encode(kind, **fields))
+
+    def heard(self) -> list[dict[str, Any]]:
+        self.peer.settimeout(0.5)
+        data = b""
+        try:
+            while not data.endswith(b"\n"):
+                data += self.peer.recv(65536)
+        except TimeoutError:
+            pass
+        return [decode(line) for line in data.splitlines() if line]
+
+    def hang_up(self) -> None:
+        self.peer.close()
+        self.alive = False
+
+    def fault(self, problem: str, *, tail: bool = True) -> SideFault:
+        return SideFault(f"{self.title}: {problem}")
+
+    def wait(self, timeout: float) -> bool:
+        return True
+
+    def settle(self) -> bool:
+        return True
+
+
+def controller() -> tuple[Controller, ScriptedSide, ScriptedSide]:
+    a, b = ScriptedSide("A"), ScriptedSide("B")
+    ctl = Controller(a, b, Budget(10, 12, 60.0), 1, 7, 0.05)  # type: ignore[arg-type]
+    for name, side in (("A", a), ("B", b)):
+        assert side.channel is not None
+        ctl._selector.register(side.channel.sock, 1, name)
+    return ctl, a, b
+
+
+def test_a_side_that_says_finished_and_exits_at_once_is_not_dead() -> None:
+    ctl, a, _ = controller()
+    a.say("finished", exitstatus=0)
+    a.hang_up()  # gone before the controller read its last line
+    name, message = ctl._next()
+    assert (name, message["type"]) == ("A", "finished")
+    ctl._handle(name, message)
+    assert ctl.state["A"].finished
+
+
+def test_a_side_that_hangs_up_mid_bench_is_a_fault_naming_it() -> None:
+    ctl, _, b = controller()
+    b.say("ready", nodeid="x", max_rounds=None, threshold=0.05, warmup=[0.01])
+    b.hang_up()
+    name, message = ctl._next()
+    ctl._handle(name, message)  # the ready it sent first is still handled
+    with pytest.raises(SideFault, match="side B: died"):
+        ctl._next()
+
+
+def test_turns_to_set_up_and_the_skip_of_a_bench_the_other_side_skipped() -> None:
+    ctl, a, b = controller()
+    for side in (a, b):
+        side.say("arrive", nodeid="x")
+    for _ in range(2):
+        ctl._handle(*ctl._next())
+    granted = [side.name for side in (a, b) if side.heard()]
+    assert len(granted) == 1  # one side sets up at a time
+    first, second = (a, b) if granted == ["A"] else (b, a)
+    first.say("report", nodeid="x", when="setup", outcome="skipped", message="no GPU")
+    ctl._handle(*ctl._next())
+    assert [m["type"] for m in second.heard()] == ["go"]
+    second.say("ready", nodeid="x", max_rounds=None, threshold=0.05, warmup=[0.01])
+    ctl._handle(*ctl._next())
+    assert [m["type"] for m in second.heard()] == ["skip"]
+    assert ctl.runs["x"].skipped is not None
+    assert "no GPU" in ctl.runs["x"].skipped
+
+
+def test_a_finite_pool_of_rounds_alternates_one_round_per_block() -> None:
+    ctl, _, _ = controller()
+    ctl.block_rounds = 3
+    assert ctl._pair_limit() == (3, 12)
+    ctl.state["A"].ready = {"nodeid": "x", "max_rounds": 7}
+    ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 5}
+    assert ctl._pair_limit() == (1, 5)
+    ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 40}
+    assert ctl._pair_limit() == (1, 7)

@@ -1,0 +1,149 @@
+"""perfsuite ab's small parts: argument handling, block order, drain, pins, the worktree cache."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfsuite.ab.command import budget_for, scale_of, selection, side_args, split_argv
+from perfsuite.ab.controller import pair_orders
+from perfsuite.ab.protocol import ProtocolError, decode, encode
+from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
+from perfsuite.ab.side import DRAIN_MAX_ROUNDS, drain
+from perfsuite.ab.sides import side_pythonpath
+from perfsuite.errors import PerfsuiteError
+
+
+def test_split_argv_and_scale() -> None:
+    assert split_argv(["main", "--seed", "3", "--", "benches", "-k", "x"]) == (
+        ["main", "--seed", "3"],
+        ["benches", "-k", "x"],
+    )
+    assert scale_of(["--perf-scale=smoke"]) == "smoke"
+    assert scale_of(["--perf-scale", "full"]) == "full"
+    assert scale_of([]) == "default"
+    with pytest.raises(PerfsuiteError, match="--perf-scale 'huge'"):
+        scale_of(["--perf-scale=huge"])
+
+
+def _args(**values: int | float | None) -> argparse.Namespace:
+    base: dict[str, int | float | None] = {"min_pairs": None, "max_pairs": None}
+    return argparse.Namespace(**{**base, "max_seconds": None, **values})
+
+
+def test_budget_defaults_per_scale_and_validation() -> None:
+    budget = budget_for(_args(), "default")
+    assert (budget.min_pairs, budget.max_pairs, budget.max_seconds) == (12, 40, 60.0)
+    assert budget_for(_args(), "smoke").looks == [10, 14, 18, 20]
+    with pytest.raises(PerfsuiteError, match="--max-pairs 5 is below --min-pairs 8"):
+        budget_for(_args(min_pairs=8, max_pairs=5), "smoke")
+    with pytest.raises(PerfsuiteError, match="no verdict is possible below 9 pairs"):
+        budget_for(_args(min_pairs=4, max_pairs=8), "smoke")
+
+
+def test_selection_and_side_args(tmp_path: Path) -> None:
+    assert selection(tmp_path, []) == ["."]
+    (tmp_path / "benches").mkdir()
+    assert selection(tmp_path, []) == ["benches"]
+    assert selection(tmp_path, ["x.py"]) == ["x.py"]
+    assert side_args(["b"], 0.1)[-1] == "--perf-threshold=0.1"
+    assert "--perf-threshold=0.1" not in side_args(["--perf-threshold=0.2"], 0.1)
+    for parallel in (["-n", "2"], ["-n4"], ["--numprocesses=2"], ["--dist", "load"]):
+        with pytest.raises(PerfsuiteError, match="one pytest process"):
+            side_args(["benches", *parallel], 0.05)
+
+
+def test_pair_orders_are_mirrored_and_seeded() -> None:
+    rng = random.Random(5)
+    orders = [pair_orders(rng) for _ in range(50)]
+    assert all(second == first[::-1] for first, second in orders)
+    assert {first for first, _ in orders} == {"AB", "BA"}
+    again = random.Random(5)
+    assert orders == [pair_orders(again) for _ in range(50)]
+
+
+def test_drain_empties_a_prefetch_buffer() -> None:
+    # a full buffer: rounds of 0.1 ms until it is empty, then the side's 10 ms rounds
+    times = iter([0.0001] * 6 + [0.01] * 10)
+    assert drain(lambda: next(times), 1, [0.01]) == 7
+    steady = iter([0.01] * 10)
+    assert drain(lambda: next(steady), 1, [0.01]) == 1  # a synchronous bench: one round
+    assert drain(lambda: next(steady), 3, [0.01]) == 3
+    assert drain(lambda: 0.0001, 0, [0.01]) == 0
+    assert drain(lambda: 0.0001, 1, [0.01]) == DRAIN_MAX_ROUNDS
+
+
+def test_protocol_lines() -> None:
+    assert decode(encode("block", rounds=2)) == {"type": "block", "v": 1, "rounds": 2}
+    with pytest.raises(ProtocolError, match="not a JSON line"):
+        decode(b"{oops")
+    with pytest.raises(ProtocolError, match="not a protocol message"):
+        decode(b"[1]")
+
+
+def test_side_pythonpath_puts_the_side_first(tmp_path: Path) -> None:
+    assert side_pythonpath(tmp_path, "/x") == f"{tmp_path}:/x"
+    (tmp_path / "src").mkdir()
+    assert side_pythonpath(tmp_path, None) == f"{tmp_path}:{tmp_path / 'src'}"
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "r"
+    root.mkdir()
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["config", "user.name", "t"],
+        ["config", "user.email", "t@t.invalid"],
+    ):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    return root
+
+
+def _commit(root: Path, files: dict[str, str]) -> str:
+    for name, text in files.items():
+        (root / name).write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "c"], cwd=root, check=True)
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def test_pyproject_pins_are_compared_as_dependencies(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    project = '[project]\nname = "x"\ndependencies = ["numpy>=1.26"]\n'
+    a = _commit(root, {"pyproject.toml": project})
+    b = _commit(root, {"pyproject.toml": project + "\n[tool.ruff]\nline-length = 99\n"})
+    assert pin_difference(root, resolve(root, a), resolve(root, b)) is None
+    c = _commit(root, {"pyproject.toml": project.replace("1.26", "2.0")})
+    problem = pin_difference(root, resolve(root, a), resolve(root, c))
+    assert problem is not None
+    assert problem.startswith("pyproject.toml pins differ")
+    assert "-dependencies: numpy>=1.26; +dependencies: numpy>=2.0" in problem
+    (root / "constraints.txt").write_text("scipy==1.0\n")  # uncommitted: the working tree
+    worktree = pin_difference(root, resolve(root, c), Revision("working tree", None))
+    assert worktree is not None
+    assert worktree.startswith("constraints.txt pins differ")
+
+
+def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    sha = _commit(root, {"a.txt": "one\n"})
+    cache = WorktreeCache(root, tmp_path / "cache")
+    with cache.checkout(sha) as path:
+        assert (path / "a.txt").read_text() == "one\n"
+        (path / "a.txt").write_text("changed\n")
+        (path / "junk.txt").write_text("left behind\n")
+    with cache.checkout(sha) as again:
+        assert again == path
+        assert (path / "a.txt").read_text() == "one\n"
+        assert not (path / "junk.txt").exists()
+    assert cache.clean() == [path]
+    listed = subprocess.run(
+        ["git", "worktree", "list", "--porcelain"], cwd=root, capture_output=True, text=True
+    ).stdout
+    assert str(path) not in listed
+    assert not cache.folder.exists()

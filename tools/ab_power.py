@@ -1,0 +1,235 @@
+"""Measure ``perfsuite ab`` on this machine: false alarms on unchanged code, power on slowdowns.
+
+Builds a temporary git repository with two benches that use perfsuite's fixtures:
+
+* ``test_pil_decode``: PIL decoding of the ``imagenet-like`` JPEGs, single-threaded;
+* ``test_tfdata_parallel_map``: a tf.data ``parallel_map`` pipeline (read, decode, crop
+  and scale with perfsuite's ``tf_image``, batch, prefetch) pulled a few batches per call
+  (skipped without TensorFlow),
+
+and commits: ``base``; ``unchanged`` (a comment); ``+5%``, ``+10%`` and ``+20%`` more
+work (that fraction of the images decoded a second time, in the same place as the
+first decode). Each case runs ``perfsuite ab base <case>`` ``--runs`` times and records
+every bench's verdict, measured change, pairs and the wall time of the run. It prints,
+per case and bench, how many runs were slower / faster / same / inconclusive, the
+median measured change and its spread (min to max), and the median time per A/B run,
+and writes every run to ``--out`` (JSON). Usage::
+
+    python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
+                             [--out ab_power.json] [--keep DIR] [-- EXTRA_AB_OPTIONS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+EXTRA = {"unchanged": 0.0, "+5%": 0.05, "+10%": 0.10, "+20%": 0.20}
+VERDICTS = ("slower", "faster", "same", "inconclusive")
+
+PIL_BENCH = '''
+"""PIL decoding of the imagenet-like JPEGs, single-threaded; EXTRA of them decoded twice."""
+import io
+
+from PIL import Image
+
+IMAGES = 20
+EXTRA = {extra}  # the fraction of the images decoded a second time{comment}
+
+
+def _decode(data):
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+
+
+def test_pil_decode(perf, image_dataset):
+    files = [p.read_bytes() for p in image_dataset.files[:IMAGES]]
+    again = files[: round(EXTRA * IMAGES)]
+
+    def decode():
+        for data in files:
+            _decode(data)
+        for data in again:
+            _decode(data)
+
+    perf.measure(decode, items=IMAGES, dataset=image_dataset)
+'''
+
+TFDATA_BENCH = '''
+"""tf.data parallel_map: read, decode, batch, prefetch; EXTRA of the images decoded twice."""
+import pytest
+
+tf = pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
+
+from perfsuite.workloads.tf_image import crop_and_scale, decode
+from perfsuite.workloads.tfdata_pipelines import take_batches
+
+PERIOD = 20
+EXTRA = {extra}  # the fraction of the images decoded a second time{comment}
+
+
+def _load(index, path):
+    data = tf.io.read_file(path)
+    image = crop_and_scale(decode(data))
+    twice = round(EXTRA * PERIOD)
+    if twice:
+
+        def again():
+            extra = tf.image.decode_jpeg(data, channels=3, dct_method="INTEGER_ACCURATE")
+            return image + 0.0 * tf.reduce_mean(tf.cast(extra, tf.float32))
+
+        image = tf.cond(index % PERIOD < twice, again, lambda: image)
+    return image
+
+
+@pytest.mark.tf
+def test_tfdata_parallel_map(perf, image_dataset):
+    batch, batches = perf.pick(smoke=8, default=32, full=64), perf.pick(smoke=2, default=4, full=4)
+    paths = [str(p) for p in image_dataset.files]
+    ds = (
+        tf.data.Dataset.from_tensor_slices(paths)
+        .shuffle(len(paths), seed=1)
+        .repeat()
+        .enumerate()
+        .map(_load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+        .batch(batch)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    iterator = iter(ds)
+    take_batches(iterator, 4 * batches)
+    perf.measure(lambda: take_batches(iterator, batches), items=batch * batches,
+                 dataset=image_dataset)
+'''
+
+
+def git(root: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def write_case(root: Path, extra: float, comment: str = "") -> None:
+    benches = root / "benches"
+    benches.mkdir(exist_ok=True)
+    (benches / "bench_pil.py").write_text(PIL_BENCH.format(extra=extra, comment=comment))
+    (benches / "bench_tfdata.py").write_text(TFDATA_BENCH.format(extra=extra, comment=comment))
+
+
+def build_repo(root: Path) -> dict[str, str]:
+    """The repository and its commits: case name -> sha (``base`` included)."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "ab_power")
+    git(root, "config", "user.email", "ab_power@perfsuite.invalid")
+    (root / ".gitignore").write_text(".benchmarks/\n__pycache__/\n")
+    shas: dict[str, str] = {}
+    for name, extra in [("base", 0.0), *EXTRA.items()]:
+        write_case(root, extra, "  (unchanged: a comment only)" if name == "unchanged" else "")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "--allow-empty", "-m", name)
+        shas[name] = git(root, "rev-parse", "HEAD")
+    return shas
+
+
+def run_ab(
+    root: Path, base: str, head: str, scale: str, data_dir: Path, extra: list[str]
+) -> dict[str, Any]:
+    """One ``perfsuite ab`` run: exit code, wall seconds, and each bench's result."""
+    report = Path(tempfile.mkdtemp(prefix="ab-power-report-")) / "r"
+    command = [
+        sys.executable, "-m", "perfsuite.cli", "ab", base, head, "--report", str(report),
+        *extra, "--", "benches", f"--perf-scale={scale}", f"--perf-data-dir={data_dir}", "-q",
+    ]  # fmt: skip
+    start = time.monotonic()
+    proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    benches: dict[str, Any] = {}
+    pairs = report / "pairs.json"
+    if pairs.is_file():
+        for entry in json.loads(pairs.read_text()):
+            name = entry["nodeid"].split("::")[-1]
+            benches[name] = {
+                k: entry.get(k)
+                for k in ("verdict", "change", "ci", "pairs", "seconds", "skipped", "drained")
+            }
+    shutil.rmtree(report.parent, ignore_errors=True)
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
+    return {"code": proc.returncode, "seconds": seconds, "benches": benches, "tail": tail}
+
+
+def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    header = ["case", "bench", *VERDICTS, "median change", "spread", "s per A/B run"]
+    rows = []
+    for case, runs in results.items():
+        names = sorted({b for run in runs for b in run["benches"]})
+        wall = statistics.median(run["seconds"] for run in runs) if runs else 0.0
+        failed = sum(1 for run in runs if run["code"] == 2)
+        for name in names:
+            entries = [run["benches"][name] for run in runs if name in run["benches"]]
+            tally = Counter(str(e.get("verdict")) for e in entries)
+            changes = [e["change"] for e in entries if e.get("change") is not None]
+            median = f"{statistics.median(changes) * 100:+.1f}%" if changes else "-"
+            spread = f"{min(changes) * 100:+.1f}%..{max(changes) * 100:+.1f}%" if changes else "-"
+            rows.append(
+                [case, name, *(str(tally[v]) for v in VERDICTS), median, spread, f"{wall:.0f}"]
+            )
+        if failed:
+            rows.append([case, f"({failed} runs exited 2)", *[""] * (len(header) - 2)])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in args_in:
+        cut = args_in.index("--")
+        args_in, extra = args_in[:cut], args_in[cut + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=20, help="A/B runs per case (default 20)")
+    parser.add_argument("--scale", default="default", choices=["smoke", "default", "full"])
+    parser.add_argument("--cases", default=",".join(EXTRA), help="comma-separated case names")
+    parser.add_argument("--out", type=Path, default=Path("ab_power.json"))
+    parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
+    args = parser.parse_args(args_in)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in cases if c not in EXTRA]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(EXTRA)})")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="ab-power-"))
+    try:
+        shas = build_repo(work / "repo")
+        data_dir = work / "data"
+        results: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
+        for i in range(args.runs):
+            for case in cases:  # cases interleaved, so a slow hour hits all of them
+                run = run_ab(work / "repo", shas["base"], shas[case], args.scale, data_dir, extra)
+                results[case].append(run)
+                verdicts = {b: e.get("verdict") for b, e in run["benches"].items()}
+                print(f"run {i + 1}/{args.runs} {case}: exit {run['code']} "
+                      f"{run['seconds']:.0f} s {verdicts}", flush=True)  # fmt: skip
+                if run["code"] == 2:
+                    print("  " + "\n  ".join(run["tail"]), flush=True)
+        lines = summarize(results)
+        print("\n".join(lines))
+        document = {"scale": args.scale, "runs": args.runs, "extra_ab": extra, "cases": results}
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(json.dumps(document, indent=1))
+        tmp.replace(args.out)
+        print(f"wrote {args.out}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
