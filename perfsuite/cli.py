@@ -6,8 +6,14 @@
 * 0: no bench slower and no exact counter rose,
 * 1: a regression (a bench slower, or an exact counter rose),
 * 2: bad input (a file that is not a pytest-benchmark run, a run id that does not exist),
-* 3: the runs come from different machines or stacks (``--allow-machine-mismatch``
-  judges them anyway).
+* 3: nothing could be judged: the runs come from different machines or stacks
+  (``--allow-machine-mismatch`` judges them anyway), or no bench was comparable (another
+  ``--perf-scale`` or ``--perf-images`` folder, an empty baseline, timings all zero).
+
+A bench's threshold: ``--threshold`` given on the command line wins over the thresholds
+recorded per bench (from ``perf`` markers, ``--perf-threshold`` or ini), which win over
+the default 5%. Medians that moved with too few samples for a rank test are shown
+("too few samples to judge") and never make a regression on their own.
 
 ``perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]`` alternates the benches of two git
 revisions in one session and judges them on paired ratios (see :mod:`perfsuite.ab`).
@@ -64,17 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--threshold",
             type=_threshold,
-            default=0.05,
+            default=None,
             metavar="FRACTION",
-            help="minimum change of the median for benches whose run records "
-            "no threshold of its own (default 0.05)",
+            help="minimum change of the median that counts, e.g. 0.05 or 5%%; given here "
+            "it wins over the thresholds runs recorded per bench (perf markers, "
+            "--perf-threshold, ini); without it those apply, else 0.05",
         )
 
     compare = commands.add_parser(
         "compare",
         help="judge CURRENT against BASELINE; exit 1 on a regression",
         description="Judge each bench of CURRENT against BASELINE. Exit status: 0 no "
-        "regression, 1 regression, 2 bad input, 3 different machine or stack.",
+        "regression, 1 regression, 2 bad input, 3 nothing judged (different machine or "
+        "stack, or no bench comparable).",
     )
     compare.add_argument("baseline", metavar="BASELINE", help="run file or run id")
     compare.add_argument("current", metavar="CURRENT", help="run file or run id")
@@ -90,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the table as Markdown (for $GITHUB_STEP_SUMMARY)",
     )
 
+    from perfsuite.nightly.command import add_parsers as add_history_parsers
+
+    add_history_parsers(commands)
     report = commands.add_parser(
         "report",
         help="write summary.md and PNG plots for a saved run",
@@ -127,7 +138,7 @@ def _storage(args: argparse.Namespace) -> Storage:
 def run_compare(args: argparse.Namespace) -> int:
     """``perfsuite compare BASELINE CURRENT``: the verdict table and the gate's exit status."""
     from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
-    from perfsuite.verdict.judge import HISTORY_RUNS
+    from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.table import markdown_lines, text_lines
 
     storage = _storage(args)
@@ -137,7 +148,11 @@ def run_compare(args: argparse.Namespace) -> int:
     # History: runs saved beside the current one before it (the noise band's input).
     earlier = storage.beside(current_path).before(current_path)
     comparison = compare_runs(
-        baseline, current, args.threshold, storage.load_all(earlier[-HISTORY_RUNS:])
+        baseline,
+        current,
+        DEFAULT_THRESHOLD,
+        storage.load_all(earlier[-HISTORY_RUNS:]),
+        threshold_override=args.threshold,
     )
     lines = markdown_lines(comparison) if args.markdown else text_lines(comparison)
     decision = gate_decision(
@@ -149,13 +164,14 @@ def run_compare(args: argparse.Namespace) -> int:
         Outcome.PASS: EXIT_OK,
         Outcome.REGRESSION: EXIT_REGRESSION,
         Outcome.MISMATCH: EXIT_MACHINE_MISMATCH,
+        Outcome.NOTHING_JUDGED: EXIT_MACHINE_MISMATCH,
     }[decision.outcome]
 
 
 def run_report(args: argparse.Namespace) -> int:
     """``perfsuite report``: summary.md and plots for a run against the one before it."""
     from perfsuite.verdict.compare import compare_runs
-    from perfsuite.verdict.judge import HISTORY_RUNS
+    from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.report import write_report
 
     storage = _storage(args)
@@ -187,8 +203,9 @@ def run_report(args: argparse.Namespace) -> int:
         comparison = compare_runs(
             storage.load(baseline_path),
             current,
-            args.threshold,
+            DEFAULT_THRESHOLD,
             folder.load_all(folder.before(current_path)[-HISTORY_RUNS:]),
+            threshold_override=args.threshold,
         )
     # Oldest first, the current run in its place; one from outside the storage comes last.
     if position is None:
@@ -204,10 +221,26 @@ def run_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_history(args: argparse.Namespace) -> int:
+    """``perfsuite history`` (perfsuite/nightly/command.py)."""
+    from perfsuite.nightly import command
+
+    return command.run_history(args)
+
+
+def run_nightly(args: argparse.Namespace) -> int:
+    """``perfsuite nightly`` (perfsuite/nightly/command.py)."""
+    from perfsuite.nightly import command
+
+    return command.run_nightly(args)
+
+
 #: one function per subcommand; a new subcommand adds its parser in build_parser and a line here
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compare": run_compare,
     "report": run_report,
+    "history": run_history,
+    "nightly": run_nightly,
 }
 
 

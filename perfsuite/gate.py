@@ -13,9 +13,14 @@ with ``config.pluginmanager.get_plugin(PLUGIN_NAME)``. It
 * keeps each bench's raw per-round timings as the bench finishes, so the current run
   is judged whether or not it is saved;
 * judges every bench at session end, sets a non-zero exit status under
-  ``--perf-gate`` when one is slower, an exact counter rose, or the baseline's machine
-  differs (unless ``--perf-allow-machine-mismatch``), writes ``--perf-report``, and
-  prints the "perfsuite verdict" section.
+  ``--perf-gate`` when one is slower, an exact counter rose, the baseline's machine
+  differs (unless ``--perf-allow-machine-mismatch``), or nothing could be judged (no
+  bench comparable: another ``--perf-scale`` or ``--perf-images``, an empty baseline,
+  timings all zero), writes ``--perf-report``, and prints the "perfsuite verdict"
+  section.
+
+``--perf-gate`` without ``--benchmark-compare``, or with ``--benchmark-disable`` or
+``--benchmark-skip``, is a usage error at startup (exit 4): such a gate could only pass.
 
 Nothing heavy is imported until a comparison or report is asked for.
 """
@@ -108,17 +113,35 @@ class VerdictPlugin:
 
     # -- hooks -----------------------------------------------------------------------
 
+    def check_gate_usage(self) -> None:
+        """``--perf-gate`` that could judge nothing is a usage error at session start.
+
+        Raised from ``pytest_sessionstart``, before anything is collected or measured (exit
+        4, one line), not while the configuration is parsed, so tools that only parse
+        it (``pytest --help``, plugins reading ``PerfConfig``) are unaffected.
+        """
+        if not self.settings.gate or os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        for flag in ("benchmark_disable", "benchmark_skip"):
+            if self._option(flag):
+                option = "--" + flag.replace("_", "-")
+                raise pytest.UsageError(
+                    f"--perf-gate with {option}: no bench is measured, so nothing can be "
+                    f"judged; drop {option} or --perf-gate"
+                )
+        if self.compare_spec is None:
+            raise pytest.UsageError(
+                "--perf-gate has nothing to judge: add --benchmark-compare "
+                "(the newest saved run) or --benchmark-compare=RUN_ID"
+            )
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.check_gate_usage()
+
     def resolve_baseline(self) -> None:
         """Load the ``--benchmark-compare`` baseline, or note that there is none yet."""
         spec = self.compare_spec
-        if not self.active:
-            return
-        if spec is None:
-            if self.settings.gate:
-                self.notes.append(
-                    "--perf-gate has nothing to judge: add --benchmark-compare "
-                    "(the newest saved run) or --benchmark-compare=RUN_ID"
-                )
+        if not self.active or spec is None:
             return
         try:
             self.baseline = self._load_baseline(spec)
@@ -255,6 +278,7 @@ class VerdictPlugin:
                 Outcome.PASS: "passed",
                 Outcome.REGRESSION: "FAILED",
                 Outcome.MISMATCH: "REFUSED",
+                Outcome.NOTHING_JUDGED: "REFUSED",
             }[self.decision.outcome]
             lines.append(f"perfsuite gate: {status}: {self.decision.message}")
         if self.report_files:

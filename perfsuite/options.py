@@ -209,7 +209,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--perf-gate",
         None,
         "exit non-zero when a compared bench is slower, an exact "
-        "counter rose, or the baseline's machine differs",
+        "counter rose, the baseline's machine differs, or nothing could be judged "
+        "(needs --benchmark-compare)",
     ),
     OptionSpec(
         "--perf-allow-machine-mismatch",

@@ -165,9 +165,10 @@ def test_no_baseline_yet_is_a_note(bench: pytest.Pytester, monkeypatch: pytest.M
 def test_gate_without_compare_says_so(
     bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A gate that could only pass is a usage error at startup (issue 12), no longer a note.
     result = run(bench, monkeypatch, "--perf-gate")
-    assert result.ret == 0
-    assert "--perf-gate has nothing to judge: add --benchmark-compare" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--perf-gate has nothing to judge: add --benchmark-compare" in result.stderr.str()
 
 
 @pytest.mark.parametrize(

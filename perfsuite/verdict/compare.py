@@ -2,15 +2,16 @@
 the benches added and removed, the machines' differences, and the gate's decision.
 
 Judging one bench is :mod:`perfsuite.verdict.judge`; what makes two machines the same
-is :mod:`perfsuite.verdict.machine`.
+is :mod:`perfsuite.verdict.machine`; the gate's rules are
+:mod:`perfsuite.verdict.gate_rules` (re-exported here).
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from perfsuite.verdict.gate_rules import GateDecision, Outcome, gate_decision
 from perfsuite.verdict.judge import (
     DEFAULT_THRESHOLD,
     HISTORY_RUNS,
@@ -82,15 +83,18 @@ def compare_runs(
     current: Run,
     default_threshold: float = DEFAULT_THRESHOLD,
     history: Sequence[Run] = (),
+    threshold_override: float | None = None,
 ) -> RunComparison:
     """Judge every bench of ``current`` present in ``baseline``; list added and removed ones.
 
     ``history`` is the earlier runs saved on this machine, oldest first (the baseline
     among them): the run-to-run noise they show can widen a bench's threshold.
+    ``threshold_override`` (``perfsuite compare --threshold``) replaces the thresholds
+    the benches recorded.
     """
     comparable = [run for run in history if not machine_mismatch(run, current)]
     verdicts = [
-        judge_bench(b, c, default_threshold, history_medians(comparable, c))
+        judge_bench(b, c, default_threshold, history_medians(comparable, c), threshold_override)
         for b, c in pairs(baseline, current)
     ]
     added = [n for n in current.benches if n not in baseline.benches]
@@ -98,59 +102,3 @@ def compare_runs(
     return RunComparison(
         baseline, current, verdicts, added, removed, machine_mismatch(baseline, current)
     )
-
-
-class Outcome(enum.Enum):
-    """What a gate concludes from a comparison."""
-
-    PASS = "pass"
-    REGRESSION = "regression"
-    MISMATCH = "machine mismatch"
-
-
-@dataclass(frozen=True)
-class GateDecision:
-    """The gate's outcome and the one line that explains it."""
-
-    outcome: Outcome
-    message: str
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome is Outcome.PASS
-
-
-def gate_decision(
-    comparison: RunComparison,
-    allow_mismatch: bool,
-    allow_flag: str = "--perf-allow-machine-mismatch",
-) -> GateDecision:
-    """Regression if any bench is slower or a counter rose; refused on a machine mismatch."""
-    if comparison.mismatch and not allow_mismatch:
-        what = "; ".join(str(d) for d in comparison.mismatch)
-        return GateDecision(
-            Outcome.MISMATCH,
-            f"cannot judge: the baseline is from a different machine or stack "
-            f"({what}); pass {allow_flag} to gate anyway",
-        )
-    judged = [v for v in comparison.verdicts if not v.not_comparable]
-    if comparison.removed and not judged:
-        return GateDecision(
-            Outcome.MISMATCH,
-            f"cannot judge: none of the baseline's {len(comparison.removed)} benches ran "
-            "comparably in this run (skipped, failed or renamed?); a gate with nothing "
-            "compared does not pass",
-        )
-    regressions = comparison.regressions
-    if regressions:
-        parts = []
-        for item in regressions:
-            why = [item.verdict.value] if item.verdict is Verdict.SLOWER else []
-            why.extend(str(c) for c in item.counters_rose)
-            parts.append(f"{item.label} ({', '.join(why)})")
-        return GateDecision(
-            Outcome.REGRESSION,
-            f"{len(regressions)} regression{'s' if len(regressions) > 1 else ''}: "
-            + "; ".join(parts),
-        )
-    return GateDecision(Outcome.PASS, "no bench slower, no exact counter rose")

@@ -90,12 +90,28 @@ class BenchVerdict:
         return [c for c in self.counters if c.rose]
 
     @property
+    def too_few_samples(self) -> bool:
+        """Judged on medians only: too few samples on a side for a test of significance."""
+        return self.time is not None and self.time.fallback is not None
+
+    @property
     def regressed(self) -> bool:
-        """Slower, or an exact counter rose."""
-        return self.verdict is Verdict.SLOWER or bool(self.counters_rose)
+        """Slower by a test of significance, or an exact counter rose.
+
+        A median that moved past the threshold without enough samples for the rank test
+        (``too_few_samples``) is shown, never a regression on its own: the history and
+        ``perfsuite ab`` judge it.
+        """
+        slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
+        return slower or bool(self.counters_rose)
 
 
-def _threshold(baseline: Bench, current: Bench, default: float) -> float:
+def _threshold(
+    baseline: Bench, current: Bench, default: float, override: float | None = None
+) -> float:
+    """``override`` (an explicit command-line threshold), else the recorded one, else default."""
+    if override is not None:
+        return override
     for result in (current.result, baseline.result):
         if result is not None and result.threshold is not None:
             return result.threshold
@@ -166,11 +182,13 @@ def judge_bench(
     current: Bench,
     default_threshold: float = DEFAULT_THRESHOLD,
     history: Sequence[float] = (),
+    threshold_override: float | None = None,
 ) -> BenchVerdict:
     """Compare one bench: rank test on raw samples, else medians; counters exactly.
 
     ``history`` holds the bench's median times in earlier comparable runs: their
-    spread can widen the threshold (see the module docstring).
+    spread can widen the threshold (see the module docstring). ``threshold_override``
+    replaces the thresholds the runs recorded (``perfsuite compare --threshold``).
     """
     counters = _counters(baseline, current)
     note = None
@@ -194,7 +212,7 @@ def judge_bench(
     reason = _not_comparable(baseline, current)
     if reason is not None:
         return verdict(None, reason=reason)
-    threshold = _threshold(baseline, current, default_threshold)
+    threshold = _threshold(baseline, current, default_threshold, threshold_override)
     band = noise_band(history)
     if band is not None and band > threshold:
         note = (

@@ -7,7 +7,8 @@
 * ``throughput-<group>.png``: per group, each variant's per-round items/s as a box plot
   (seconds per call for benches that declare no items);
 * ``history/<bench>.png``: per bench, its median items/s (or time) across the saved
-  runs, with the interquartile range as error bars and the current run marked.
+  runs, with the interquartile range as error bars, the current run marked, and a
+  dashed line where ``perfsuite history`` finds a step (red for a regression).
 
 matplotlib is imported only here, inside the plotting functions, with the Agg canvas
 (no display needed, no global pyplot state). The folder is written as a unit: into a
@@ -253,6 +254,7 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
             color="#e63946",
             label="current run",
         )
+    _mark_steps(axes, fullname, history, [p[0] for p in points])
     axes.set_xticks(xs, [p[0] for p in points], rotation=30, ha="right", fontsize=7)
     unit = current.benches[fullname].unit
     axes.set_ylabel(
@@ -262,6 +264,25 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
     axes.legend(fontsize=7, loc="best")
     axes.grid(alpha=0.3)
     return _png(figure)
+
+
+def _mark_steps(axes: Any, fullname: str, history: Sequence[Run], names: list[str]) -> None:
+    """A vertical line before each run where the bench's history steps (perfsuite history)."""
+    from perfsuite.verdict.history import bench_series, steps_of
+
+    series = bench_series(history, fullname)
+    if series is None:
+        return
+    for step in steps_of(series):
+        if step.after.run not in names:
+            continue
+        size = f"{step.change * 100:+.0f}%" if step.change is not None else step.what
+        axes.axvline(
+            names.index(step.after.run) - 0.5,
+            color="#e63946" if step.regression else "#8d99ae",
+            linestyle="--",
+            label=f"step {size} at {step.after.run}",
+        )
 
 
 def report_entry(name: str) -> bool:

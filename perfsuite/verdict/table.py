@@ -14,6 +14,10 @@ from perfsuite.verdict.judge import BenchVerdict
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.textable import format_table
 
+TOO_FEW_NOTE = (
+    "too few samples to judge: not a regression on its own (perfsuite history and "
+    "perfsuite ab judge it)"
+)
 HEADER = ["bench", "verdict", "median time [99% CI]", "throughput", "p", "rounds", "counters"]
 
 
@@ -73,7 +77,8 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
             continue
         word = _verdict_word(item)
         assert item.time is not None
-        for note in (item.time.fallback, item.note):
+        unjudged = TOO_FEW_NOTE if item.too_few_samples and item.verdict is Verdict.SLOWER else None
+        for note in (item.time.fallback, unjudged, item.note):
             if note:
                 if note not in notes:
                     notes.append(note)

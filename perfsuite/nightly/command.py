@@ -1,0 +1,224 @@
+"""``perfsuite history`` and ``perfsuite nightly``: the history of this machine's runs.
+
+``perfsuite history [--storage URI] [-k EXPR] [--accept RUN]`` prints, per bench, its
+median time and items/s in every saved run of this machine with the run's commit and
+date, and its newest step. Exit status: 0 no failing step, 1 a regression step starts
+after the last accepted run (see :mod:`perfsuite.verdict.history`), 2 bad input.
+``--accept RUN`` (a run id or a commit) records that run as accepted and exits 0.
+
+``perfsuite nightly [--storage URI] [--report DIR] [--no-confirm] [-- PYTEST_ARGS]``
+screens the newest saved run (:mod:`perfsuite.nightly.screen`), confirms the suspects
+with ``perfsuite ab`` (:mod:`perfsuite.nightly.confirm`) and exits 1 on a confirmed
+regression or a risen exact counter, 0 otherwise, 2 on bad input or when ``perfsuite
+ab`` fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfsuite.errors import PerfsuiteError
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.runs import Run
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+
+_KEYWORDS = {"and", "or", "not", "(", ")"}
+
+
+def keyword_matcher(expression: str | None) -> Callable[[str], bool]:
+    """``-k`` as pytest reads it: words matched as substrings, with and/or/not/()."""
+    if not expression:
+        return lambda _name: True
+    tokens = re.findall(r"\(|\)|[^\s()]+", expression)
+    words = [t for t in tokens if t not in _KEYWORDS]
+    code = " ".join(f"_w[{words.index(t)}]" if t not in _KEYWORDS else t for t in tokens)
+    try:
+        compiled = compile(code, "<-k>", "eval")
+        eval(compiled, {"__builtins__": {}}, {"_w": [False] * len(words)})
+    except SyntaxError:
+        raise PerfsuiteError(f"-k {expression!r}: not a valid expression") from None
+
+    def match(name: str) -> bool:
+        low = name.lower()
+        found = [w.lower() in low for w in words]
+        return bool(eval(compiled, {"__builtins__": {}}, {"_w": found}))
+
+    return match
+
+
+def _storage_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--storage",
+        default=".benchmarks",
+        metavar="URI",
+        help="pytest-benchmark file storage (file:// accepted; default: .benchmarks)",
+    )
+    sub.add_argument(
+        "--machine",
+        metavar="ID",
+        help="the machine folder to read (default: this machine's, as pytest-benchmark names it)",
+    )
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``history`` and ``nightly`` on the ``perfsuite`` command line."""
+    history = commands.add_parser(
+        "history",
+        help="each bench's medians over the saved runs and its steps; exit 1 on a "
+        "regression step after the last accepted run",
+        description="Per bench, the medians (and items/s) over the saved runs of this "
+        "machine with commits and dates, and its newest step with its size and commit "
+        "range. Exit status: 0 no failing step, 1 a regression step starts after the last "
+        "accepted run, 2 bad input.",
+    )
+    _storage_options(history)
+    history.add_argument("-k", dest="keyword", metavar="EXPR", help="only benches matching EXPR")
+    history.add_argument(
+        "--accept",
+        metavar="RUN",
+        help="accept the steps up to RUN (a run id like 0012 or a commit): record it in "
+        "perfsuite-accepted.json in the storage and exit 0",
+    )
+    history.add_argument(
+        "--series", action="store_true", help="print every run's figures, not only the steps"
+    )
+    nightly = commands.add_parser(
+        "nightly",
+        help="screen the newest run against the history, confirm suspects with perfsuite ab",
+        description="Screen the newest saved run against the history of this machine; "
+        "confirm the suspects with `perfsuite ab <baseline commit> HEAD -- PYTEST_ARGS -k "
+        "<suspects>`. Exit status: 0 no confirmed regression, 1 a confirmed regression or "
+        "a risen exact counter, 2 bad input or perfsuite ab failed.",
+    )
+    _storage_options(nightly)
+    nightly.add_argument(
+        "--report", type=Path, metavar="DIR", help="write summary.md (and ab's report) here"
+    )
+    nightly.add_argument(
+        "--no-confirm", action="store_true", help="list the suspects without running perfsuite ab"
+    )
+    nightly.add_argument(
+        "pytest_args", nargs="*", metavar="PYTEST_ARGS", help="after --: passed to perfsuite ab"
+    )
+
+
+def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
+    """This machine's saved runs (``--machine`` picks another), in the storage's order."""
+    from perfsuite.verdict.storage import Storage, storage_path, this_machine_id
+
+    root = storage_path(args.storage)
+    machine = args.machine or this_machine_id()
+    folder = root / machine
+    if not folder.is_dir():
+        others = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        hint = f" (machine folders: {', '.join(others)}; pick one with --machine)" if others else ""
+        raise PerfsuiteError(f"{folder}: no saved runs of this machine{hint}")
+    storage = Storage(root, machine)
+    runs = storage.load_all(storage.runs())
+    if not runs:
+        raise PerfsuiteError(
+            f"{folder}: no readable saved runs (save some with --benchmark-autosave)"
+        )
+    return root, machine, runs
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from perfsuite.verdict.history import (
+        accept,
+        accepted_position,
+        accepted_run,
+        bench_histories,
+        failing_steps,
+        find_accept_target,
+        format_point,
+        steps_of,
+    )
+
+    root, machine, runs = _load_history(args)
+    if args.accept:
+        target = find_accept_target(runs, args.accept)
+        accept(root, machine, target)
+        print(f"perfsuite history: accepted the steps up to {target.name} on {machine}")
+        return EXIT_OK
+    matches = keyword_matcher(args.keyword)
+    record = accepted_run(root, machine)
+    accepted = accepted_position(runs, record)
+    failing_total = 0
+    shown = 0
+    for series in bench_histories(runs):
+        if not matches(series.fullname) and not matches(series.label):
+            continue
+        shown += 1
+        steps = steps_of(series)
+        failing = failing_steps(steps, accepted)
+        failing_total += len(failing)
+        newest = steps[-1] if steps else None
+        word = "none" if newest is None else newest.describe()
+        if newest is not None:
+            word += ": REGRESSION" if newest.regression else ""
+            word += "" if newest in failing or not newest.regression else " (accepted)"
+        latest = series.points[-1]
+        rate = f", {latest.rate:,.1f} {series.unit}/s" if latest.rate else ""
+        print(
+            f"{series.label}: {len(series.points)} runs, newest {latest.median * 1000:.3f} ms"
+            f"{rate}; newest step: {word}"
+        )
+        for step in failing:
+            if step is not newest:
+                print(f"  also failing: {step.describe()}")
+        if args.series:
+            for point in series.points:
+                print(format_point(point, series.unit))
+    if shown == 0:
+        raise PerfsuiteError(f"-k {args.keyword!r}: no saved bench matches")
+    note = f"accepted up to {record['run']}" if record else "nothing accepted yet"
+    if failing_total:
+        print(
+            f"perfsuite history: {failing_total} regression steps after the last accepted run "
+            f"({note}); accept a known change with perfsuite history --accept RUN"
+        )
+        return EXIT_REGRESSION
+    print(f"perfsuite history: no regression step to judge ({note})")
+    return EXIT_OK
+
+
+def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
+    from perfsuite.data.fsutil import atomic_write_text
+    from perfsuite.nightly.confirm import AB_COMMAND, Confirmation, confirm
+    from perfsuite.nightly.screen import screen
+    from perfsuite.nightly.summary import nightly_markdown
+
+    _root, _machine, runs = _load_history(args)
+    screening = screen(runs)
+    confirmation: Confirmation | None = None
+    if screening.suspects and not args.no_confirm:
+        previous = screening.previous
+        base = previous.commit_info.get("id") if previous is not None else None
+        head = screening.tonight.commit_info.get("id")
+        report = (args.report or Path("reports/nightly")) / "ab"
+        confirmation = confirm(
+            base if isinstance(base, str) else None,
+            head if isinstance(head, str) else None,
+            screening.suspects,
+            args.pytest_args,
+            report,
+            ab_command or AB_COMMAND,
+        )
+    status = EXIT_OK
+    if confirmation is not None and confirmation.fault:
+        status = EXIT_BAD_INPUT
+    if screening.counters or (confirmation is not None and confirmation.confirmed):
+        status = EXIT_REGRESSION
+    text = nightly_markdown(screening, confirmation, status)
+    if args.report is not None:
+        atomic_write_text(args.report / "summary.md", text + "\n")
+    print(text)
+    return status

@@ -1,0 +1,141 @@
+"""Screening tonight's run against the history: which benches are suspects.
+
+For each bench of tonight's run (the newest saved run), over its comparable points:
+
+* an exact counter that rose since the previous point is a **regression outright**;
+* with at least ``MIN_NIGHTLY_HISTORY`` earlier points, the bench is a **suspect** when a
+  slowing step (:mod:`perfsuite.verdict.changepoint`) starts at tonight's point, or when
+  tonight's median lies above the band of the recent runs: their median plus
+  ``max(threshold, exp(3 sigma) - 1)``, the noise band of
+  :func:`perfsuite.verdict.judge.noise_band` over the last ``HISTORY_RUNS`` points;
+* with fewer, it is a suspect when it is slower than the previous point by more than its
+  threshold (the noise of this machine is not known yet, so every move counts).
+
+Suspects are not verdicts: ``perfsuite nightly`` confirms them by an interleaved A/B
+run of the two commits before it fails (:mod:`perfsuite.nightly.confirm`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.history import Series, bench_histories
+from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
+from perfsuite.verdict.runs import Run
+
+#: earlier comparable points a bench needs before its own noise band screens it. The
+#: band's robust sigma (MAD) needs MIN_HISTORY points to mean anything: with fewer,
+#: one odd night moves it by more than the changes we look for.
+MIN_NIGHTLY_HISTORY = MIN_HISTORY
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A bench flagged tonight, why, and how much it moved (relative median time)."""
+
+    series: Series
+    reason: str
+    change: float
+    counter: bool = False  # an exact counter rose: a regression without confirmation
+
+    @property
+    def label(self) -> str:
+        return self.series.label
+
+    @property
+    def test_name(self) -> str:
+        """The name ``pytest -k`` selects the bench by (``test_x[variant]``)."""
+        return self.series.fullname.rsplit("::", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Screening:
+    """Tonight's screening: the suspects, the risen counters and what was screened."""
+
+    tonight: Run
+    previous: Run | None
+    suspects: list[Suspect]
+    counters: list[Suspect]
+    screened: int
+    short_history: list[str]  # benches screened against the previous run only
+
+
+def _log_change(new: float, old: float) -> float:
+    return math.exp(math.log(new) - math.log(old)) - 1
+
+
+def _center(medians: Sequence[float]) -> float:
+    logs = sorted(math.log(m) for m in medians)
+    mid = len(logs) // 2
+    center = logs[mid] if len(logs) % 2 else (logs[mid - 1] + logs[mid]) / 2
+    return math.exp(center)
+
+
+def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]:
+    """(time suspect, counter regression, screened against the previous run only)."""
+    points = series.points
+    if len(points) < 2:
+        return None, None, True
+    newest, earlier = points[-1], points[:-1]
+    counter = None
+    old = earlier[-1].counters
+    rose = [f"{n} {old[n]} -> {v}" for n, v in newest.counters.items() if n in old and v > old[n]]
+    if rose:
+        change = _log_change(newest.median, earlier[-1].median)
+        counter = Suspect(series, "exact counter rose: " + ", ".join(rose), change, counter=True)
+    threshold = series.threshold
+    if len(earlier) < MIN_NIGHTLY_HISTORY:
+        change = _log_change(newest.median, earlier[-1].median)
+        if change > threshold:
+            reason = (
+                f"time {change * 100:+.1f}% against the previous run {earlier[-1].run} "
+                f"(threshold {threshold * 100:g}%; {len(earlier)} earlier runs, "
+                f"fewer than {MIN_NIGHTLY_HISTORY})"
+            )
+            return Suspect(series, reason, change), counter, True
+        return None, counter, True
+    for step in find_steps(series.medians):
+        if step.index == len(points) - 1 and step.up and step.change > threshold:
+            low, high = step.ci
+            reason = (
+                f"a step starts tonight: time {step.change * 100:+.1f}% "
+                f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
+            )
+            return Suspect(series, reason, step.change), counter, False
+    recent = [p.median for p in earlier[-HISTORY_RUNS:]]
+    band = max(threshold, noise_band(recent) or 0.0)
+    change = _log_change(newest.median, _center(recent))
+    if change > band:
+        reason = (
+            f"time {change * 100:+.1f}% against the median of the last {len(recent)} runs, "
+            f"outside their band of {band * 100:.1f}%"
+        )
+        return Suspect(series, reason, change), counter, False
+    return None, counter, False
+
+
+def screen(runs: Sequence[Run]) -> Screening:
+    """Screen the newest of ``runs`` (oldest first) against the ones before it."""
+    if not runs:
+        raise ValueError("no runs to screen")
+    tonight = runs[-1]
+    suspects: list[Suspect] = []
+    counters: list[Suspect] = []
+    short: list[str] = []
+    screened = 0
+    for series in bench_histories(runs):
+        if not series.points or series.points[-1].run != tonight.name:
+            continue  # not measured tonight
+        screened += 1
+        suspect, counter, only_previous = screen_series(series)
+        if suspect is not None:
+            suspects.append(suspect)
+        if counter is not None:
+            counters.append(counter)
+        if only_previous:
+            short.append(series.label)
+    previous = runs[-2] if len(runs) > 1 else None
+    return Screening(tonight, previous, suspects, counters, screened, short)

@@ -1,0 +1,158 @@
+"""``perfsuite nightly``: screening tonight's run, confirming suspects, exit codes.
+
+The confirmation step runs ``perfsuite ab`` as a child process and reads only its exit
+status and ``summary.md``; here a small script stands in for it on that contract (it
+records its command line and exits with the status it is told to), so the nightly's
+handling of each answer is tested without running benches of two commits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsuite.cli import build_parser, main
+from perfsuite.nightly.command import run_nightly
+from perfsuite.nightly.confirm import split_k
+from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen
+from perfsuite.verdict.runs import Run
+from tests.test_history_data import commit_of, make_history, saved_runs
+
+AB_STANDIN = """
+import json, os, sys
+from pathlib import Path
+
+args = sys.argv[1:]
+report = Path(args[args.index("--report") + 1])
+report.mkdir(parents=True, exist_ok=True)
+(report / "summary.md").write_text("# perfsuite ab\\n\\nab said " + os.environ["AB_STATUS"] + "\\n")
+Path(os.environ["AB_LOG"]).write_text(json.dumps(args))
+sys.exit(int(os.environ["AB_STATUS"]))
+"""
+
+
+@pytest.fixture
+def ab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    script = tmp_path / "ab_standin.py"
+    script.write_text(AB_STANDIN)
+    monkeypatch.setenv("AB_LOG", str(tmp_path / "ab-args.json"))
+    monkeypatch.setenv("AB_STATUS", "0")
+    return [sys.executable, str(script)]
+
+
+def nightly(storage: Path, ab: list[str], *args: str) -> int:
+    parsed = build_parser().parse_args(["nightly", "--storage", str(storage), *args])
+    return run_nightly(parsed, ab_command=ab)
+
+
+def runs_of(storage: Path) -> list[Run]:
+    return saved_runs(storage)
+
+
+def test_an_unchanged_night_has_no_suspect_and_passes(tmp_path: Path, ab: list[str]) -> None:
+    make_history(tmp_path, nights=15, step_at=None, noise=0.03)
+    screening = screen(runs_of(tmp_path))
+    assert screening.suspects == []
+    assert screening.screened == 2
+    assert nightly(tmp_path, ab) == 0
+    assert not (tmp_path / "ab-args.json").exists()
+
+
+def test_a_slow_night_is_a_suspect_confirmed_by_ab(
+    tmp_path: Path, ab: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    make_history(
+        store, nights=15, step_at=14, step=0.3, noise=0.03, only=["bench_tiny.py::test_sum[large]"]
+    )
+    screening = screen(runs_of(store))
+    assert [s.label for s in screening.suspects] == ["sum/n4000"]
+    monkeypatch.setenv("AB_STATUS", "1")
+    report = tmp_path / "report"
+    status = nightly(store, ab, "--report", str(report), "--", "benches", "--perf-scale=smoke")
+    assert status == 1
+    args = json.loads((tmp_path / "ab-args.json").read_text())
+    assert args == [
+        commit_of(13),
+        "HEAD",
+        "--report",
+        str(report / "ab"),
+        "--",
+        "benches",
+        "--perf-scale=smoke",
+        "-k",
+        "test_sum[large]",
+    ]
+    summary = (report / "summary.md").read_text()
+    assert "Verdict: **FAILED**: perfsuite ab confirmed a regression" in summary
+    assert "| sum/n4000 |" in summary
+    assert "ab said 1" in summary
+
+
+def test_a_suspect_ab_does_not_confirm_passes(
+    tmp_path: Path, ab: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_history(tmp_path, nights=15, step_at=14, step=0.3, noise=0.03)
+    monkeypatch.setenv("AB_STATUS", "0")
+    assert nightly(tmp_path, ab, "--", "-k", "sum") == 0
+    args = json.loads((tmp_path / "ab-args.json").read_text())
+    assert args[-2:] == ["-k", "(sum) and (test_sum[large] or test_sum[small])"]
+
+
+def test_an_ab_fault_exits_2(
+    tmp_path: Path, ab: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_history(tmp_path, nights=15, step_at=14, step=0.3, noise=0.03)
+    monkeypatch.setenv("AB_STATUS", "2")
+    assert nightly(tmp_path, ab) == 2
+
+
+def test_no_confirm_lists_suspects_and_passes(tmp_path: Path, ab: list[str]) -> None:
+    make_history(tmp_path, nights=15, step_at=14, step=0.3, noise=0.03)
+    assert nightly(tmp_path, ab, "--no-confirm") == 0
+    assert not (tmp_path / "ab-args.json").exists()
+
+
+def test_a_risen_counter_fails_without_confirmation(tmp_path: Path, ab: list[str]) -> None:
+    make_history(tmp_path, nights=6, step_at=None, counter_rise_at=5, noise=0.02)
+    screening = screen(runs_of(tmp_path))
+    assert [c.reason for c in screening.counters] == ["exact counter rose: traces 1 -> 2"] * 2
+    assert nightly(tmp_path, ab, "--no-confirm") == 1
+
+
+def test_too_little_history_screens_against_the_previous_run(tmp_path: Path) -> None:
+    nights = MIN_NIGHTLY_HISTORY  # tonight plus MIN_NIGHTLY_HISTORY - 1 earlier runs
+    make_history(tmp_path, nights=nights, step_at=nights - 1, step=0.08, noise=0.0)
+    screening = screen(runs_of(tmp_path))
+    assert sorted(screening.short_history) == ["sum/n1000", "sum/n4000"]
+    assert len(screening.suspects) == 2
+    assert "against the previous run" in screening.suspects[0].reason
+    make_history(tmp_path / "below", nights=nights, step_at=nights - 1, step=0.04, noise=0.0)
+    assert screen(runs_of(tmp_path / "below")).suspects == []
+
+
+def test_the_same_commit_is_not_sent_to_ab(
+    tmp_path: Path, ab: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = make_history(tmp_path, nights=15, step_at=14, step=0.3, noise=0.03)
+    last = json.loads(paths[-1].read_text())
+    last["commit_info"]["id"] = commit_of(13)
+    paths[-1].write_text(json.dumps(last))
+    assert nightly(tmp_path, ab) == 0
+    assert not (tmp_path / "ab-args.json").exists()
+    assert "no code change to confirm" in capsys.readouterr().out
+
+
+def test_no_saved_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nightly", "--storage", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "perfsuite nightly: error: " in err
+    assert "no saved runs of this machine" in err
+
+
+def test_split_k_and_keyword_expression() -> None:
+    assert split_k(["benches", "-k", "tfdata", "-x"]) == (["benches", "-x"], "tfdata")
+    assert split_k(["-ktfdata"]) == ([], "tfdata")
