@@ -147,3 +147,31 @@ def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
     ).stdout
     assert str(path) not in listed
     assert not cache.folder.exists()
+
+
+def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
+    from perfsuite.ab.controller import BenchRun, Outcome
+    from perfsuite.ab.report import Verdicts, write_report
+    from perfsuite.ab.sides import SideSpec
+    from perfsuite.verdict.paired import judge
+
+    run = BenchRun("benches/bench_x.py::test_x", 0.05)
+    run.a_blocks = [[1.0, 1.0]] * 12
+    run.b_blocks = [[1.5, 1.5]] * 12
+    run.result = judge(run.ratios, 0.05, 0.001)
+    outcome = Outcome([run], removed=["benches/bench_x.py::test_old"], added=[], seed=3)
+    specs = [
+        SideSpec("A", Revision("main", "a" * 40), tmp_path),
+        SideSpec("B", Revision("working tree", None), tmp_path),
+    ]
+    verdicts = Verdicts.build(outcome, tmp_path / "none-a.json", tmp_path / "none-b.json", specs)
+    assert verdicts.regressed
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "stale.txt").write_text("from an earlier run")
+    files = {p.name for p in write_report(out, verdicts, [tmp_path / "none-a.json"] * 2)}
+    assert files == {"summary.md", "pairs.json", "benches_bench_x.py__test_x.png"}
+    summary = (out / "summary.md").read_text()
+    assert "| `benches/bench_x.py::test_x` | SLOWER | +50.0% [+50.0%, +50.0%] |" in summary
+    assert "removed (base only)" in summary
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

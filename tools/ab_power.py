@@ -10,9 +10,10 @@ Builds a temporary git repository with two benches that use perfsuite's fixtures
 and commits: ``base``; ``unchanged`` (a comment); ``+5%``, ``+10%`` and ``+20%`` more
 work (that fraction of the images decoded a second time, in the same place as the
 first decode). Each case runs ``perfsuite ab base <case>`` ``--runs`` times and records
-every bench's verdict, measured change, pairs and the wall time of the run. It prints,
-per case and bench, how many runs were slower / faster / same / inconclusive, the
-median measured change and its spread (min to max), and the median time per A/B run,
+every bench's verdict, measured change, pairs, its seconds of alternation and the wall
+time of the run. It prints, per case and bench, how many runs were slower / faster /
+same / inconclusive, the median measured change and its spread (min to max), the
+median seconds the bench alternated and the median wall time per A/B run,
 and writes every run to ``--out`` (JSON). Usage::
 
     python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
@@ -166,7 +167,9 @@ def run_ab(
 
 
 def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
-    header = ["case", "bench", *VERDICTS, "median change", "spread", "s per A/B run"]
+    header = [
+        "case", "bench", *VERDICTS, "median change", "spread", "s alternating", "s per A/B run",
+    ]  # fmt: skip
     rows = []
     for case, runs in results.items():
         names = sorted({b for run in runs for b in run["benches"]})
@@ -178,9 +181,10 @@ def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
             changes = [e["change"] for e in entries if e.get("change") is not None]
             median = f"{statistics.median(changes) * 100:+.1f}%" if changes else "-"
             spread = f"{min(changes) * 100:+.1f}%..{max(changes) * 100:+.1f}%" if changes else "-"
-            rows.append(
-                [case, name, *(str(tally[v]) for v in VERDICTS), median, spread, f"{wall:.0f}"]
-            )
+            alternating = [e["seconds"] for e in entries if e.get("seconds") is not None]
+            bench_s = f"{statistics.median(alternating):.0f}" if alternating else "-"
+            cells = [median, spread, bench_s, f"{wall:.0f}"]
+            rows.append([case, name, *(str(tally[v]) for v in VERDICTS), *cells])
         if failed:
             rows.append([case, f"({failed} runs exited 2)", *[""] * (len(header) - 2)])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
