@@ -8,6 +8,7 @@ import pytest
 
 import perfsuite.verdict.report as report_module
 from perfsuite.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from perfsuite.data import fsutil
 from perfsuite.data.fsutil import atomic_write_bytes
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.report import write_report
@@ -92,3 +93,20 @@ def test_perfsuite_report_command_keeps_the_old_report_on_failure(
     assert main(["report", "--storage", str(storage), "--out", str(out)]) == EXIT_BAD_INPUT
     assert "No space left on device" in capsys.readouterr().err
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "rename-aside"])
+def test_replace_dir_swaps_whole_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+) -> None:
+    if not exchange:  # a file system without RENAME_EXCHANGE
+        monkeypatch.setattr(fsutil, "_exchange", lambda a, b: False)
+    final = tmp_path / "report"
+    final.mkdir()
+    (final / "old.txt").write_text("old")
+    new = tmp_path / ".report.new"
+    (new / "sub").mkdir(parents=True)
+    (new / "sub" / "new.txt").write_text("new")
+    fsutil.replace_dir(new, final)
+    assert snapshot(final) == {"sub/new.txt": b"new"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
