@@ -99,13 +99,13 @@ def make_venv(where: Path, source: Path, pytest_version: str, with_perfsuite: bo
     """A venv with pytest-benchmark (built from ``source``) and its test deps; reused once made."""
     python = where / "bin" / "python"
     stamp = where / ".installed"
+    pins = [f"pytest=={pytest_version}", f"pytest-benchmark=={source.name.split('-')[-1]}"]
     if stamp.is_file():
-        if with_perfsuite:  # editable: the code follows the checkout; refresh the metadata
-            run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(CHECKOUT)])
+        if with_perfsuite:  # editable: refresh the metadata and any dependency added since
+            run([str(python), "-m", "pip", "install", "--quiet", "-e", str(CHECKOUT), *pins])
         return python
     shutil.rmtree(where, ignore_errors=True)
     run([sys.executable, "-m", "venv", str(where)])
-    pins = [f"pytest=={pytest_version}"]
     run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     run(
         [
@@ -117,24 +117,11 @@ def make_venv(where: Path, source: Path, pytest_version: str, with_perfsuite: bo
             f"{source}[{EXTRAS}]",
             *TOX_DEPS,
             *DEV_GROUP,
-            *pins,
+            pins[0],
         ]
     )
-    if with_perfsuite:
-        version = importlib.metadata.version("pytest-benchmark")
-        run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "-e",
-                str(CHECKOUT),
-                f"pytest-benchmark=={version}",
-                *pins,
-            ]
-        )
+    if with_perfsuite:  # perfsuite's core dependencies only: no extras, no TensorFlow or torch
+        run([str(python), "-m", "pip", "install", "--quiet", "-e", str(CHECKOUT), *pins])
     stamp.write_text("ok\n")
     return python
 
