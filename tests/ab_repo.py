@@ -106,10 +106,12 @@ class Repo:
         # This file as the script: the repository's folder is not put on sys.path first.
         return [sys.executable, __file__, "ab", *args]
 
-    def ab(self, *args: str, log: Path | None = None, timeout: float = 120) -> Result:
+    def ab(
+        self, *args: str, log: Path | None = None, timeout: float = 120, cwd: Path | None = None
+    ) -> Result:
         proc = subprocess.run(
             self.command(*args),
-            cwd=self.root,
+            cwd=cwd or self.root,
             env=self.env(log),
             capture_output=True,
             text=True,

@@ -119,3 +119,14 @@ def test_added_removed_and_a_risen_counter(tmp_path: Path) -> None:
     assert re.search(r"bench_new.py::test_new +added \(candidate only\)", result.out)
     assert "calls_per_round 1 -> 2 ROSE" in result.out
     assert "(counter rose)" in result.out
+
+
+def test_pytest_args_are_taken_from_the_folder_it_was_started_in(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(LOOPS, "same")
+    base = repo.commit("base")
+    args = [*SMALL, "--", "bench_work.py", "-k", "one", "--perf-scale=smoke", "-q"]
+    result = repo.ab(base, *args, cwd=repo.root / "benches")
+    assert result.code == 0, result.out + result.err
+    assert "bench_work.py::test_work[one]" in result.out
+    assert "test_work[two]" not in result.out

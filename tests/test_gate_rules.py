@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from perfsuite.cli import EXIT_MACHINE_MISMATCH, EXIT_OK, EXIT_REGRESSION, main
-from perfsuite.verdict.result import BenchResult, Role
+from perfsuite.verdict.result import BenchResult, DatasetRef, Role
 from tests.test_verdict_gate import BENCH, CONFTEST, FAKE_TIMER, MACHINE_ID, run, save_baseline
 
 pytest_plugins = ["pytester"]
@@ -163,7 +163,9 @@ def test_too_few_samples_are_shown_not_failed(
 # -- perfsuite compare ------------------------------------------------------------------
 
 
-def run_doc(median: float, *, scale: str = "smoke", threshold: float = 0.5) -> dict[str, Any]:
+def run_doc(
+    median: float, *, scale: str = "smoke", threshold: float = 0.5, dataset: str = "abc123"
+) -> dict[str, Any]:
     data = [median * (1 + 0.001 * (i % 5)) for i in range(12)]
     result = BenchResult(
         group="g",
@@ -174,6 +176,7 @@ def run_doc(median: float, *, scale: str = "smoke", threshold: float = 0.5) -> d
         scale=scale,
         device="cpu",
         threshold=threshold,
+        dataset=DatasetRef(name="photos", hash=dataset),
     )
     bench = {
         "group": "g",
@@ -212,3 +215,22 @@ def test_compare_threshold_wins_over_recorded_ones(tmp_path: Path) -> None:
     assert compare(tmp_path, base, slower) == EXIT_OK  # +30% is inside the recorded 50%
     assert compare(tmp_path, base, slower, "--threshold", "10%") == EXIT_REGRESSION
     assert compare(tmp_path, base, slower, "--threshold", "0.4") == EXIT_OK
+
+
+def test_compare_refuses_another_dataset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = run_doc(0.1, dataset="def456")
+    assert compare(tmp_path, run_doc(0.1), other) == EXIT_MACHINE_MISMATCH
+    out = capsys.readouterr().out
+    assert "1 x dataset_hash abc123 -> def456" in out
+    assert "compare runs on the same --perf-images folder" in out
+
+
+def test_compare_refuses_zero_timings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    zero = run_doc(0.1)
+    stats = zero["benchmarks"][0]["stats"]
+    stats["data"] = [0.0] * len(stats["data"])
+    stats["median"] = 0.0
+    assert compare(tmp_path, zero, run_doc(0.1)) == EXIT_MACHINE_MISMATCH
+    assert "nothing judged: cannot judge" in capsys.readouterr().out

@@ -255,11 +255,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     budget = budget_for(args, scale_of(pytest_args))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     chosen = selection(root, pytest_args)
+    # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
+    subdir = Path.cwd().resolve().relative_to(root) if pytest_args else Path()
     with contextlib.ExitStack() as stack:
         done: dict[str, Path] = {}
         specs = [
-            SideSpec("A", base, _checkout(stack, cache, root, base, done)),
-            SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done)),
+            SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
+            SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
         ]
         for spec in specs:
             protocol_check(spec)

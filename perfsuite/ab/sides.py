@@ -88,6 +88,12 @@ class SideSpec:
     name: str
     revision: Revision
     root: Path
+    subdir: Path = Path()  # where pytest starts, relative to the root (PYTEST_ARGS' base)
+
+    @property
+    def cwd(self) -> Path:
+        folder = self.root / self.subdir
+        return folder if folder.is_dir() else self.root
 
     @property
     def title(self) -> str:
@@ -129,7 +135,7 @@ class SideProcess:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 args,
-                cwd=self.spec.root,
+                cwd=self.spec.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -63,8 +63,8 @@ class Screening:
     short_history: list[str]  # benches screened against the previous run only
 
 
-def _log_change(new: float, old: float) -> float:
-    return math.exp(math.log(new) - math.log(old)) - 1
+def _change(new: float, old: float) -> float:
+    return new / old - 1
 
 
 def _center(medians: Sequence[float]) -> float:
@@ -84,11 +84,11 @@ def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]
     old = earlier[-1].counters
     rose = [f"{n} {old[n]} -> {v}" for n, v in newest.counters.items() if n in old and v > old[n]]
     if rose:
-        change = _log_change(newest.median, earlier[-1].median)
+        change = _change(newest.median, earlier[-1].median)
         counter = Suspect(series, "exact counter rose: " + ", ".join(rose), change, counter=True)
     threshold = series.threshold
     if len(earlier) < MIN_NIGHTLY_HISTORY:
-        change = _log_change(newest.median, earlier[-1].median)
+        change = _change(newest.median, earlier[-1].median)
         if change > threshold:
             reason = (
                 f"time {change * 100:+.1f}% against the previous run {earlier[-1].run} "
@@ -107,7 +107,7 @@ def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]
             return Suspect(series, reason, step.change), counter, False
     recent = [p.median for p in earlier[-HISTORY_RUNS:]]
     band = max(threshold, noise_band(recent) or 0.0)
-    change = _log_change(newest.median, _center(recent))
+    change = _change(newest.median, _center(recent))
     if change > band:
         reason = (
             f"time {change * 100:+.1f}% against the median of the last {len(recent)} runs, "
