@@ -111,7 +111,8 @@ def test_collection_error_names_the_side(repo: Repo) -> None:
     result = repo.ab(base, *SMALL, *SIDE_ARGS, timeout=HANG_S)
     assert result.code == 2, result.out + result.err
     assert "side B (candidate, working tree): collection failed" in result.err
-    assert "no_such_module_for_ab" in result.err
+    assert "ModuleNotFoundError: No module named 'no_such_module_for_ab'" in result.err
+    assert "E   " not in result.err
     assert_clean(repo)
 
 
@@ -138,7 +139,7 @@ def test_a_side_dying_mid_run(repo: Repo, side: str, fault: str) -> None:
     result = repo.ab(base, *SMALL, *SIDE_ARGS, timeout=HANG_S)
     assert result.code == 2, result.out + result.err
     who = f"side A (base, {base[:10]})" if side == "A" else "side B (candidate, working tree)"
-    assert f"{who}: died" in result.err
+    assert f"{who}: died in benches/bench_a_fault.py::test_fault" in result.err
     assert_clean(repo)
 
 

@@ -112,6 +112,7 @@ class Controller:
         self.runs: dict[str, BenchRun] = {}
         self._selector = selectors.DefaultSelector()
         self._closed: set[str] = set()
+        self._running: str | None = None  # the bench whose blocks alternate now
 
     # -- messages ----------------------------------------------------------------
 
@@ -136,7 +137,7 @@ class Controller:
                 while name not in self._closed:  # what it sent before it exited comes first
                     self._read(name)
                 if not self._channel(name).has_pending():
-                    raise side.fault("died")
+                    raise side.fault("died" + self._during(name))
 
     def _read(self, name: str) -> None:
         """Read what a side sent; its hang-up is a fault unless it said finished first
@@ -149,14 +150,20 @@ class Controller:
             self._closed.add(name)
             if not (self.state[name].finished or channel.has_pending()):
                 self.sides[name].wait(2.0)
-                raise self.sides[name].fault(f"died ({exc})") from None
+                raise self.sides[name].fault(f"died{self._during(name)} ({exc})") from None
+
+    def _during(self, name: str) -> str:
+        """`` in <bench>`` for the bench a side was at, if any."""
+        state = self.state[name]
+        nodeid = state.busy or (state.ready or {}).get("nodeid") or self._running
+        return f" in {nodeid}" if nodeid else ""
 
     def _send(self, name: str, kind: str, **fields: Any) -> None:
         try:
             self._channel(name).send(kind, **fields)
         except ProtocolError as exc:
             self.sides[name].wait(2.0)
-            raise self.sides[name].fault(f"died ({exc})") from None
+            raise self.sides[name].fault(f"died{self._during(name)} ({exc})") from None
 
     # -- the session -------------------------------------------------------------
 
@@ -280,6 +287,7 @@ class Controller:
 
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
+        self._running = nodeid
         run = BenchRun(nodeid, self._threshold())
         run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
@@ -306,6 +314,7 @@ class Controller:
         for name in self.sides:
             self._send(name, "done")
             self.state[name].ready = None
+        self._running = None
 
     def _block(self, name: str, nodeid: str) -> tuple[list[float], int]:
         while True:

@@ -64,7 +64,8 @@ def _message(report: pytest.TestReport) -> str:
         return str(report.longrepr[2])
     text = report.longreprtext.strip().splitlines()
     errors = [line for line in text if line.startswith("E ")]
-    return (errors[-1] if errors else text[-1] if text else report.outcome)[:500].strip()
+    line = errors[-1].removeprefix("E").strip() if errors else text[-1] if text else ""
+    return (line or report.outcome)[:500].strip()
 
 
 #: drain rounds go on while a round takes under this share of the side's median round
