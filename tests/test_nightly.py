@@ -17,7 +17,9 @@ import pytest
 from perfsuite.cli import build_parser, main
 from perfsuite.nightly.command import run_nightly
 from perfsuite.nightly.confirm import split_k
-from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen
+from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen, screen_series
+from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.history import Point, Series
 from perfsuite.verdict.runs import Run
 from tests.test_history_data import commit_of, make_history, saved_runs
 
@@ -156,3 +158,27 @@ def test_no_saved_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_split_k_and_keyword_expression() -> None:
     assert split_k(["benches", "-k", "tfdata", "-x"]) == (["benches", "-x"], "tfdata")
     assert split_k(["-ktfdata"]) == ([], "tfdata")
+
+
+def constructed(medians: list[float]) -> Series:
+    points = tuple(
+        Point(
+            run=f"{i:04d}_r", position=i, commit=None, dirty=False, date=None, median=m, rate=None
+        )
+        for i, m in enumerate(medians)
+    )
+    return Series("bench_x.py::test_x[v]", "x/v", "images", 0.05, points)
+
+
+def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
+    earlier = [1.0, 1.03, 0.97, 1.02, 0.98]  # a 9.4% band: 3 robust sigmas of these
+    assert find_steps([*earlier, 1.15]) == []  # too short a history to call it a step
+    suspect, counter, only_previous = screen_series(constructed([*earlier, 1.15]))
+    assert suspect is not None
+    assert suspect.reason == (
+        "time +15.0% against the median of the last 5 runs, outside their band of 9.4%"
+    )
+    assert counter is None
+    assert not only_previous
+    inside, _, _ = screen_series(constructed([*earlier, 1.06]))  # past 5%, inside the band
+    assert inside is None

@@ -11,7 +11,9 @@ pytest-benchmark's own tests:
    and ``pyproject.toml`` list) and ``perfsuite`` (the same, plus this checkout
    installed with ``pip install -e`` and no extras: no TensorFlow, no torch);
 3. runs the suite the way its ``tox.ini`` does (``pytest -vv --ignore=src``, with
-   ``PYTHONPATH=tests`` and ``COLUMNS=80``) in each, with a JUnit XML report;
+   ``PYTHONPATH=tests`` and ``COLUMNS=80``) in each, with a JUnit XML report (the
+   clean venv's report is reused on later runs: nothing of this checkout is in it;
+   ``--fresh`` rebuilds both venvs and runs both suites again);
 4. prints the passed/failed/skipped counts of both and every test whose outcome
    differs, and exits 1 if perfsuite changes any outcome (0 otherwise, 2 on a setup
    failure).
@@ -97,13 +99,13 @@ def make_venv(where: Path, source: Path, pytest_version: str, with_perfsuite: bo
     """A venv with pytest-benchmark (built from ``source``) and its test deps; reused once made."""
     python = where / "bin" / "python"
     stamp = where / ".installed"
+    pins = [f"pytest=={pytest_version}", f"pytest-benchmark=={source.name.split('-')[-1]}"]
     if stamp.is_file():
-        if with_perfsuite:  # editable: the code follows the checkout; refresh the metadata
-            run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(CHECKOUT)])
+        if with_perfsuite:  # editable: refresh the metadata and any dependency added since
+            run([str(python), "-m", "pip", "install", "--quiet", "-e", str(CHECKOUT), *pins])
         return python
     shutil.rmtree(where, ignore_errors=True)
     run([sys.executable, "-m", "venv", str(where)])
-    pins = [f"pytest=={pytest_version}"]
     run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     run(
         [
@@ -115,24 +117,11 @@ def make_venv(where: Path, source: Path, pytest_version: str, with_perfsuite: bo
             f"{source}[{EXTRAS}]",
             *TOX_DEPS,
             *DEV_GROUP,
-            *pins,
+            pins[0],
         ]
     )
-    if with_perfsuite:
-        version = importlib.metadata.version("pytest-benchmark")
-        run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "-e",
-                str(CHECKOUT),
-                f"pytest-benchmark=={version}",
-                *pins,
-            ]
-        )
+    if with_perfsuite:  # perfsuite's core dependencies only: no extras, no TensorFlow or torch
+        run([str(python), "-m", "pip", "install", "--quiet", "-e", str(CHECKOUT), *pins])
     stamp.write_text("ok\n")
     return python
 
@@ -194,10 +183,17 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, dict[str, str]] = {}
         for label, with_perfsuite in (("clean", False), ("perfsuite", True)):
             where = cache / f"venv-{args.version}-{label}"
+            report = cache / f"junit-{args.version}-pytest{pytest_version}-{label}.xml"
             if args.fresh:
                 shutil.rmtree(where, ignore_errors=True)
+                report.unlink(missing_ok=True)
+            if not with_perfsuite and report.is_file():
+                # nothing of this checkout is in the clean venv: its outcomes are reused
+                print(f"reusing {report} (--fresh runs the clean suite again)")
+                results[label] = outcomes(report)
+                continue
             python = make_venv(where, source, pytest_version, with_perfsuite)
-            results[label] = run_suite(python, source, cache / f"junit-{label}.xml")
+            results[label] = run_suite(python, source, report)
     except SetupError as exc:
         print(f"pytest-benchmark-suite: setup failed: {exc}", file=sys.stderr)
         return 2
