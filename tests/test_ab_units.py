@@ -70,7 +70,9 @@ def test_pair_orders_are_mirrored_and_seeded() -> None:
 def test_drain_empties_a_prefetch_buffer() -> None:
     # a full buffer: rounds of 0.1 ms until it is empty, then the side's 10 ms rounds
     times = iter([0.0001] * 6 + [0.01] * 10)
-    assert drain(lambda: next(times), 1, [0.01]) == 7
+    assert drain(lambda: next(times), 1, [0.01]) == 8  # two slow rounds end it
+    blip = iter([0.0001] * 3 + [0.01] + [0.0001] * 3 + [0.01] * 10)  # a preempted round
+    assert drain(lambda: next(blip), 1, [0.01]) == 9
     steady = iter([0.01] * 10)
     assert drain(lambda: next(steady), 1, [0.01]) == 1  # a synchronous bench: one round
     assert drain(lambda: next(steady), 3, [0.01]) == 3

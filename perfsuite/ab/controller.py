@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 import selectors
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,14 @@ class BenchRun:
     unsettled: int = 0  # blocks started while the idle side still worked (after 1 s)
     drained: list[int] = field(default_factory=list)  # untimed rounds before each block
     warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
+
+    def typical(self) -> float | None:
+        """The drain's yardstick, one for both sides so both drain alike: the median of
+        both sides' warm-up rounds, which ran uncontended right after the bench's own
+        warm-up. Never the timed rounds: were a buffer left in them, the yardstick would
+        shrink and each drain would stop sooner."""
+        pool = [s for seconds in self.warmup.values() for s in seconds]
+        return statistics.median(pool) if pool else None
 
     @property
     def ratios(self) -> list[float]:
@@ -302,7 +311,7 @@ class Controller:
             for name in orders.pop(0):
                 if not self.sides["B" if name == "A" else "A"].settle():
                     run.unsettled += 1
-                self._send(name, "block", rounds=k, drain=self.drain_rounds)
+                self._send(name, "block", rounds=k, drain=self.drain_rounds, typical=run.typical())
                 blocks = run.a_blocks if name == "A" else run.b_blocks
                 seconds, drained = self._block(name, nodeid)
                 blocks.append(seconds)

@@ -24,9 +24,10 @@ Controller to side:
 
 * ``plan {benches: [nodeid, ...]}``: run exactly these, in this order
 * ``go {}``: set up and warm up the bench now (one side at a time)
-* ``block {rounds, drain}``: run at least ``drain`` untimed rounds (more while rounds
-  come out far faster than the side's median: an asynchronous pipeline's buffer, filled
-  while the side waited, still emptying), then time ``rounds`` rounds
+* ``block {rounds, drain, typical}``: run at least ``drain`` untimed rounds (more
+  while rounds come out far faster than ``typical``, the median warm-up round of both
+  sides: an asynchronous pipeline's buffer, filled while the side waited, still
+  emptying), then time ``rounds`` rounds
 * ``done {}``: stop alternating, record the rounds
 * ``skip {reason}``: the other side cannot run this bench
 """

@@ -68,25 +68,33 @@ def _message(report: pytest.TestReport) -> str:
     return (line or report.outcome)[:500].strip()
 
 
-#: drain rounds go on while a round takes under this share of the side's median round
+#: drain rounds go on while a round takes under this share of the typical round
 DRAIN_SHARE = 0.5
-DRAIN_MAX_ROUNDS = 50
+#: a deep autotuned prefetch buffer may hold hundreds of batches: the bound is time
+DRAIN_MAX_ROUNDS = 100_000
 DRAIN_MAX_S = 5.0
 
 
 def drain(timed: Callable[[], float], least: int, reference: list[float]) -> int:
     """Untimed rounds before a block: at least ``least``, then more while a round takes
-    under half the side's median round so far, warm-up included (an asynchronous
-    pipeline's prefetch buffer, filled while the side waited, still emptying). Returns
-    the rounds run."""
+    under half the typical round in ``reference`` (an asynchronous pipeline's prefetch
+    buffer, filled while the side waited, still emptying). Once a fast round was seen,
+    two slow rounds in a row end it (one slow round may be a preemption while the
+    buffer still holds batches). The controller sends the median warm-up round of both
+    sides, so both drain alike; the side's own warm-up rounds are the fallback.
+    Returns the rounds run."""
     if least <= 0:
         return 0
     typical = statistics.median(reference) if reference else 0.0
-    start, rounds = time.perf_counter(), 0
+    start, rounds, slow, buffered = time.perf_counter(), 0, 0, False
     while rounds < DRAIN_MAX_ROUNDS and time.perf_counter() - start < DRAIN_MAX_S:
         seconds = timed()
         rounds += 1
-        if rounds >= least and seconds >= DRAIN_SHARE * typical:
+        if seconds >= DRAIN_SHARE * typical:
+            slow += 1
+        else:
+            slow, buffered = 0, True
+        if rounds >= least and slow >= (2 if buffered else 1):
             break
     return rounds
 
@@ -179,7 +187,7 @@ class LockstepSide:
             return time.perf_counter() - start
 
         # The warm-up rounds follow the bench's own warm-up back to back, in this side's
-        # turn: with the timed rounds after them, the yardstick of each block's drain.
+        # turn: the yardstick of each block's drain.
         reference = [timed() for _ in range(warmup_rounds)]
         self.channel.send(
             "ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold, warmup=reference
@@ -194,14 +202,15 @@ class LockstepSide:
             try:
                 # a finite pool of rounds (fresh processes) is not spent on draining
                 least = 0 if max_rounds is not None else int(message.get("drain", 0))
-                drained = drain(timed, least, reference)
+                typical = message.get("typical")
+                yardstick = [float(typical)] if isinstance(typical, int | float) else reference
+                drained = drain(timed, least, yardstick)
                 block = [timed() for _ in range(int(message["rounds"]))]
             except BaseException as exc:
                 text = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 self._send("error", nodeid=nodeid, message=text)
                 raise
             seconds.extend(block)
-            reference.extend(block)
             self.channel.send("block_done", nodeid=nodeid, seconds=block, drained=drained)
         if seconds:
             # pytest-benchmark has no public call that records rounds timed elsewhere.
