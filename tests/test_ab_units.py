@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -175,3 +176,21 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     assert "| `benches/bench_x.py::test_x` | SLOWER | +50.0% [+50.0%, +50.0%] |" in summary
     assert "removed (base only)" in summary
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_locked_half_made_worktree_is_removed_and_recreated(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    sha = _commit(root, {"a.txt": "one\n"})
+    cache = WorktreeCache(root, tmp_path / "cache")
+    path = cache.path(sha)
+    subprocess.run(["git", "worktree", "add", "--detach", str(path), sha], cwd=root, check=True)
+    subprocess.run(["git", "worktree", "lock", str(path)], cwd=root, check=True)
+    shutil.rmtree(path)  # as an interrupted add can leave it: registered, locked, missing
+    with cache.checkout(sha) as again:
+        assert (again / "a.txt").read_text() == "one\n"
+    listed = subprocess.run(
+        ["git", "worktree", "list", "--porcelain"], cwd=root, capture_output=True, text=True
+    ).stdout
+    assert not [line for line in listed.splitlines() if line.startswith("locked")]
+    cache.clean()
+    assert not list((root / ".git" / "worktrees").glob("*"))

@@ -130,7 +130,11 @@ class WorktreeCache:
             with self._git_lock():
                 if not self._reuse(path, sha):
                     self._remove(path)
-                    _git(self.root, "worktree", "add", "--detach", "--force", str(path), sha)
+                    try:
+                        _git(self.root, "worktree", "add", "--detach", "--force", str(path), sha)
+                    except BaseException:  # interrupted or failed: leave nothing half-made
+                        self._remove(path)
+                        raise
             yield path
 
     def _reuse(self, path: Path, sha: str) -> bool:
@@ -147,9 +151,10 @@ class WorktreeCache:
         return True
 
     def _remove(self, path: Path) -> None:
-        if path.exists():
-            _git(self.root, "worktree", "remove", "--force", "--force", str(path), check=False)
-            shutil.rmtree(path, ignore_errors=True)
+        """Remove a worktree, also one git left locked or half-made (an interrupted add)."""
+        _git(self.root, "worktree", "unlock", str(path), check=False)
+        _git(self.root, "worktree", "remove", "--force", "--force", str(path), check=False)
+        shutil.rmtree(path, ignore_errors=True)
         _git(self.root, "worktree", "prune", check=False)
 
     def clean(self) -> list[Path]:
