@@ -20,10 +20,12 @@ pytest_plugins = ["pytester"]
 
 IMAGES_BENCH = '''
 """A bench on the session's image dataset (--perf-images), timed by faketimer."""
+import pytest
 
 
+@pytest.mark.perf(group="img", variant="read")
 def test_images(perf, image_dataset):
-    perf.measure(lambda: None, items=4, group="img", variant="read", dataset=image_dataset)
+    perf.measure(lambda: None, items=4, dataset=image_dataset)
 '''
 
 
