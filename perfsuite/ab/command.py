@@ -17,18 +17,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from perfsuite.ab.controller import Controller
-from perfsuite.ab.revisions import (
-    Revision,
-    WorktreeCache,
-    pin_difference,
-    repo_root,
-    resolve,
-)
-from perfsuite.ab.sides import SideProcess, SideSpec
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.paired import ALPHA, Budget, min_pairs_for
+
+if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
+    from perfsuite.ab.revisions import Revision, WorktreeCache
+    from perfsuite.ab.sides import SideSpec
+    from perfsuite.verdict.paired import Budget
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -141,6 +137,8 @@ def scale_of(pytest_args: Sequence[str]) -> str:
 
 
 def budget_for(args: argparse.Namespace, scale: str) -> Budget:
+    from perfsuite.verdict.paired import ALPHA, Budget, min_pairs_for
+
     defaults = BUDGETS[scale]
     min_pairs = args.min_pairs or defaults.min_pairs
     max_pairs = args.max_pairs or max(defaults.max_pairs, min_pairs)
@@ -238,7 +236,10 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    from perfsuite.ab.controller import Controller
     from perfsuite.ab.report import Verdicts, write_report
+    from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
+    from perfsuite.ab.sides import SideProcess, SideSpec
 
     root = repo_root(Path.cwd())
     cache = WorktreeCache(root, args.cache_dir)
