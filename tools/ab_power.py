@@ -147,7 +147,8 @@ def run_ab(
     report = Path(tempfile.mkdtemp(prefix="ab-power-report-")) / "r"
     command = [
         sys.executable, "-m", "perfsuite.cli", "ab", base, head, "--report", str(report),
-        *extra, "--", "benches", f"--perf-scale={scale}", f"--perf-data-dir={data_dir}", "-q",
+        "--cache-dir", str(data_dir.parent / "worktrees"), *extra,
+        "--", "benches", f"--perf-scale={scale}", f"--perf-data-dir={data_dir}", "-q",
     ]  # fmt: skip
     start = time.monotonic()
     proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
