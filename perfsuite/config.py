@@ -205,9 +205,16 @@ class BenchSettings:
         if not (
             isinstance(threshold, int | float)
             and not isinstance(threshold, bool)
-            and 0 < threshold < 10
+            and 0 < threshold < 1
         ):
-            raise pytest.UsageError(f"{where}: perf(threshold={threshold!r}) must be in (0, 10)")
+            hint = (
+                f": did you mean {threshold:g}% ({threshold / 100:g})?"
+                if isinstance(threshold, int | float) and 1 <= threshold < 100
+                else ""
+            )
+            raise pytest.UsageError(
+                f"{where}: perf(threshold={threshold!r}) must be a fraction in (0, 1){hint}"
+            )
         callspec = getattr(item, "callspec", None)
         params: dict[str, Any] = dict(callspec.params) if callspec is not None else {}
         variant = _text(marker.variant, where, "variant")

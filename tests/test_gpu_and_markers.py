@@ -383,6 +383,11 @@ def test_bad_threshold(perf):
     pass
 
 
+@pytest.mark.perf(threshold=2)
+def test_threshold_as_percent(perf):
+    pass
+
+
 @pytest.mark.perf(rounds={"smoke": 4, "full": 10})
 def test_rounds_per_scale_beat_the_command_line(perf):
     assert perf.settings.rounds == 4
@@ -443,7 +448,7 @@ def test_a_marker_beats_both(perf):
 def test_perf_marker_settings(pytester: pytest.Pytester, inner_args: list[str]) -> None:
     pytester.makepyfile(test_inner=PERF_MARKER_TESTS, test_defaults=BENCH_DEFAULT_TESTS)
     result = pytester.runpytest(*inner_args, "--perf-scale=smoke", "--perf-rounds=5")
-    result.assert_outcomes(passed=9, errors=7)
+    result.assert_outcomes(passed=9, errors=8)
     result.stdout.fnmatch_lines_random(
         [
             "*test_bad_rounds_scale: perf(rounds={'fast': 3}) must map scales "
@@ -457,7 +462,9 @@ def test_perf_marker_settings(pytester: pytest.Pytester, inner_args: list[str]) 
             "warmup_rounds)",
             "*test_positional: perf marker takes keywords only*",
             "*test_bad_rounds: perf(rounds=0) must be an int >= 1",
-            "*test_bad_threshold: perf(threshold=-1) must be in (0, 10)",
+            "*test_bad_threshold: perf(threshold=-1) must be a fraction in (0, 1)",
+            "*test_threshold_as_percent: perf(threshold=2) must be a fraction in (0, 1): "
+            "did you mean 2% (0.02)?",
         ]
     )
 

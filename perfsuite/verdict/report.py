@@ -25,12 +25,14 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, replace_dir
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.runs import Bench, Run
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.compare import RunComparison
+    from perfsuite.verdict.runs import Bench, Run
 
 SUMMARY_NAME = "summary.md"
 
