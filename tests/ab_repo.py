@@ -143,7 +143,11 @@ class Result:
     err: str
 
 
-SMALL = ["--min-pairs", "10", "--max-pairs", "12", "--block-rounds", "3", "--seed", "7"]
+#: a generous time budget, so the pair counts (not a loaded machine's clock) end each bench
+SMALL = [
+    *("--min-pairs", "10", "--max-pairs", "12"),
+    *("--block-rounds", "3", "--seed", "7", "--max-seconds", "300"),
+]
 #: pytest arguments for the sides: the tiny benches at smoke scale, quietly
 SIDE_ARGS = ["--", "benches", "--perf-scale=smoke", "-q", "-p", "no:randomly"]
 

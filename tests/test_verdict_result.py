@@ -207,9 +207,13 @@ def test_notes_cannot_change_a_verdict() -> None:
 
 
 NOTE_OVERRIDES = """
+import pytest
+
+
+@pytest.mark.perf(group="g", rounds=2, warmup_rounds=0)
 def test_note_changes_nothing_a_verdict_reads(perf):
     perf.note(threshold=9.0, items=1, scale="full", group="other")
-    perf.measure(lambda: None, items=4, group="g", rounds=2, warmup_rounds=0)
+    perf.measure(lambda: None, items=4)
     perf.note(threshold=9.0, items=1, dataset_hash="x")
     saved = perf.extra_info["perfsuite"]
     assert (saved["threshold"], saved["items"], saved["scale"], saved["group"]) == (
