@@ -63,9 +63,10 @@ def random_window(data: Any) -> Any:
 def decode_and_crop(data: Any, window: Any) -> Any:
     """``decode_and_crop_jpeg``: decodes only the part of the JPEG under ``window``.
 
-    ``window`` is ``[y, x, height, width]``. libjpeg-turbo skips the rows above the
-    window and the blocks left and right of it, so this does less work than a full
-    decode for the same 224x224x3 uint8 crop.
+    ``window`` is ``[y, x, height, width]``. libjpeg-turbo still entropy-decodes the
+    rows down to the window's last, but runs the inverse DCT, upsampling and colour
+    conversion for the window alone and stops below it: less work than a full decode
+    for the same 224x224x3 uint8 crop.
     """
     image = tf.io.decode_and_crop_jpeg(data, window, channels=3)
     image.set_shape(CROP)
