@@ -84,7 +84,10 @@ def test_unchanged_passes_and_cached_worktrees_are_reused_then_cleaned(tmp_path:
     base = repo.commit("base")
     repo.write("work.py", (repo.root / "work.py").read_text() + "# a comment only\n")
     head = repo.commit("comment")
-    result = repo.ab(base, head, *SMALL, *SIDE_ARGS)
+    # A wide threshold: two processes of identical code can differ by a few percent on a
+    # shared machine (see the README's A/B figures); this test is about the exit status
+    # and the worktree cache, not about the statistics' power.
+    result = repo.ab(base, head, *SMALL, "--threshold", "0.3", *SIDE_ARGS)
     assert result.code == 0, result.out + result.err
     assert "SLOWER" not in result.out
     assert "no regression" in result.out
