@@ -11,6 +11,7 @@ by :func:`perfsuite.workloads.tfdata_pipelines.build`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -63,49 +64,43 @@ def baseline(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
     )
 
 
-def parallel_map(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
-    """shuffle -> repeat -> map(num_parallel_calls=AUTOTUNE) -> batch -> prefetch."""
+def _parallel(
+    name: str,
+    data: ImageDataset,
+    spec: PipelineSpec,
+    fn: Callable[..., Any],
+    shape: str,
+    **extra: Any,
+) -> Pipeline:
+    """shuffle -> repeat -> map(fn, num_parallel_calls=AUTOTUNE) -> batch -> prefetch."""
     ds = (
         paths(data)
         .shuffle(spec.shuffle_buffer, seed=spec.seed)
         .repeat()
-        .map(preprocess, num_parallel_calls=AUTOTUNE)
+        .map(fn, num_parallel_calls=AUTOTUNE)
         .batch(spec.batch)
         .prefetch(AUTOTUNE)
     )
-    return Pipeline(
-        "parallel_map",
-        ds,
-        common_params(
-            spec,
-            "shuffle -> repeat -> map -> batch -> prefetch",
-            num_parallel_calls="AUTOTUNE",
-            prefetch="AUTOTUNE",
-        ),
-    )
+    params = common_params(spec, shape, num_parallel_calls="AUTOTUNE", prefetch="AUTOTUNE", **extra)
+    return Pipeline(name, ds, params)
+
+
+def parallel_map(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
+    """shuffle -> repeat -> map(num_parallel_calls=AUTOTUNE) -> batch -> prefetch."""
+    shape = "shuffle -> repeat -> map -> batch -> prefetch"
+    return _parallel("parallel_map", data, spec, preprocess, shape)
 
 
 def decode_and_crop(data: ImageDataset, spec: PipelineSpec) -> Pipeline:
     """:func:`parallel_map` with the random crop fused into the decode (decode_and_crop_jpeg)."""
-    ds = (
-        paths(data)
-        .shuffle(spec.shuffle_buffer, seed=spec.seed)
-        .repeat()
-        .map(preprocess_fused, num_parallel_calls=AUTOTUNE)
-        .batch(spec.batch)
-        .prefetch(AUTOTUNE)
-    )
-    return Pipeline(
+    return _parallel(
         "decode_and_crop",
-        ds,
-        common_params(
-            spec,
-            "shuffle -> repeat -> map(decode_and_crop) -> batch -> prefetch",
-            num_parallel_calls="AUTOTUNE",
-            prefetch="AUTOTUNE",
-            why="decodes only the crop window's part of each JPEG, so it does less work than "
-            "the full decode the roofline measures and can pass 100% of it",
-        ),
+        data,
+        spec,
+        preprocess_fused,
+        "shuffle -> repeat -> map(decode_and_crop) -> batch -> prefetch",
+        why="decodes only the crop window's part of each JPEG, so it does less work than "
+        "the full decode the roofline measures and can pass 100% of it",
     )
 
 
