@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from perfsuite.bench.traces import torch_compile_count
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import PerfsuiteError, unknown_choice
 
 MODES = ("eager", "compile", "dynamic", "mark_dynamic")
 KINDS = ("forward", "train")
@@ -105,7 +105,7 @@ def compile_problem(mode: str, graphs: int, shapes: Sequence[tuple[int, int]]) -
     if mode == "eager":
         return None if graphs == 0 else f"eager mode compiled {graphs} graphs; expected 0"
     if mode not in MODES:
-        raise PerfsuiteError(f"unknown compile mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise unknown_choice("compile mode", mode, MODES)
     if graphs < 1:
         return f"{mode} never compiled: the steps did not run under torch.compile"
     if graphs > distinct:
@@ -123,7 +123,7 @@ def wrap(model: nn.Module, mode: str) -> Callable[[torch.Tensor], torch.Tensor]:
     if mode == "eager":
         return model
     if mode not in MODES:
-        raise PerfsuiteError(f"unknown compile mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise unknown_choice("compile mode", mode, MODES)
     compiled: Callable[[torch.Tensor], torch.Tensor] = torch.compile(
         model, dynamic=True if mode == "dynamic" else None
     )
@@ -151,13 +151,9 @@ class CompileRun:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise PerfsuiteError(
-                f"unknown compile mode {self.mode!r}; choose one of {', '.join(MODES)}"
-            )
+            raise unknown_choice("compile mode", self.mode, MODES)
         if self.kind not in KINDS:
-            raise PerfsuiteError(
-                f"unknown step kind {self.kind!r}; choose one of {', '.join(KINDS)}"
-            )
+            raise unknown_choice("step kind", self.kind, KINDS)
         if not self.shapes or self.batch < 1:
             raise PerfsuiteError("a compile run needs at least one step shape and batch >= 1")
         torch.manual_seed(self.seed)

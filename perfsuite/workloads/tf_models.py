@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 import tensorflow as tf
 
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import PerfsuiteError, unknown_choice
 
 MODES = ("eager", "tf_function", "input_signature", "reduce_retracing")
 KINDS = ("forward", "train")
@@ -66,7 +66,7 @@ def backbone(name: str) -> Any:
         return keras.applications.ResNet152V2(
             weights=None, include_top=False, input_shape=(None, None, 3)
         )
-    raise PerfsuiteError(f"unknown backbone {name!r}; choose one of {', '.join(BACKBONES)}")
+    raise unknown_choice("backbone", name, BACKBONES)
 
 
 @functools.cache
@@ -127,7 +127,7 @@ def wrap(fn: Callable[..., Any], mode: str, input_signature: list[Any]) -> Calla
     if mode in options:
         wrapped: Callable[..., Any] = tf.function(fn, **options[mode])
         return wrapped
-    raise PerfsuiteError(f"unknown retracing mode {mode!r}; choose one of {', '.join(MODES)}")
+    raise unknown_choice("retracing mode", mode, MODES)
 
 
 def step_inputs(
@@ -196,13 +196,9 @@ class RetracingRun:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise PerfsuiteError(
-                f"unknown retracing mode {self.mode!r}; choose one of {', '.join(MODES)}"
-            )
+            raise unknown_choice("retracing mode", self.mode, MODES)
         if self.kind not in KINDS:
-            raise PerfsuiteError(
-                f"unknown step kind {self.kind!r}; choose one of {', '.join(KINDS)}"
-            )
+            raise unknown_choice("step kind", self.kind, KINDS)
         if not self.shapes or self.batch < 1:
             raise PerfsuiteError("a retracing run needs at least one step shape and batch >= 1")
         model = backbone(self.model_name)
@@ -268,7 +264,7 @@ def classifier(name: str, num_classes: int) -> Any:
         return keras.applications.MobileNetV2(
             weights=None, input_shape=(224, 224, 3), classes=num_classes
         )
-    raise PerfsuiteError(f"unknown classifier {name!r}; choose one of {', '.join(CLASSIFIERS)}")
+    raise unknown_choice("classifier", name, CLASSIFIERS)
 
 
 def input_bound_share(waits: Sequence[float], calls: Sequence[float]) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from perfsuite.data.datasets import ImageDataset
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import PerfsuiteError, unknown_choice
 from perfsuite.workloads.tf_image import preprocess
 from perfsuite.workloads.tfdata_spec import (
     DEFAULT_OPTIMIZATIONS,
@@ -119,9 +119,7 @@ def build(
     try:
         builder = builders[variant]
     except KeyError:
-        raise PerfsuiteError(
-            f"unknown tf.data variant {variant!r}; choose one of {', '.join(builders)}"
-        ) from None
+        raise unknown_choice("tf.data variant", variant, builders) from None
     if spec.batch < 1 or spec.shuffle_buffer < 0:
         raise PerfsuiteError(
             f"tf.data variant {variant}: batch must be >= 1 and shuffle_buffer "
