@@ -17,7 +17,8 @@ median seconds the bench alternated and the median wall time per A/B run,
 and writes every run to ``--out`` (JSON). Usage::
 
     python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
-                             [--out ab_power.json] [--keep DIR] [-- EXTRA_AB_OPTIONS]
+                             [--select benches/bench_pil.py] [--out ab_power.json]
+                             [--keep DIR] [-- EXTRA_AB_OPTIONS]
 """
 
 from __future__ import annotations
@@ -141,14 +142,20 @@ def build_repo(root: Path) -> dict[str, str]:
 
 
 def run_ab(
-    root: Path, base: str, head: str, scale: str, data_dir: Path, extra: list[str]
+    root: Path,
+    base: str,
+    head: str,
+    scale: str,
+    data_dir: Path,
+    extra: list[str],
+    select: list[str],
 ) -> dict[str, Any]:
     """One ``perfsuite ab`` run: exit code, wall seconds, and each bench's result."""
     report = Path(tempfile.mkdtemp(prefix="ab-power-report-")) / "r"
     command = [
         sys.executable, "-m", "perfsuite.cli", "ab", base, head, "--report", str(report),
         "--cache-dir", str(data_dir.parent / "worktrees"), *extra,
-        "--", "benches", f"--perf-scale={scale}", f"--perf-data-dir={data_dir}", "-q",
+        "--", *select, f"--perf-scale={scale}", f"--perf-data-dir={data_dir}", "-q",
     ]  # fmt: skip
     start = time.monotonic()
     proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
@@ -192,6 +199,21 @@ def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
 
 
+def save(
+    out: Path,
+    scale: str,
+    runs: int,
+    select: list[str],
+    extra: list[str],
+    results: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Write every run so far to ``out`` atomically, so a stopped measurement keeps them."""
+    document = {"scale": scale, "runs": runs, "select": select, "extra_ab": extra}
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps({**document, "cases": results}, indent=1))
+    tmp.replace(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -204,11 +226,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default=",".join(EXTRA), help="comma-separated case names")
     parser.add_argument("--out", type=Path, default=Path("ab_power.json"))
     parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
+    parser.add_argument(
+        "--select",
+        default="benches",
+        help="comma-separated paths both sides run (default benches; benches/bench_pil.py "
+        "runs the PIL bench in processes that never import TensorFlow)",
+    )
     args = parser.parse_args(args_in)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in EXTRA]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(EXTRA)})")
+    select = [p.strip() for p in args.select.split(",") if p.strip()]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ab-power-"))
     try:
         shas = build_repo(work / "repo")
@@ -216,19 +245,17 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
         for i in range(args.runs):
             for case in cases:  # cases interleaved, so a slow hour hits all of them
-                run = run_ab(work / "repo", shas["base"], shas[case], args.scale, data_dir, extra)
+                run = run_ab(
+                    work / "repo", shas["base"], shas[case], args.scale, data_dir, extra, select
+                )
                 results[case].append(run)
                 verdicts = {b: e.get("verdict") for b, e in run["benches"].items()}
                 print(f"run {i + 1}/{args.runs} {case}: exit {run['code']} "
                       f"{run['seconds']:.0f} s {verdicts}", flush=True)  # fmt: skip
                 if run["code"] == 2:
                     print("  " + "\n  ".join(run["tail"]), flush=True)
-        lines = summarize(results)
-        print("\n".join(lines))
-        document = {"scale": args.scale, "runs": args.runs, "extra_ab": extra, "cases": results}
-        tmp = args.out.with_name(args.out.name + ".tmp")
-        tmp.write_text(json.dumps(document, indent=1))
-        tmp.replace(args.out)
+                save(args.out, args.scale, args.runs, select, extra, results)  # every run kept
+        print("\n".join(summarize(results)))
         print(f"wrote {args.out}")
     finally:
         if args.keep is None:

@@ -107,6 +107,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
                     help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
+    ab.add_argument("--isolate", choices=["file", "session"], default="file",
+                    help="file (default): each bench file in its own pair of processes, so "
+                    "no file's imports slow another's benches; session: one pair for all "
+                    "(faster to start)")  # fmt: skip
     ab.add_argument("--report", type=Path, metavar="DIR",
                     help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
     ab.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -237,6 +241,7 @@ def run(argv: Sequence[str]) -> int:
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.controller import Controller
+    from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
     from perfsuite.ab.sides import SideProcess, SideSpec
@@ -270,25 +275,44 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         tmp = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
         workdir = Path(tempfile.mkdtemp(prefix="perfsuite-ab-", dir=tmp))
         stack.callback(shutil.rmtree, workdir, True)
-        sides = [SideProcess(spec, workdir) for spec in specs]
-        for side in sides:
-            stack.callback(side.stop)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}; pytest {' '.join(chosen)}; "
             f"seed {seed}; budget {budget.min_pairs}-{budget.max_pairs} pairs of "
             f"{args.block_rounds}-round blocks, {budget.max_seconds:g} s per bench",
             flush=True,
         )
-        for side in sides:
-            side.start(side_args(chosen, args.threshold))
-        outcome = Controller(
-            sides[0], sides[1], budget, args.block_rounds, seed, args.threshold, args.block_warmup
-        ).run()
-        verdicts = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
+        args_for_sides = side_args(chosen, args.threshold)
+        groups = [None] if args.isolate == "session" else sessions(specs, args_for_sides, workdir)
+        if len(groups) > 1:
+            print(f"perfsuite ab: {len(groups)} bench files, each in its own pair of processes")
+        parts: list[Verdicts] = []
+        jsons: dict[str, list[Path]] = {"A": [], "B": []}
+        logs: dict[str, list[Path]] = {"A": [], "B": []}
+        for index, files in enumerate(groups):
+            folder = workdir / str(index)
+            folder.mkdir()
+            sides = [SideProcess(spec, folder) for spec in specs]
+            for side in sides:
+                stack.callback(side.stop)
+            for side in sides:
+                side.start(args_for_sides, files)
+            outcome = Controller(
+                sides[0], sides[1], budget, args.block_rounds, seed, args.threshold,
+                args.block_warmup,
+            ).run()  # fmt: skip
+            parts.append(Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs))
+            for side in sides:
+                side.stop()
+                jsons[side.spec.name].append(side.json_path)
+                logs[side.spec.name].append(side.log_path)
+        verdicts = Verdicts.merge(parts)
         print("\n".join(verdicts.text_lines()))
         if args.report is not None:
-            write_report(
-                args.report, verdicts, [s.json_path for s in sides], [s.log_path for s in sides]
-            )
+            side_json = [workdir / f"{name}.json" for name in "AB"]
+            side_logs = [workdir / f"{name}.log" for name in "AB"]
+            for name, json_out, log_out in zip("AB", side_json, side_logs, strict=True):
+                merge_json(jsons[name], json_out)
+                log_out.write_bytes(b"".join(p.read_bytes() for p in logs[name] if p.is_file()))
+            write_report(args.report, verdicts, side_json, side_logs)
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

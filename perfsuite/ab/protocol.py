@@ -3,7 +3,9 @@
 Each message is one JSON object on one line with ``"type"`` and ``"v"`` (the protocol
 version). The controller listens on a Unix domain socket in a private temporary folder
 (never TCP); a side connects to the path in ``PERFSUITE_AB_SOCKET`` and names itself
-with ``PERFSUITE_AB_SIDE`` (``A`` or ``B``).
+with ``PERFSUITE_AB_SIDE`` (``A`` or ``B``). ``PERFSUITE_AB_FILES``, when set, lists
+(``os.pathsep``-separated, relative to pytest's rootdir) the only test files the side
+collects: ``perfsuite ab`` runs each bench file in its own pair of sides.
 
 Side to controller:
 
@@ -42,6 +44,7 @@ from typing import Any
 PROTOCOL = 1
 SOCKET_ENV = "PERFSUITE_AB_SOCKET"
 SIDE_ENV = "PERFSUITE_AB_SIDE"
+FILES_ENV = "PERFSUITE_AB_FILES"
 #: the longest line a peer may send (a hello lists every bench)
 MAX_LINE = 16 * 1024 * 1024
 

@@ -113,6 +113,17 @@ class Verdicts:
         rows += [Row(n, None, status="added (candidate only)") for n in outcome.added]
         return cls(rows, list(specs), outcome.seed, list(outcome.benches))
 
+    @classmethod
+    def merge(cls, parts: Sequence[Verdicts]) -> Verdicts:
+        """One A/B's verdicts from its sessions (one per bench file): every session's
+        measured benches first, in order, then the added and removed ones."""
+        if not parts:
+            raise ValueError("no session to merge")
+        rows = [r for part in parts for r in part.rows if r.run is not None]
+        rows += [r for part in parts for r in part.rows if r.run is None]
+        runs = [run for part in parts for run in part.runs]
+        return cls(rows, parts[0].specs, parts[0].seed, runs)
+
     @property
     def regressed(self) -> bool:
         return any(row.regressed for row in self.rows)

@@ -21,11 +21,19 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfsuite.ab.protocol import PROTOCOL, SIDE_ENV, SOCKET_ENV, Channel, ProtocolError
+from perfsuite.ab.protocol import (
+    FILES_ENV,
+    PROTOCOL,
+    SIDE_ENV,
+    SOCKET_ENV,
+    Channel,
+    ProtocolError,
+)
 
 PLUGIN_NAME = "perfsuite-ab-side"
 
@@ -46,6 +54,7 @@ def register(config: pytest.Config) -> None:
     global _active
     path = os.environ.pop(SOCKET_ENV, None)
     name = os.environ.pop(SIDE_ENV, "?")
+    files = os.environ.pop(FILES_ENV, None)
     if not path or config.pluginmanager.has_plugin(PLUGIN_NAME):
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -55,7 +64,8 @@ def register(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"perfsuite ab: cannot reach the controller at {path}: {exc}"
         ) from None
-    _active = LockstepSide(Channel(sock), name)
+    only = frozenset(f for f in files.split(os.pathsep) if f) if files is not None else None
+    _active = LockstepSide(Channel(sock), name, only)
     config.pluginmanager.register(_active, PLUGIN_NAME)
 
 
@@ -102,12 +112,27 @@ def drain(timed: Callable[[], float], least: int, reference: list[float]) -> int
 class LockstepSide:
     """One side's session: the plan, and the blocks of each bench (see the module doc)."""
 
-    def __init__(self, channel: Channel, name: str) -> None:
+    def __init__(self, channel: Channel, name: str, files: frozenset[str] | None = None) -> None:
         self.channel = channel
         self.name = name
+        self.files = files  # the only test files to collect (rootdir-relative), or all
         self._collect_errors: list[str] = []
 
     # -- pytest hooks ------------------------------------------------------------
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Collect only this session's bench files, so no other file's imports (and the
+        frameworks they load) ever enter this process. Folders and conftest files are
+        left to pytest."""
+        if self.files is None or collection_path.suffix != ".py":
+            return None
+        if collection_path.name == "conftest.py" or collection_path.is_dir():
+            return None
+        try:
+            relative = collection_path.resolve().relative_to(config.rootpath.resolve())
+        except ValueError:
+            return None
+        return True if relative.as_posix() not in self.files else None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

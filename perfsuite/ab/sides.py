@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfsuite.ab.protocol import SIDE_ENV, SOCKET_ENV, Channel
+from perfsuite.ab.protocol import FILES_ENV, SIDE_ENV, SOCKET_ENV, Channel
 from perfsuite.ab.revisions import Revision
 from perfsuite.errors import PerfsuiteError
 
@@ -119,11 +119,14 @@ class SideProcess:
     def title(self) -> str:
         return self.spec.title
 
-    def start(self, pytest_args: Sequence[str]) -> None:
+    def start(self, pytest_args: Sequence[str], files: Sequence[str] | None = None) -> None:
+        """Start the side's pytest; ``files`` (rootdir-relative) limits what it collects."""
         env = dict(os.environ)
         env["PYTHONPATH"] = side_pythonpath(self.spec.root, os.environ.get("PYTHONPATH"))
         env[SOCKET_ENV] = str(self.socket_path)
         env[SIDE_ENV] = self.spec.name
+        if files is not None:
+            env[FILES_ENV] = os.pathsep.join(files)
         args = [
             sys.executable,
             "-m",

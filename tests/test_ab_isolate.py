@@ -1,0 +1,63 @@
+"""perfsuite ab runs each bench file in its own pair of processes (``--isolate file``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from perfsuite.ab.isolate import bench_files, merge_json
+from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
+
+LOOPS = 300_000
+#: a bench that fails when another bench file's module was imported into its process
+ALONE = """
+import sys
+
+
+def test_alone(perf):
+    others = [m for m in sys.modules if m.split(".")[-1] == "bench_work"]
+    assert not others, f"another bench file was imported into this process: {others}"
+    perf.measure(lambda: sum(range(99)), items=1)
+"""
+
+
+def test_each_bench_file_runs_in_processes_of_its_own(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(LOOPS, "same")
+    repo.write("benches/bench_alone.py", ALONE)
+    base = repo.commit("base")
+    report = tmp_path / "report"
+    result = repo.ab(base, *SMALL, "--report", str(report), *SIDE_ARGS)
+    assert result.code == 0, result.out + result.err
+    assert "2 bench files, each in its own pair of processes" in result.out
+    for nodeid in ("bench_alone.py::test_alone", "bench_work.py::test_work[one]"):
+        assert nodeid in result.out
+    # both sessions' rounds are in each side's one pytest-benchmark JSON
+    for side in ("A", "B"):
+        saved = json.loads((report / f"{side}.json").read_text())
+        names = sorted(b["name"] for b in saved["benchmarks"])
+        assert names == ["test_alone", "test_work[one]", "test_work[two]"], names
+    # one pair of processes for everything: the same bench fails, and the run says so
+    shared = repo.ab(base, *SMALL, "--isolate", "session", *SIDE_ARGS)
+    assert shared.code == 2, shared.out + shared.err
+    assert "another bench file was imported" in shared.err + shared.out
+
+
+def test_bench_files_keeps_first_seen_order() -> None:
+    ids = ["b/x.py::t[1]", "a/y.py::t", "b/x.py::t[2]", "no-separator"]
+    assert bench_files(ids) == ["b/x.py", "a/y.py"]
+
+
+def test_merge_json_joins_benchmarks_and_skips_unreadable_parts(tmp_path: Path) -> None:
+    one, two, bad = tmp_path / "1.json", tmp_path / "2.json", tmp_path / "bad.json"
+    one.write_text(json.dumps({"machine_info": {"node": "m"}, "benchmarks": [{"name": "a"}]}))
+    two.write_text(json.dumps({"machine_info": {"node": "other"}, "benchmarks": [{"name": "b"}]}))
+    bad.write_text("{not json")
+    out = tmp_path / "out.json"
+    merge_json([one, bad, tmp_path / "missing.json", two], out)
+    merged = json.loads(out.read_text())
+    assert merged["machine_info"] == {"node": "m"}
+    assert [b["name"] for b in merged["benchmarks"]] == ["a", "b"]
+    assert not out.with_name("out.json.tmp").exists()
+    merge_json([bad], tmp_path / "none.json")
+    assert not (tmp_path / "none.json").exists()
