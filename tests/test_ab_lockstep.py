@@ -32,7 +32,9 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     repo.set_work(3 * LOOPS, "candidate")  # uncommitted: the working tree is the candidate
     log = tmp_path / "rounds.jsonl"
     report = tmp_path / "report"
-    result = repo.ab(base, *SMALL, "--report", str(report), *SIDE_ARGS, log=log)
+    # one pair of processes (no confirmation), so the log holds one lockstep's rounds
+    args = [*SMALL, "--confirm", "0", "--report", str(report), *SIDE_ARGS]
+    result = repo.ab(base, *args, log=log)
     assert result.code == 1, result.out + result.err
     assert result.out.count("SLOWER") == 2
     assert "REGRESSION in 2 bench(es)" in result.out
@@ -116,7 +118,7 @@ def test_added_removed_and_a_risen_counter(tmp_path: Path) -> None:
         "def test_new(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n",
     )
     repo.set_work(LOOPS, "candidate", counter=2)
-    result = repo.ab(base, *SMALL, *SIDE_ARGS)
+    result = repo.ab(base, *SMALL, "--confirm", "0", *SIDE_ARGS)
     assert result.code == 1, result.out + result.err
     assert re.search(r"bench_old.py::test_old +removed \(base only\)", result.out)
     assert re.search(r"bench_new.py::test_new +added \(candidate only\)", result.out)

@@ -48,6 +48,11 @@ BUDGETS = {
 }
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
+#: fresh pairs of processes that measure a suspect again (``--confirm``)
+DEFAULT_CONFIRM = 6
+#: two-sided error rate of a confirmation's t interval: the second of two stages that
+#: must both find the bench slower, so a false alarm needs both to err
+CONFIRM_ALPHA = 0.05
 
 
 def _positive_int(value: str) -> int:
@@ -107,6 +112,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
                     help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
+    ab.add_argument("--processes", type=_positive_int, default=1, metavar="N",
+                    help="fresh pairs of processes per bench file, judged across the "
+                    "pairs (t interval of their medians): cancels an offset that one "
+                    "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
+    ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
+                    help="measure each suspect (slower, or inconclusive beyond the "
+                    "threshold) again in N fresh pairs of processes, and judge it on "
+                    f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off)")  # fmt: skip
     ab.add_argument("--isolate", choices=["file", "session"], default="file",
                     help="file (default): each bench file in its own pair of processes, so "
                     "no file's imports slow another's benches; session: one pair for all "
@@ -283,13 +296,21 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         )
         args_for_sides = side_args(chosen, args.threshold)
         groups = [None] if args.isolate == "session" else sessions(specs, args_for_sides, workdir)
-        if len(groups) > 1:
-            print(f"perfsuite ab: {len(groups)} bench files, each in its own pair of processes")
+        if len(groups) > 1 or args.processes > 1:
+            print(
+                f"perfsuite ab: {len(groups)} bench file(s), each in "
+                + ("its own pair of processes" if args.processes == 1 else
+                   f"{args.processes} fresh pairs of processes, judged across them"),
+                flush=True,
+            )  # fmt: skip
         parts: list[Verdicts] = []
         jsons: dict[str, list[Path]] = {"A": [], "B": []}
         logs: dict[str, list[Path]] = {"A": [], "B": []}
-        for index, files in enumerate(groups):
-            folder = workdir / str(index)
+        folders = iter(range(1_000_000))
+
+        def session(files: list[str] | None, offset: int, only: list[str] | None) -> Verdicts:
+            """One pair of fresh sides over ``files`` (or the whole selection)."""
+            folder = workdir / str(next(folders))
             folder.mkdir()
             sides = [SideProcess(spec, folder) for spec in specs]
             for side in sides:
@@ -297,15 +318,36 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             for side in sides:
                 side.start(args_for_sides, files)
             outcome = Controller(
-                sides[0], sides[1], budget, args.block_rounds, seed, args.threshold,
-                args.block_warmup,
+                sides[0], sides[1], budget, args.block_rounds, seed + offset, args.threshold,
+                args.block_warmup, only,
             ).run()  # fmt: skip
-            parts.append(Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs))
+            found = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
             for side in sides:
                 side.stop()
                 jsons[side.spec.name].append(side.json_path)
                 logs[side.spec.name].append(side.log_path)
+            return found
+
+        for files in groups:
+            parts.append(Verdicts.pool([session(files, r, None) for r in range(args.processes)]))
         verdicts = Verdicts.merge(parts)
+        suspects = [row.nodeid for row in verdicts.rows if row.suspect]
+        if args.confirm > 1 and args.processes == 1 and suspects:
+            print(
+                f"perfsuite ab: {len(suspects)} suspect(s) measured again in "
+                f"{args.confirm} fresh pairs of processes each: {', '.join(suspects)}",
+                flush=True,
+            )
+            by_file: dict[str, list[str]] = {}
+            for nodeid in suspects:
+                by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
+            checks = []
+            for file, ids in by_file.items():
+                files = None if groups == [None] else [file]
+                runs = [session(files, 1000 + r, ids) for r in range(args.confirm)]
+                checks.append(Verdicts.pool(runs, CONFIRM_ALPHA))
+            how = f"confirmation in {args.confirm} pairs of processes"
+            verdicts = verdicts.confirmed(checks, how)
         print("\n".join(verdicts.text_lines()))
         if args.report is not None:
             side_json = [workdir / f"{name}.json" for name in "AB"]

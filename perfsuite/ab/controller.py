@@ -29,6 +29,7 @@ import random
 import selectors
 import statistics
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ class BenchRun:
     unsettled: int = 0  # blocks started while the idle side still worked (after 1 s)
     drained: list[int] = field(default_factory=list)  # untimed rounds before each block
     warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
+    sessions: list[float] = field(default_factory=list)  # per pair of processes: its change
+    session_pairs: list[int] = field(default_factory=list)  # ... and its pairs of blocks
 
     def typical(self) -> float | None:
         """The drain's yardstick, one for both sides so both drain alike: the median of
@@ -110,8 +113,10 @@ class Controller:
         seed: int,
         threshold: float,
         drain_rounds: int = 0,
+        only: Collection[str] | None = None,
     ) -> None:
         self.sides = {"A": a, "B": b}
+        self.only = only  # run just these benches (suspects measured again), or all
         self.budget = budget
         self.block_rounds = block_rounds
         self.drain_rounds = drain_rounds
@@ -188,6 +193,8 @@ class Controller:
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
         common = [n for n in a_ids if n in b_set]  # in A's order
+        if self.only is not None:
+            common = [n for n in common if n in self.only]
         for name in self.sides:
             self._send(name, "plan", benches=common)
         while not all(s.finished for s in self.state.values()):

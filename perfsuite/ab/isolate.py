@@ -84,9 +84,14 @@ def sessions(
     return [[f] for f in unique] if len(unique) > 1 else [None]
 
 
+def _key(bench: dict[str, Any]) -> str:
+    return str(bench.get("fullname") or bench.get("name"))
+
+
 def merge_json(parts: Sequence[Path], out: Path) -> None:
     """One pytest-benchmark JSON from several sessions' files of one side: the first
-    file's machine and commit info, every file's benchmarks. Written atomically; with
+    file's machine and commit info, every file's benchmarks, each bench once (its
+    first session's, when ``--processes`` ran it in several). Written atomically; with
     no readable part, nothing is written."""
     merged: dict[str, Any] | None = None
     for part in parts:
@@ -96,8 +101,12 @@ def merge_json(parts: Sequence[Path], out: Path) -> None:
             continue
         if merged is None:
             merged = document
-        else:
-            merged.setdefault("benchmarks", []).extend(document.get("benchmarks", []))
+            seen = {_key(b) for b in merged.get("benchmarks", [])}
+            continue
+        for bench in document.get("benchmarks", []):
+            if _key(bench) not in seen:
+                seen.add(_key(bench))
+                merged.setdefault("benchmarks", []).append(bench)
     if merged is None:
         return
     tmp = out.with_name(out.name + ".tmp")

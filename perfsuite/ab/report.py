@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import statistics
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from perfsuite.ab.sides import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import CounterChange
+from perfsuite.verdict.paired import ALPHA, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 
@@ -42,7 +44,18 @@ class Row:
     run: BenchRun | None
     unit: str = "items"
     counters: tuple[CounterChange, ...] = ()
-    status: str | None = None  # added / removed / skipped
+    status: str | None = None  # added / removed / skipped; or how a verdict was reached
+
+    @property
+    def suspect(self) -> bool:
+        """Judged slower, or inconclusive with an estimate beyond the threshold: what
+        ``--confirm`` measures again in fresh pairs of processes."""
+        result = self.run.result if self.run else None
+        if result is None or result.higher_is_better:
+            return False
+        return result.verdict is Verdict.SLOWER or (
+            result.verdict is Verdict.INCONCLUSIVE and result.change > result.threshold
+        )
 
     @property
     def verdict(self) -> Verdict | None:
@@ -60,6 +73,8 @@ class Row:
         word = word.upper() if result.verdict is Verdict.SLOWER else word
         if any(c.rose for c in self.counters):
             word += " (counter rose)"
+        if self.status:
+            word += f" ({self.status})"
         time = f"{_pct(result.change)}"
         if result.ci is not None:
             time += f" [{_pct(result.ci[0])}, {_pct(result.ci[1])}]"
@@ -124,6 +139,47 @@ class Verdicts:
         runs = [run for part in parts for run in part.runs]
         return cls(rows, parts[0].specs, parts[0].seed, runs)
 
+    def confirmed(self, checks: Sequence[Verdicts], how: str) -> Verdicts:
+        """These verdicts with each row that ``checks`` measured (the suspects, run
+        again) replaced by its check's row, its status saying ``how`` and the first
+        estimate; the first estimate is never pooled in, as it was chosen for being
+        high."""
+        again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
+        rows = []
+        for row in self.rows:
+            new = again.get(row.nodeid)
+            first = row.run.result if row.run else None
+            if new is None or first is None:
+                rows.append(row)
+                continue
+            status = f"{how}; first pair {_pct(first.change)}"
+            rows.append(Row(row.nodeid, new.run, row.unit, row.counters, status))
+        runs = [r.run for r in rows if r.run is not None]
+        return Verdicts(rows, self.specs, self.seed, runs)
+
+    @classmethod
+    def pool(cls, sessions: Sequence[Verdicts], alpha: float = ALPHA) -> Verdicts:
+        """One file's verdicts from several fresh pairs of processes (``--processes``):
+        a bench measured in every pair is judged across the pairs
+        (:func:`~perfsuite.verdict.paired.judge_processes`), its blocks kept in order;
+        any other bench keeps its first row (skipped, added, removed)."""
+        if len(sessions) == 1:
+            return sessions[0]
+        rows: list[Row] = []
+        runs: list[BenchRun] = []
+        nodeids = list(dict.fromkeys(r.nodeid for part in sessions for r in part.rows))
+        for nodeid in nodeids:
+            found = [r for part in sessions for r in part.rows if r.nodeid == nodeid]
+            measured = [r.run for r in found if r.run is not None and r.run.result is not None]
+            if len(measured) < len(sessions):
+                rows.append(next(r for r in found if r.run is None or r.run.result is None))
+                runs += [r.run for r in found[:1] if r.run is not None]
+                continue
+            pooled = _pool_runs(measured, alpha)
+            rows.append(Row(nodeid, pooled, found[0].unit, found[0].counters, None))
+            runs.append(pooled)
+        return cls(rows, sessions[0].specs, sessions[0].seed, runs)
+
     @property
     def regressed(self) -> bool:
         return any(row.regressed for row in self.rows)
@@ -162,6 +218,26 @@ class Verdicts:
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", f"**{self.conclusion()}**", ""]
         return lines
+
+
+def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
+    """Several pairs of processes' runs of one bench as one, judged across the pairs."""
+    first = runs[0]
+    pooled = BenchRun(first.nodeid, first.threshold, warmup=dict(first.warmup))
+    for run in runs:
+        pooled.a_blocks += run.a_blocks
+        pooled.b_blocks += run.b_blocks
+        pooled.order += run.order
+        pooled.drained += run.drained
+        pooled.seconds += run.seconds
+        pooled.unsettled += run.unsettled
+        pooled.sessions.append(math.expm1(statistics.median(run.ratios)))
+        pooled.session_pairs.append(len(run.ratios))
+    higher = first.result.higher_is_better if first.result else False
+    pooled.result = judge_processes(
+        [run.ratios for run in runs], first.threshold, alpha, higher_is_better=higher
+    )
+    return pooled
 
 
 def _result(run: BenchRun) -> dict[str, Any]:
@@ -230,7 +306,9 @@ def write_report(
                 {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
                  "b_blocks": run.b_blocks, "drained": run.drained, "warmup": run.warmup,
                  "unsettled": run.unsettled, "threshold": run.threshold,
-                 "skipped": run.skipped, "seconds": round(run.seconds, 3), **_result(run)}
+                 "skipped": run.skipped, "seconds": round(run.seconds, 3),
+                 "sessions": run.sessions, "session_pairs": run.session_pairs,
+                 **_result(run)}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

@@ -158,6 +158,20 @@ def log_ratios(
     return out
 
 
+def _rule(
+    change: float, ci: tuple[float, float] | None, threshold: float, higher_is_better: bool
+) -> Verdict:
+    """Significance and effect (see the module doc): slower/faster/same/inconclusive."""
+    if ci is not None:
+        if ci[0] > 0 and change > threshold:
+            return Verdict.FASTER if higher_is_better else Verdict.SLOWER
+        if ci[1] < 0 and change < -threshold:
+            return Verdict.SLOWER if higher_is_better else Verdict.FASTER
+        if -threshold < ci[0] and ci[1] < threshold:
+            return Verdict.SAME
+    return Verdict.INCONCLUSIVE
+
+
 def judge(
     log_ratios: Sequence[float],
     threshold: float,
@@ -178,14 +192,7 @@ def judge(
     change = math.expm1(float(np.median(d)))
     bounds = median_interval(log_ratios, alpha)
     ci = None if bounds is None else (math.expm1(bounds[0]), math.expm1(bounds[1]))
-    verdict = Verdict.INCONCLUSIVE
-    if ci is not None:
-        if ci[0] > 0 and change > threshold:
-            verdict = Verdict.FASTER if higher_is_better else Verdict.SLOWER
-        elif ci[1] < 0 and change < -threshold:
-            verdict = Verdict.SLOWER if higher_is_better else Verdict.FASTER
-        elif -threshold < ci[0] and ci[1] < threshold:
-            verdict = Verdict.SAME
+    verdict = _rule(change, ci, threshold, higher_is_better)
     return PairedResult(verdict, change, ci, int(d.size), threshold, alpha, higher_is_better)
 
 
@@ -249,3 +256,43 @@ class Sequential:
         if result.decisive or out_of_time or n >= self.budget.max_pairs:
             return result
         return None
+
+
+def judge_processes(
+    session_ratios: Sequence[Sequence[float]],
+    threshold: float,
+    alpha: float = ALPHA,
+    *,
+    higher_is_better: bool = False,
+) -> PairedResult:
+    """Judge an A/B run over several fresh pairs of processes (``--processes N``).
+
+    Two processes running identical code can differ by a stable offset that
+    alternating blocks inside them cannot cancel, so the unit of evidence is the pair
+    of processes: each gives one estimate, the median of its paired log-ratios, and
+    the interval is Student's t interval (``n - 1`` degrees of freedom) of the mean of
+    those estimates, whose spread includes the process offsets. The rules are
+    :func:`judge`'s, on ``exp(mean) - 1`` and that interval; ``pairs`` counts every
+    pair of blocks.
+
+    >>> judge_processes([[0.2, 0.21], [0.19, 0.2], [0.2, 0.22], [0.21, 0.2]], 0.05).verdict
+    <Verdict.SLOWER: 'slower'>
+    """
+    from scipy.stats import t as student_t
+
+    if not threshold > 0:
+        raise ValueError(f"threshold must be positive, got {threshold}")
+    estimates = np.asarray([float(np.median(r)) for r in session_ratios if len(r)], dtype=float)
+    if estimates.size == 0:
+        raise ValueError("no pairs to judge")
+    pairs = sum(len(r) for r in session_ratios)
+    mean = float(estimates.mean())
+    ci: tuple[float, float] | None = None
+    if estimates.size >= 2:
+        half = float(student_t.ppf(1 - alpha / 2, estimates.size - 1)) * float(
+            estimates.std(ddof=1) / math.sqrt(estimates.size)
+        )
+        ci = (math.expm1(mean - half), math.expm1(mean + half))
+    change = math.expm1(mean)
+    verdict = _rule(change, ci, threshold, higher_is_better)
+    return PairedResult(verdict, change, ci, pairs, threshold, alpha, higher_is_better)

@@ -1,0 +1,152 @@
+"""Judging an A/B across several fresh pairs of processes (``perfsuite ab --processes N``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfsuite.ab.command import CONFIRM_ALPHA
+from perfsuite.ab.controller import BenchRun
+from perfsuite.ab.report import Row, Verdicts
+from perfsuite.ab.sides import SideSpec
+from perfsuite.verdict.paired import ALPHA, judge, judge_processes, log_ratios
+from perfsuite.verdict.stats import Verdict
+from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
+
+
+def _sessions(offsets: list[float], effect: float, pairs: int = 12) -> list[list[float]]:
+    """Pairs of processes with a per-process offset each and tiny noise within."""
+    rng = np.random.default_rng(3)
+    return [list(effect + o + rng.normal(0, 0.002, pairs)) for o in offsets]
+
+
+def test_a_clear_slowdown_in_every_pair_of_processes_is_slower() -> None:
+    result = judge_processes(_sessions([0.01, -0.01, 0.0, 0.005], math.log(1.2)), 0.05)
+    assert result.verdict is Verdict.SLOWER
+    assert result.ci is not None
+    assert 0.1 < result.ci[0] < 0.2 < result.ci[1] < 0.3
+    assert result.pairs == 48
+
+
+def test_a_clear_speedup_is_faster_and_higher_is_better_flips_it() -> None:
+    sessions = _sessions([0.01, -0.01, 0.0, 0.005], math.log(0.8))
+    assert judge_processes(sessions, 0.05).verdict is Verdict.FASTER
+    assert judge_processes(sessions, 0.05, higher_is_better=True).verdict is Verdict.SLOWER
+
+
+def test_identical_code_with_small_offsets_is_same() -> None:
+    result = judge_processes(_sessions([0.004, -0.003, 0.001, -0.002, 0.0], 0.0), 0.05)
+    assert result.verdict is Verdict.SAME
+
+
+def test_process_offsets_that_fool_one_pair_do_not_fool_the_pooled_verdict() -> None:
+    # Identical code; each pair of processes holds its own offset of up to 12%. Inside
+    # one pair the offset looks like a clear, significant change ...
+    sessions = _sessions([0.12, -0.10, 0.03, -0.08, 0.09, -0.04], 0.0)
+    assert judge(sessions[0], 0.05, ALPHA).verdict is Verdict.SLOWER
+    # ... across the pairs it is what it is: spread, not a change.
+    assert judge_processes(sessions, 0.05).verdict is Verdict.INCONCLUSIVE
+
+
+def test_one_pair_of_processes_gives_no_interval() -> None:
+    result = judge_processes([[0.3] * 20], 0.05)
+    assert result.ci is None
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        judge_processes([[0.1]], 0.0)
+    with pytest.raises(ValueError, match="no pairs"):
+        judge_processes([[], []], 0.05)
+
+
+def _rejudged(entry: dict[str, Any], alpha: float) -> tuple[str, float]:
+    """The verdict and change judge_processes gives on pairs.json's blocks, split by
+    pair of processes: the report must say exactly that."""
+    ratios = log_ratios(entry["a_blocks"], entry["b_blocks"])
+    cuts = np.cumsum([0, *entry["session_pairs"]])
+    sessions = [ratios[cuts[i] : cuts[i + 1]] for i in range(len(entry["session_pairs"]))]
+    result = judge_processes(sessions, entry["threshold"], alpha)
+    return result.verdict.value, result.change
+
+
+def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(300_000, "base")
+    base = repo.commit("base")
+    repo.set_work(600_000, "candidate")  # twice the work
+    report = tmp_path / "report"
+    args = [*SMALL, "--processes", "4", "--report", str(report), *SIDE_ARGS, "-k", "one"]
+    result = repo.ab(base, *args, timeout=240)
+    assert "1 bench file(s), each in 4 fresh pairs of processes" in result.out
+    (entry,) = json.loads((report / "pairs.json").read_text())
+    assert len(entry["sessions"]) == len(entry["session_pairs"]) == 4
+    assert all(n >= 10 for n in entry["session_pairs"])  # SMALL: at least 10 pairs in each
+    assert entry["pairs"] == len(entry["a_blocks"]) == sum(entry["session_pairs"])
+    # The verdict is the one across the four pairs of processes, and so is the exit code.
+    # (Which verdict depends on this machine: a busy one shifts whole processes.)
+    verdict, change = _rejudged(entry, ALPHA)
+    assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
+    assert result.code == (1 if verdict == "slower" else 0), result.out + result.err
+    for side in ("A", "B"):
+        saved = json.loads((report / f"{side}.json").read_text())
+        assert [b["name"] for b in saved["benchmarks"]] == ["test_work[one]"]
+
+
+def _run(nodeid: str, ratios: list[float], threshold: float = 0.05) -> BenchRun:
+    run = BenchRun(nodeid, threshold)
+    run.a_blocks = [[1.0] for _ in ratios]
+    run.b_blocks = [[math.exp(r)] for r in ratios]
+    run.order = ["A", "B"] * len(ratios)
+    run.result = judge(run.ratios, threshold, ALPHA)
+    return run
+
+
+def test_suspects_and_a_confirmation_replacing_them() -> None:
+    specs: list[SideSpec] = []
+    slow = _run("b.py::slow", [0.2] * 12)
+    unsure = _run("b.py::unsure", [0.3, -0.2] * 6)  # inconclusive, median beyond +5%
+    fine = _run("b.py::fine", [0.0] * 12)
+    first = Verdicts([Row(r.nodeid, r) for r in (slow, unsure, fine)], specs, 1, [])
+    assert [row.suspect for row in first.rows] == [True, True, False]
+    # the suspects measured again, in three fresh pairs of processes each
+    again = [
+        Verdicts([Row("b.py::slow", _run("b.py::slow", [0.2 + d] * 12))], specs, 1, [])
+        for d in (0.0, 0.01, -0.01)
+    ] + [
+        Verdicts([Row("b.py::unsure", _run("b.py::unsure", [d] * 12))], specs, 1, [])
+        for d in (0.001, -0.001, 0.0)
+    ]
+    checks = [Verdicts.pool(again[:3], 0.05), Verdicts.pool(again[3:], 0.05)]
+    final = first.confirmed(checks, "confirmation in 3 pairs of processes")
+    verdicts = {row.nodeid: row.verdict for row in final.rows}
+    assert verdicts == {
+        "b.py::slow": Verdict.SLOWER,
+        "b.py::unsure": Verdict.SAME,  # the first estimate is not pooled in
+        "b.py::fine": Verdict.SAME,
+    }
+    assert final.regressed
+    assert "confirmation in 3 pairs of processes; first pair +5.1%" in final.rows[1].cells()[1]
+
+
+def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(300_000, "base")
+    base = repo.commit("base")
+    repo.set_work(600_000, "candidate")  # twice the work: the first pair finds it slower
+    report = tmp_path / "report"
+    args = [*SMALL, "--confirm", "3", "--report", str(report), *SIDE_ARGS, "-k", "one"]
+    result = repo.ab(base, *args, timeout=240)
+    assert "1 suspect(s) measured again in 3 fresh pairs of processes each" in result.out
+    assert "(confirmation in 3 pairs of processes; first pair +" in result.out
+    (entry,) = json.loads((report / "pairs.json").read_text())
+    assert len(entry["session_pairs"]) == 3  # the confirmation's blocks only
+    verdict, change = _rejudged(entry, CONFIRM_ALPHA)
+    assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
+    assert result.code == (1 if verdict == "slower" else 0), result.out + result.err
