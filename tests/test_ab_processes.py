@@ -113,8 +113,9 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     slow = _run("b.py::slow", [0.2] * 12)
     unsure = _run("b.py::unsure", [0.3, -0.2] * 6)  # inconclusive, median beyond +5%
     fine = _run("b.py::fine", [0.0] * 12)
-    first = Verdicts([Row(r.nodeid, r) for r in (slow, unsure, fine)], specs, 1, [])
-    assert [row.suspect for row in first.rows] == [True, True, False]
+    fast = _run("b.py::fast", [-0.2] * 12)
+    first = Verdicts([Row(r.nodeid, r) for r in (slow, unsure, fine, fast)], specs, 1, [])
+    assert [row.suspect for row in first.rows] == [True, True, False, True]
     # the suspects measured again, in three fresh pairs of processes each
     again = [
         Verdicts([Row("b.py::slow", _run("b.py::slow", [0.2 + d] * 12))], specs, 1, [])
@@ -130,6 +131,7 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
         "b.py::slow": Verdict.SLOWER,
         "b.py::unsure": Verdict.SAME,  # the first estimate is not pooled in
         "b.py::fine": Verdict.SAME,
+        "b.py::fast": Verdict.FASTER,  # not measured again here: its first verdict stays
     }
     assert final.regressed
     assert "confirmation in 3 pairs of processes; first pair +5.1%" in final.rows[1].cells()[1]

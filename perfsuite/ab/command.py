@@ -117,8 +117,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "pairs (t interval of their medians): cancels an offset that one "
                     "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
     ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
-                    help="measure each suspect (slower, or inconclusive beyond the "
-                    "threshold) again in N fresh pairs of processes, and judge it on "
+                    help="measure each suspect (slower or faster, or inconclusive beyond "
+                    "the threshold) again in N fresh pairs of processes, and judge it on "
                     f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off)")  # fmt: skip
     ab.add_argument("--isolate", choices=["file", "session"], default="file",
                     help="file (default): each bench file in its own pair of processes, so "

@@ -2,8 +2,8 @@
 
 ``perfsuite ab`` runs each bench file in its own pair of side processes (``--isolate
 file``, the default), so no file's imports enter another file's processes. Importing
-TensorFlow made a single-threaded PIL-decode bench in the same process drift between
-processes by 5-13% on a 2-core machine (``tools/process_offsets.py``), which
+TensorFlow or torch made a single-threaded PIL-decode bench in the same process drift
+between processes by up to 30% on a 2-core machine (``tools/process_offsets.py``), which
 alternating blocks inside one pair of processes cannot cancel.
 """
 

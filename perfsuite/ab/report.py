@@ -48,13 +48,14 @@ class Row:
 
     @property
     def suspect(self) -> bool:
-        """Judged slower, or inconclusive with an estimate beyond the threshold: what
-        ``--confirm`` measures again in fresh pairs of processes."""
+        """Judged slower or faster, or inconclusive with an estimate beyond the
+        threshold either way: what ``--confirm`` measures again in fresh pairs of
+        processes (a claimed speedup deserves the same trust as a slowdown)."""
         result = self.run.result if self.run else None
-        if result is None or result.higher_is_better:
+        if result is None:
             return False
-        return result.verdict is Verdict.SLOWER or (
-            result.verdict is Verdict.INCONCLUSIVE and result.change > result.threshold
+        return result.verdict in (Verdict.SLOWER, Verdict.FASTER) or (
+            result.verdict is Verdict.INCONCLUSIVE and abs(result.change) > result.threshold
         )
 
     @property
