@@ -83,6 +83,17 @@ def test_unknown_revision_is_one_line(repo: Repo) -> None:
     assert repo.worktrees() == []
 
 
+def test_a_confirmation_of_one_pair_of_processes_is_refused(repo: Repo) -> None:
+    base = repo.commit("base")
+    result = repo.ab(base, *SMALL, "--confirm", "1", *SIDE_ARGS, timeout=HANG_S)
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [
+        "perfsuite ab: error: --confirm 1: a confirmation is judged across pairs of "
+        "processes and needs at least 2; use --confirm 0 to turn it off"
+    ]
+    assert repo.worktrees() == []
+
+
 def test_different_pins_are_refused(repo: Repo) -> None:
     repo.write("requirements.txt", "numpy==1.26.4\npillow==10.0\n")
     base = repo.commit("base")

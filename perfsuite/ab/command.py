@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import random
 import shutil
 import signal
@@ -119,7 +120,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
                     help="measure each suspect (slower or faster, or inconclusive beyond "
                     "the threshold) again in N fresh pairs of processes, and judge it on "
-                    f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off)")  # fmt: skip
+                    f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
+                    "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
     ab.add_argument("--isolate", choices=["file", "session"], default="file",
                     help="file (default): each bench file in its own pair of processes, so "
                     "no file's imports slow another's benches; session: one pair for all "
@@ -271,6 +273,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     problem = pin_difference(root, base, candidate)
     if problem:
         raise PerfsuiteError(f"{problem}; perfsuite ab runs both sides in this environment")
+    if args.confirm == 1:
+        raise PerfsuiteError(
+            "--confirm 1: a confirmation is judged across pairs of processes and needs "
+            "at least 2; use --confirm 0 to turn it off"
+        )
     budget = budget_for(args, scale_of(pytest_args))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     chosen = selection(root, pytest_args)
@@ -306,7 +313,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         parts: list[Verdicts] = []
         jsons: dict[str, list[Path]] = {"A": [], "B": []}
         logs: dict[str, list[Path]] = {"A": [], "B": []}
-        folders = iter(range(1_000_000))
+        folders = itertools.count()
 
         def session(files: list[str] | None, offset: int, only: list[str] | None) -> Verdicts:
             """One pair of fresh sides over ``files`` (or the whole selection)."""
@@ -332,7 +339,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             parts.append(Verdicts.pool([session(files, r, None) for r in range(args.processes)]))
         verdicts = Verdicts.merge(parts)
         suspects = [row.nodeid for row in verdicts.rows if row.suspect]
-        if args.confirm > 1 and args.processes == 1 and suspects:
+        # with --processes N every verdict already stands on fresh pairs of processes
+        if args.confirm and args.processes == 1 and suspects:
             print(
                 f"perfsuite ab: {len(suspects)} suspect(s) measured again in "
                 f"{args.confirm} fresh pairs of processes each: {', '.join(suspects)}",

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfsuite.ab.sides import SideSpec, side_pythonpath
+from perfsuite.ab.sides import SideSpec
+from perfsuite.data.fsutil import atomic_write_text
 
 #: how long one side's ``pytest --collect-only`` may take (framework imports included)
 COLLECT_TIMEOUT_S = 600.0
@@ -44,8 +45,7 @@ def collect(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) -> list[s
     """The node ids one side's pytest collects from ``pytest_args``, or None when its
     collection fails (the lockstep run then reports the failure with the side's name)."""
     listing = workdir / f"{spec.name}.collected"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = side_pythonpath(spec.root, os.environ.get("PYTHONPATH"))
+    env = spec.env()
     env[COLLECT_OUT_ENV] = str(listing)
     command = [
         sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate", *pytest_args,
@@ -107,8 +107,5 @@ def merge_json(parts: Sequence[Path], out: Path) -> None:
             if _key(bench) not in seen:
                 seen.add(_key(bench))
                 merged.setdefault("benchmarks", []).append(bench)
-    if merged is None:
-        return
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(merged, indent=4))
-    tmp.replace(out)
+    if merged is not None:
+        atomic_write_text(out, json.dumps(merged, indent=4))

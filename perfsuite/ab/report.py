@@ -173,8 +173,9 @@ class Verdicts:
             found = [r for part in sessions for r in part.rows if r.nodeid == nodeid]
             measured = [r.run for r in found if r.run is not None and r.run.result is not None]
             if len(measured) < len(sessions):
-                rows.append(next(r for r in found if r.run is None or r.run.result is None))
-                runs += [r.run for r in found[:1] if r.run is not None]
+                kept = next(r for r in found if r.run is None or r.run.result is None)
+                rows.append(kept)
+                runs += [kept.run] if kept.run is not None else []
                 continue
             pooled = _pool_runs(measured, alpha)
             rows.append(Row(nodeid, pooled, found[0].unit, found[0].counters, None))

@@ -100,6 +100,12 @@ class SideSpec:
         role = "base" if self.name == "A" else "candidate"
         return f"side {self.name} ({role}, {self.revision.label})"
 
+    def env(self) -> dict[str, str]:
+        """This environment, with the side's own code first on ``PYTHONPATH``."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = side_pythonpath(self.root, os.environ.get("PYTHONPATH"))
+        return env
+
 
 class SideProcess:
     """One running side: its process, its connection and its log."""
@@ -121,8 +127,7 @@ class SideProcess:
 
     def start(self, pytest_args: Sequence[str], files: Sequence[str] | None = None) -> None:
         """Start the side's pytest; ``files`` (rootdir-relative) limits what it collects."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = side_pythonpath(self.spec.root, os.environ.get("PYTHONPATH"))
+        env = self.spec.env()
         env[SOCKET_ENV] = str(self.socket_path)
         env[SIDE_ENV] = self.spec.name
         if files is not None:
