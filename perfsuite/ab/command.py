@@ -44,8 +44,8 @@ class ScaleBudget:
 #: all (see perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow.
 BUDGETS = {
     "smoke": ScaleBudget(10, 20, 20.0),
-    "default": ScaleBudget(12, 40, 60.0),
-    "full": ScaleBudget(16, 80, 180.0),
+    "default": ScaleBudget(12, 80, 60.0),
+    "full": ScaleBudget(16, 160, 180.0),
 }
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
@@ -109,7 +109,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
                     help="first look at a bench (default by --perf-scale: 10/12/16)")  # fmt: skip
     ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
-                    help="most pairs per bench (default by --perf-scale: 20/40/80)")  # fmt: skip
+                    help="most pairs per bench (default by --perf-scale: 20/80/160)")  # fmt: skip
     ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
                     help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
@@ -122,6 +122,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "the threshold) again in N fresh pairs of processes, and judge it on "
                     f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
+    ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
+                    help="freeze (default): the idle side is stopped (SIGSTOP) during the "
+                    "other side's block, so its background threads neither compete nor "
+                    "refill its buffers; wait: it runs on, each block waits for it to go "
+                    "quiet and drains what it prefetched")  # fmt: skip
     ab.add_argument("--isolate", choices=["file", "session"], default="file",
                     help="file (default): each bench file in its own pair of processes, so "
                     "no file's imports slow another's benches; session: one pair for all "
@@ -326,7 +331,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 side.start(args_for_sides, files)
             outcome = Controller(
                 sides[0], sides[1], budget, args.block_rounds, seed + offset, args.threshold,
-                args.block_warmup, only,
+                args.block_warmup, only, args.idle,
             ).run()  # fmt: skip
             found = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
             for side in sides:

@@ -5,10 +5,18 @@ the benches they have in common, in A's order (benches on one side only are list
 as added or removed). In each bench a side runs its warm-up and says ``ready``; once
 both are ready at the same bench, the controller sends ``block`` to one side at a
 time, so only one side ever runs timed work while the other waits idle on its
-socket. Before each block the controller waits until the idle side's threads are
-quiet (an asynchronous pipeline refills its prefetch buffers after its block), and
-each block starts with untimed drain rounds that take what the side's own pipeline
-prefetched while it waited. Pairs of blocks run in a seeded, balanced random order:
+socket. An asynchronous pipeline goes on working after its block (it refills its
+prefetch buffers), so the idle side is handled in one of two ways (``idle``):
+
+* ``freeze`` (default): the idle side's process group is stopped (SIGSTOP) from the
+  end of its block to the start of its next one. Its threads compete with nothing,
+  and each block resumes the side's pipeline where its last block left it, in the
+  steady state the rounds measure; its drain rounds (below) find nothing buffered.
+* ``wait``: before each block the controller waits until the idle side's threads are
+  quiet, and each block starts with untimed drain rounds that take what the side's
+  own pipeline prefetched while it waited.
+
+Pairs of blocks run in a seeded, balanced random order:
 the first pair of every two is AB or BA at random and the second is its mirror (ABBA
 or BAAB). After each pair the bench is judged on the look schedule of
 :class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
@@ -41,6 +49,8 @@ from perfsuite.verdict.paired import Budget, PairedResult, Sequential, log_ratio
 TICK_S = 0.2
 #: how long sides get to save their JSON and exit after the last bench
 EXIT_TIMEOUT_S = 60.0
+#: how the idle side waits out the other side's block (see the module doc)
+IDLE_MODES = ("freeze", "wait")
 
 
 @dataclass
@@ -55,7 +65,7 @@ class BenchRun:
     result: PairedResult | None = None
     skipped: str | None = None
     seconds: float = 0.0
-    unsettled: int = 0  # blocks started while the idle side still worked (after 1 s)
+    unsettled: int = 0  # blocks started while the idle side still worked (or not frozen)
     drained: list[int] = field(default_factory=list)  # untimed rounds before each block
     warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
     sessions: list[float] = field(default_factory=list)  # per pair of processes: its change
@@ -114,7 +124,11 @@ class Controller:
         threshold: float,
         drain_rounds: int = 0,
         only: Collection[str] | None = None,
+        idle: str = "freeze",
     ) -> None:
+        if idle not in IDLE_MODES:
+            raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
+        self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all
         self.budget = budget
@@ -316,7 +330,12 @@ class Controller:
             if not orders:
                 orders.extend(pair_orders(rng))
             for name in orders.pop(0):
-                if not self.sides["B" if name == "A" else "A"].settle():
+                other = self.sides["B" if name == "A" else "A"]
+                if self.idle == "freeze":
+                    self.sides[name].thaw()
+                    if not other.freeze():
+                        run.unsettled += 1
+                elif not other.settle():
                     run.unsettled += 1
                 self._send(name, "block", rounds=k, drain=self.drain_rounds, typical=run.typical())
                 blocks = run.a_blocks if name == "A" else run.b_blocks
@@ -327,6 +346,8 @@ class Controller:
             run.seconds = time.monotonic() - start
             n = len(run.a_blocks)
             run.result = sequential.look(run.ratios, run.seconds, last=n >= max_pairs)
+        for side in self.sides.values():
+            side.thaw()
         for name in self.sides:
             self._send(name, "done")
             self.state[name].ready = None

@@ -33,6 +33,8 @@ LOG_TAIL_LINES = 15
 SETTLE_WINDOW_S = 0.005
 QUIET_SHARE = 0.1
 SETTLE_LIMIT_S = 1.0
+#: how long freezing a side may take to stop all its threads before going on anyway
+FREEZE_LIMIT_S = 0.5
 
 
 class SideFault(PerfsuiteError):
@@ -69,6 +71,22 @@ def cpu_seconds(pid: int) -> float | None:
         except (OSError, ValueError, IndexError):
             continue  # a thread that just ended
     return total / 1e9
+
+
+def all_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (state ``T``), or the process is gone."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # a thread that just ended
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
 
 
 def side_pythonpath(root: Path, inherited: str | None) -> str:
@@ -117,6 +135,7 @@ class SideProcess:
         self.json_path = workdir / f"{spec.name}.json"
         self.proc: subprocess.Popen[bytes] | None = None
         self.channel: Channel | None = None
+        self.frozen = False
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(self.socket_path))
         self._listener.listen(1)
@@ -210,6 +229,33 @@ class SideProcess:
                 return False
             before = after
         return True
+
+    def freeze(self, limit_s: float = FREEZE_LIMIT_S) -> bool:
+        """Stop this idle side's whole process group (SIGSTOP) until :meth:`thaw`: its
+        background threads (a pipeline refilling its prefetch buffers, a thread pool)
+        neither run beside the other side's block nor change the state its own next
+        block starts from. Returns once every thread of the side is stopped: True, or
+        False when that took longer than ``limit_s`` or the side is gone."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        try:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            return False
+        self.frozen = True
+        deadline = time.monotonic() + limit_s
+        while not all_stopped(self.proc.pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0002)
+        return True
+
+    def thaw(self) -> None:
+        """Let a frozen side's process group run again (SIGCONT); safe when not frozen."""
+        if self.proc is not None and self.frozen:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGCONT)
+        self.frozen = False
 
     def wait(self, timeout: float) -> bool:
         """Wait for a normal exit; True when it exited in time."""
