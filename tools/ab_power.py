@@ -37,6 +37,8 @@ from typing import Any
 
 EXTRA = {"unchanged": 0.0, "+5%": 0.05, "+10%": 0.10, "+20%": 0.20}
 VERDICTS = ("slower", "faster", "same", "inconclusive")
+#: what each run keeps of a bench's entry in pairs.json
+RECORDED = ("verdict", "change", "ci", "pairs", "seconds", "skipped", "drained", "sessions")
 
 PIL_BENCH = '''
 """PIL decoding of the imagenet-like JPEGs, single-threaded; EXTRA of them decoded twice."""
@@ -165,10 +167,7 @@ def run_ab(
     if pairs.is_file():
         for entry in json.loads(pairs.read_text()):
             name = entry["nodeid"].split("::")[-1]
-            benches[name] = {
-                k: entry.get(k)
-                for k in ("verdict", "change", "ci", "pairs", "seconds", "skipped", "drained")
-            }
+            benches[name] = {k: entry.get(k) for k in RECORDED}
     shutil.rmtree(report.parent, ignore_errors=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
     return {"code": proc.returncode, "seconds": seconds, "benches": benches, "tail": tail}
