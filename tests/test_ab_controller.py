@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from typing import Any
 
 import pytest
 
-from perfsuite.ab.controller import Controller
+from perfsuite.ab import controller as controller_module
+from perfsuite.ab.controller import BenchRun, Controller
 from perfsuite.ab.protocol import Channel, decode, encode
 from perfsuite.ab.sides import SideFault
 from perfsuite.verdict.paired import Budget
@@ -23,6 +26,8 @@ class ScriptedSide:
         self.peer = theirs
         self.alive = True
         self.title = f"side {name}"
+        self.frozen: set[int] = set()
+        self.events: list[str] = []
 
     def say(self, kind: str, **fields: Any) -> None:
         self.peer.sendall(encode(kind, **fields))
@@ -50,6 +55,15 @@ class ScriptedSide:
     def settle(self) -> bool:
         return True
 
+    def freeze(self) -> bool:
+        self.frozen = {1}
+        self.events.append("freeze")
+        return True
+
+    def thaw(self) -> None:
+        self.frozen = set()
+        self.events.append("thaw")
+
 
 def controller() -> tuple[Controller, ScriptedSide, ScriptedSide]:
     a, b = ScriptedSide("A"), ScriptedSide("B")
@@ -64,7 +78,7 @@ def test_a_side_that_says_finished_and_exits_at_once_is_not_dead() -> None:
     ctl, a, _ = controller()
     a.say("finished", exitstatus=0)
     a.hang_up()  # gone before the controller read its last line
-    name, message = ctl._next()
+    name, message = ctl._wait()
     assert (name, message["type"]) == ("A", "finished")
     ctl._handle(name, message)
     assert ctl.state["A"].finished
@@ -74,10 +88,10 @@ def test_a_side_that_hangs_up_mid_bench_is_a_fault_naming_it() -> None:
     ctl, _, b = controller()
     b.say("ready", nodeid="x", max_rounds=None, threshold=0.05, warmup=[0.01])
     b.hang_up()
-    name, message = ctl._next()
+    name, message = ctl._wait()
     ctl._handle(name, message)  # the ready it sent first is still handled
     with pytest.raises(SideFault, match="side B: died"):
-        ctl._next()
+        ctl._wait()
 
 
 def test_turns_to_set_up_and_the_skip_of_a_bench_the_other_side_skipped() -> None:
@@ -85,15 +99,15 @@ def test_turns_to_set_up_and_the_skip_of_a_bench_the_other_side_skipped() -> Non
     for side in (a, b):
         side.say("arrive", nodeid="x")
     for _ in range(2):
-        ctl._handle(*ctl._next())
+        ctl._handle(*ctl._wait())
     granted = [side.name for side in (a, b) if side.heard()]
     assert len(granted) == 1  # one side sets up at a time
     first, second = (a, b) if granted == ["A"] else (b, a)
     first.say("report", nodeid="x", when="setup", outcome="skipped", message="no GPU")
-    ctl._handle(*ctl._next())
+    ctl._handle(*ctl._wait())
     assert [m["type"] for m in second.heard()] == ["go"]
     second.say("ready", nodeid="x", max_rounds=None, threshold=0.05, warmup=[0.01])
-    ctl._handle(*ctl._next())
+    ctl._handle(*ctl._wait())
     assert [m["type"] for m in second.heard()] == ["skip"]
     assert ctl.runs["x"].skipped is not None
     assert "no GPU" in ctl.runs["x"].skipped
@@ -108,3 +122,35 @@ def test_a_finite_pool_of_rounds_alternates_one_round_per_block() -> None:
     assert ctl._pair_limit() == (1, 5)
     ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 40}
     assert ctl._pair_limit() == (1, 7)
+
+
+def test_a_block_stuck_behind_the_frozen_side_thaws_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block that outlasts the patience (it may wait on a lock the frozen side holds)
+    thaws the other side and is counted unsettled, instead of hanging."""
+    monkeypatch.setattr(controller_module, "FREEZE_PATIENCE_S", 0.2)
+    ctl, a, b = controller()
+    run = BenchRun("x", 0.05)
+    run.warmup = {"A": [0.001], "B": [0.001]}
+    assert a.freeze()
+    timer = threading.Timer(1.0, lambda: b.say("block_done", nodeid="x", seconds=[0.5]))
+    timer.start()
+    start = time.monotonic()
+    try:
+        seconds, drained = ctl._block("B", "x", run)
+    finally:
+        timer.cancel()
+    assert (seconds, drained) == ([0.5], 0)
+    assert a.events == ["freeze", "thaw"]
+    assert not a.frozen
+    assert run.unsettled == 1
+    assert time.monotonic() - start >= 0.9  # it went on waiting for the block after thawing
+
+
+def test_a_prompt_block_leaves_the_other_side_frozen() -> None:
+    ctl, a, b = controller()
+    run = BenchRun("x", 0.05)
+    assert a.freeze()
+    b.say("block_done", nodeid="x", seconds=[0.5, 0.6], drained=2)
+    assert ctl._block("B", "x", run) == ([0.5, 0.6], 2)
+    assert a.events == ["freeze"]
+    assert run.unsettled == 0

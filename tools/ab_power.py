@@ -38,7 +38,17 @@ from typing import Any
 EXTRA = {"unchanged": 0.0, "+5%": 0.05, "+10%": 0.10, "+20%": 0.20}
 VERDICTS = ("slower", "faster", "same", "inconclusive")
 #: what each run keeps of a bench's entry in pairs.json
-RECORDED = ("verdict", "change", "ci", "pairs", "seconds", "skipped", "drained", "sessions")
+RECORDED = (
+    "verdict",
+    "change",
+    "ci",
+    "pairs",
+    "seconds",
+    "skipped",
+    "drained",
+    "sessions",
+    "started",
+)
 
 PIL_BENCH = '''
 """PIL decoding of the imagenet-like JPEGs, single-threaded; EXTRA of them decoded twice."""

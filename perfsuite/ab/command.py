@@ -104,8 +104,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--block-rounds", type=_positive_int, default=DEFAULT_BLOCK_ROUNDS,
                     metavar="K", help="rounds per block (default 2)")  # fmt: skip
     ab.add_argument("--block-warmup", type=_count, default=DEFAULT_DRAIN_ROUNDS, metavar="N",
-                    help="least untimed rounds starting each block, which empty what a "
-                    "pipeline prefetched while its side waited (default 1)")  # fmt: skip
+                    help="least untimed rounds starting each block (default 1); more "
+                    "while a pipeline empties what it prefetched")  # fmt: skip
     ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
                     help="first look at a bench (default by --perf-scale: 10/12/16)")  # fmt: skip
     ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
@@ -123,10 +123,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
     ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
-                    help="freeze (default): the idle side is stopped (SIGSTOP) during the "
-                    "other side's block, so its background threads neither compete nor "
-                    "refill its buffers; wait: it runs on, each block waits for it to go "
-                    "quiet and drains what it prefetched")  # fmt: skip
+                    help="freeze (default): the idle side and the processes it started "
+                    "are stopped (SIGSTOP) during the other side's block, so its threads "
+                    "neither compete nor refill its buffers; wait: it runs on, and each "
+                    "block waits until it is quiet (at most 1 s)")  # fmt: skip
     ab.add_argument("--isolate", choices=["file", "session"], default="file",
                     help="file (default): each bench file in its own pair of processes, so "
                     "no file's imports slow another's benches; session: one pair for all "
@@ -327,12 +327,17 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             sides = [SideProcess(spec, folder) for spec in specs]
             for side in sides:
                 stack.callback(side.stop)
-            for side in sides:
+            # which side starts first (and so sets up first) is drawn for each pair of
+            # processes: nothing but the revision may differ between the sides on average
+            first = random.Random(f"{seed}:{offset}:start").choice("AB")
+            for side in sides if first == "A" else sides[::-1]:
                 side.start(args_for_sides, files)
             outcome = Controller(
                 sides[0], sides[1], budget, args.block_rounds, seed + offset, args.threshold,
                 args.block_warmup, only, args.idle,
             ).run()  # fmt: skip
+            for run in outcome.benches:
+                run.started.append(first)
             found = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
             for side in sides:
                 side.stop()

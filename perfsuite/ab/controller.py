@@ -51,6 +51,9 @@ TICK_S = 0.2
 EXIT_TIMEOUT_S = 60.0
 #: how the idle side waits out the other side's block (see the module doc)
 IDLE_MODES = ("freeze", "wait")
+#: a block that outlasts this (seconds, plus typical rounds) thaws the frozen side
+FREEZE_PATIENCE_S = 30.0
+FREEZE_PATIENCE = 100
 
 
 @dataclass
@@ -70,6 +73,7 @@ class BenchRun:
     warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
     sessions: list[float] = field(default_factory=list)  # per pair of processes: its change
     session_pairs: list[int] = field(default_factory=list)  # ... and its pairs of blocks
+    started: list[str] = field(default_factory=list)  # per pair of processes: side started first
 
     def typical(self) -> float | None:
         """The drain's yardstick, one for both sides so both drain alike: the median of
@@ -149,10 +153,13 @@ class Controller:
         assert channel is not None
         return channel
 
-    def _next(self, only: str | None = None) -> tuple[str, dict[str, Any]]:
-        """The next message from either side (or from ``only``); a dead side is a fault."""
+    def _next(
+        self, only: str | None = None, deadline: float | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The next message from either side (or from ``only``); a dead side is a fault.
+        None once ``deadline`` (monotonic) has passed without one."""
         names = [only] if only else ["A", "B"]
-        while True:
+        while deadline is None or time.monotonic() < deadline:
             for name in names:
                 message = self._channel(name).pending()
                 if message is not None:
@@ -166,6 +173,13 @@ class Controller:
                     self._read(name)
                 if not self._channel(name).has_pending():
                     raise side.fault("died" + self._during(name))
+        return None
+
+    def _wait(self) -> tuple[str, dict[str, Any]]:
+        """The next message from either side, however long it takes."""
+        got = self._next()
+        assert got is not None  # no deadline
+        return got
 
     def _read(self, name: str) -> None:
         """Read what a side sent; its hang-up is a fault unless it said finished first
@@ -201,8 +215,7 @@ class Controller:
             side.connect(deadline)
             self._selector.register(self._channel(name).sock, selectors.EVENT_READ, name)
         while any(s.hello is None for s in self.state.values()):
-            name, message = self._next()
-            self._handle(name, message)
+            self._handle(*self._wait())
         a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
@@ -212,8 +225,7 @@ class Controller:
         for name in self.sides:
             self._send(name, "plan", benches=common)
         while not all(s.finished for s in self.state.values()):
-            name, message = self._next()
-            self._handle(name, message)
+            self._handle(*self._wait())
         for side in self.sides.values():
             if not side.wait(EXIT_TIMEOUT_S):
                 raise side.fault("did not exit after its last bench")
@@ -339,7 +351,7 @@ class Controller:
                     run.unsettled += 1
                 self._send(name, "block", rounds=k, drain=self.drain_rounds, typical=run.typical())
                 blocks = run.a_blocks if name == "A" else run.b_blocks
-                seconds, drained = self._block(name, nodeid)
+                seconds, drained = self._block(name, nodeid, run)
                 blocks.append(seconds)
                 run.drained.append(drained)
                 run.order.append(name)
@@ -353,9 +365,21 @@ class Controller:
             self.state[name].ready = None
         self._running = None
 
-    def _block(self, name: str, nodeid: str) -> tuple[list[float], int]:
+    def _block(self, name: str, nodeid: str, run: BenchRun) -> tuple[list[float], int]:
+        """Wait for ``name``'s block. Should it outlast ``FREEZE_PATIENCE`` typical rounds
+        (it may wait on something the frozen side holds, a lock or a pipe), the other
+        side is thawed and the block counted ``unsettled``, rather than hang."""
+        other = self.sides["B" if name == "A" else "A"]
+        patience = FREEZE_PATIENCE_S + FREEZE_PATIENCE * (run.typical() or 0.0)
+        deadline = time.monotonic() + patience if other.frozen else None
         while True:
-            sender, message = self._next(only=name)
+            got = self._next(only=name, deadline=deadline)
+            if got is None:
+                other.thaw()
+                run.unsettled += 1
+                deadline = None
+                continue
+            sender, message = got
             if message.get("type") == "block_done":
                 seconds = [float(s) for s in message.get("seconds", [])]
                 if not seconds or any(not s > 0 for s in seconds):

@@ -235,6 +235,7 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
         pooled.unsettled += run.unsettled
         pooled.sessions.append(math.expm1(statistics.median(run.ratios)))
         pooled.session_pairs.append(len(run.ratios))
+        pooled.started += run.started
     higher = first.result.higher_is_better if first.result else False
     pooled.result = judge_processes(
         [run.ratios for run in runs], first.threshold, alpha, higher_is_better=higher
@@ -310,7 +311,7 @@ def write_report(
                  "unsettled": run.unsettled, "threshold": run.threshold,
                  "skipped": run.skipped, "seconds": round(run.seconds, 3),
                  "sessions": run.sessions, "session_pairs": run.session_pairs,
-                 **_result(run)}
+                 "started": run.started, **_result(run)}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

@@ -1,9 +1,12 @@
 """The two pytest processes of an A/B: started, connected, watched and stopped.
 
 Each side is ``python -m pytest`` in its revision's folder, in a process group of its
-own (``start_new_session``) and, on Linux, with ``PR_SET_PDEATHSIG`` so it dies with
-the controller even when the controller is killed outright. Its stdout and stderr go
-to a log file whose tail is quoted when the side fails.
+own (in the controller's session, so Ctrl-C at a terminal reaches the controller
+alone) and, on Linux, with ``PR_SET_PDEATHSIG`` so it dies with the controller even
+when the controller is killed outright. A process the side started in its group then
+belongs to an orphaned group, which Linux sends SIGHUP and SIGCONT: none is left
+stopped by :meth:`SideProcess.freeze`. Its stdout and stderr go to a log file whose
+tail is quoted when the side fails.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfsuite.ab.procfs import all_stopped, cpu_seconds, descendants, process_group
 from perfsuite.ab.protocol import FILES_ENV, SIDE_ENV, SOCKET_ENV, Channel
 from perfsuite.ab.revisions import Revision
 from perfsuite.errors import PerfsuiteError
@@ -42,7 +46,8 @@ class SideFault(PerfsuiteError):
 
 
 def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn`` that asks Linux to SIGKILL the child when the controller dies."""
+    """A ``preexec_fn``: a process group of the child's own, and (Linux) SIGKILL when the
+    controller dies."""
     parent = os.getpid()
     prctl = None
     if sys.platform.startswith("linux"):
@@ -50,43 +55,13 @@ def _die_with_parent() -> Callable[[], None]:
         prctl = libc.prctl
 
     def preexec() -> None:
+        os.setpgid(0, 0)  # a group of its own, to signal as one (freeze, stop)
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the controller died before prctl took effect
             os._exit(1)
 
     return preexec
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time of every thread of ``pid`` so far (Linux schedstat, ns), or None."""
-    total = 0
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that just ended
-    return total / 1e9
-
-
-def all_stopped(pid: int) -> bool:
-    """Whether every thread of ``pid`` is stopped (state ``T``), or the process is gone."""
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return True
-    for task in tasks:
-        try:
-            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # a thread that just ended
-        if state not in ("T", "t", "Z", "X"):
-            return False
-    return True
 
 
 def side_pythonpath(root: Path, inherited: str | None) -> str:
@@ -135,7 +110,7 @@ class SideProcess:
         self.json_path = workdir / f"{spec.name}.json"
         self.proc: subprocess.Popen[bytes] | None = None
         self.channel: Channel | None = None
-        self.frozen = False
+        self.frozen: set[int] = set()  # what freeze stopped: the side's group, processes
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(self.socket_path))
         self._listener.listen(1)
@@ -167,7 +142,6 @@ class SideProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
                 preexec_fn=_die_with_parent(),  # the controller runs no threads
             )
 
@@ -231,31 +205,45 @@ class SideProcess:
         return True
 
     def freeze(self, limit_s: float = FREEZE_LIMIT_S) -> bool:
-        """Stop this idle side's whole process group (SIGSTOP) until :meth:`thaw`: its
-        background threads (a pipeline refilling its prefetch buffers, a thread pool)
-        neither run beside the other side's block nor change the state its own next
-        block starts from. Returns once every thread of the side is stopped: True, or
-        False when that took longer than ``limit_s`` or the side is gone."""
+        """Stop this idle side (SIGSTOP) until :meth:`thaw`: its process group, and every
+        process it started in a group of its own (tf.data service workers, cold-start
+        samples). Their background threads (a pipeline refilling its prefetch buffers, a
+        thread pool) neither run beside the other side's block nor change the state its
+        own next block starts from. Returns once every thread of them is stopped: True;
+        False when that took longer than ``limit_s`` (the block then starts anyway) or
+        the side is gone."""
         if self.proc is None or self.proc.poll() is not None:
             return False
+        group = self.proc.pid
         try:
-            os.killpg(self.proc.pid, signal.SIGSTOP)
+            os.killpg(group, signal.SIGSTOP)
         except (ProcessLookupError, PermissionError):
             return False
-        self.frozen = True
+        self.frozen = {group}
         deadline = time.monotonic() + limit_s
-        while not all_stopped(self.proc.pid):
+        while True:
+            below = descendants(group)  # again each time: one may have forked meanwhile
+            for pid in below - self.frozen:
+                if process_group(pid) not in (group, None):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGSTOP)
+                        self.frozen.add(pid)
+            if all_stopped([group, *below]):
+                return self.proc.poll() is None
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.0002)
-        return True
 
     def thaw(self) -> None:
-        """Let a frozen side's process group run again (SIGCONT); safe when not frozen."""
-        if self.proc is not None and self.frozen:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGCONT)
-        self.frozen = False
+        """Let what :meth:`freeze` stopped run again (SIGCONT); safe when not frozen."""
+        if self.proc is not None:
+            for pid in self.frozen:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    if pid == self.proc.pid:
+                        os.killpg(pid, signal.SIGCONT)
+                    else:
+                        os.kill(pid, signal.SIGCONT)
+        self.frozen = set()
 
     def wait(self, timeout: float) -> bool:
         """Wait for a normal exit; True when it exited in time."""
@@ -268,14 +256,16 @@ class SideProcess:
         return True
 
     def stop(self) -> None:
-        """Kill the side's whole process group and reap it; safe to call twice."""
+        """Kill the side's whole process group and reap it; safe to call twice. The kill
+        comes first, so an interrupt during the rest cannot skip it, and only while the
+        side is unreaped, so its pid cannot have been reused."""
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.thaw()  # SIGCONT to what froze outside the group; SIGKILL needs none
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
         if self.channel is not None:
             self.channel.close()
         with contextlib.suppress(OSError):
             self._listener.close()
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(10)

@@ -1,0 +1,80 @@
+"""What Linux's ``/proc`` says about a side and the processes it started.
+
+Every function answers for processes that may end while it reads: a process or thread
+that is gone is skipped, never an error. Off Linux (no ``/proc``) they answer as for
+processes that are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def _stat_fields(path: Path) -> list[str] | None:
+    """The fields of a ``stat`` file after the command name (state first), or None."""
+    try:
+        return path.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of every thread of ``pid`` so far (Linux schedstat, ns), or None."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that just ended
+    return total / 1e9
+
+
+def all_stopped(pids: Iterable[int]) -> bool:
+    """Whether every thread of every process in ``pids`` is stopped (state ``T``), or gone."""
+    for pid in pids:
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            fields = _stat_fields(task / "stat")
+            if fields and fields[0] not in ("T", "t", "Z", "X"):
+                return False
+    return True
+
+
+def process_group(pid: int) -> int | None:
+    """The process group of ``pid``, or None when it is gone."""
+    fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    return int(fields[2]) if fields and len(fields) > 2 else None
+
+
+def children(pid: int) -> set[int]:
+    """The processes ``pid``'s threads started and that still run (``task/*/children``)."""
+    found: set[int] = set()
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            found.update(int(p) for p in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid``: its children, theirs, and so on."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children(todo.pop()) - found:
+            found.add(child)
+            todo.append(child)
+    return found
