@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -30,6 +31,7 @@ from perfsuite.ab.revisions import Revision
 from perfsuite.errors import PerfsuiteError
 
 PR_SET_PDEATHSIG = 1
+PAD_ENV = "PERFSUITE_AB_PAD"
 #: how long a side may take to start pytest and connect (conftest imports included)
 CONNECT_TIMEOUT_S = 180.0
 LOG_TAIL_LINES = 15
@@ -124,6 +126,9 @@ class SideProcess:
         env = self.spec.env()
         env[SOCKET_ENV] = str(self.socket_path)
         env[SIDE_ENV] = self.spec.name
+        # a padding of random length moves the initial stack, as the side's heap is
+        # moved by perfsuite.ab.side.shuffle_layout: no layout is the same twice
+        env[PAD_ENV] = "x" * random.randrange(4096)
         if files is not None:
             env[FILES_ENV] = os.pathsep.join(files)
         args = [
