@@ -19,13 +19,20 @@ def _stat_fields(path: Path) -> list[str] | None:
         return None
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time of every thread of ``pid`` so far (Linux schedstat, ns), or None."""
-    total = 0
+def _tasks(pid: int) -> list[Path] | None:
+    """The ``/proc`` folders of ``pid``'s threads, or None when it is gone."""
     try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of every thread of ``pid`` so far (Linux schedstat, ns), or None."""
+    tasks = _tasks(pid)
+    if tasks is None:
+        return None
+    total = 0
     for task in tasks:
         try:
             total += int((task / "schedstat").read_text().split()[0])
@@ -37,11 +44,7 @@ def cpu_seconds(pid: int) -> float | None:
 def all_stopped(pids: Iterable[int]) -> bool:
     """Whether every thread of every process in ``pids`` is stopped (state ``T``), or gone."""
     for pid in pids:
-        try:
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
-        except OSError:
-            continue
-        for task in tasks:
+        for task in _tasks(pid) or []:
             fields = _stat_fields(task / "stat")
             if fields and fields[0] not in ("T", "t", "Z", "X"):
                 return False
@@ -57,11 +60,7 @@ def process_group(pid: int) -> int | None:
 def children(pid: int) -> set[int]:
     """The processes ``pid``'s threads started and that still run (``task/*/children``)."""
     found: set[int] = set()
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return found
-    for task in tasks:
+    for task in _tasks(pid) or []:
         try:
             found.update(int(p) for p in (task / "children").read_text().split())
         except (OSError, ValueError):
