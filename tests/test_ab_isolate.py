@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from perfsuite.ab.isolate import bench_files, merge_json
+import pytest
+
+from perfsuite.ab.isolate import collect_files, merge_json, sessions
+from perfsuite.ab.revisions import resolve
+from perfsuite.ab.sides import SideSpec
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
 
 LOOPS = 300_000
@@ -45,9 +49,43 @@ def test_each_bench_file_runs_in_processes_of_its_own(tmp_path: Path) -> None:
     assert "another bench file was imported" in shared.err + shared.out
 
 
-def test_bench_files_keeps_first_seen_order() -> None:
-    ids = ["b/x.py::t[1]", "a/y.py::t", "b/x.py::t[2]", "no-separator"]
-    assert bench_files(ids) == ["b/x.py", "a/y.py"]
+#: a bench file that records being imported: listing the files must not import it
+NOISY = """
+import os
+
+open(os.environ["AB_IMPORTED"], "a").write(__name__ + "\\n")
+
+
+def test_noisy(perf):
+    perf.measure(lambda: None, items=1)
+"""
+
+
+def test_files_are_listed_by_both_sides_without_importing_a_bench(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(LOOPS, "same")
+    repo.write("benches/bench_noisy.py", NOISY)
+    repo.write("benches/helper.py", "raise RuntimeError('not a bench file: never imported')\n")
+    imported = tmp_path / "imported.txt"
+    monkeypatch.setenv("AB_IMPORTED", str(imported))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    worktree = resolve(repo.root, None)
+    specs = [SideSpec("A", worktree, repo.root), SideSpec("B", worktree, repo.root)]
+    work = tmp_path / "work"
+    work.mkdir()
+    found = collect_files(specs, ["benches", "-p", "no:randomly"], work)
+    assert found == [["benches/bench_noisy.py", "benches/bench_work.py"]] * 2
+    assert not imported.exists(), imported.read_text()
+    assert sessions(specs, ["benches"], work) == [
+        ["benches/bench_noisy.py"],
+        ["benches/bench_work.py"],
+    ]
+    # one file, a test inside a file, or a selection pytest rejects: one session
+    assert sessions(specs, ["benches/bench_work.py"], work) == [None]
+    assert collect_files(specs[:1], ["benches/bench_work.py::test_work"], work) == [None]
+    assert collect_files(specs[:1], ["--no-such-option"], work) == [None]
 
 
 def test_merge_json_joins_benchmarks_and_skips_unreadable_parts(tmp_path: Path) -> None:

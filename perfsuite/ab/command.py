@@ -49,10 +49,11 @@ BUDGETS = {
 }
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
-#: fresh pairs of processes that measure a suspect again (``--confirm``)
-DEFAULT_CONFIRM = 6
-#: two-sided error rate of a confirmation's t interval: the second of two stages that
-#: must both find the bench slower, so a false alarm needs both to err
+#: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
+#: at after 3, 6 and 12 (perfsuite.ab.confirm)
+DEFAULT_CONFIRM = 12
+#: two-sided error rate of a confirmation's t intervals, shared by its looks: the second
+#: of two stages that must both find the bench slower, so a false alarm needs both to err
 CONFIRM_ALPHA = 0.05
 
 
@@ -119,8 +120,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
     ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
                     help="measure each suspect (slower or faster, or inconclusive beyond "
-                    "the threshold) again in N fresh pairs of processes, and judge it on "
-                    f"those alone (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
+                    "the threshold) again in up to N fresh pairs of processes, and judge "
+                    "it on those alone, looking after 3, 6, 12, ... pairs and stopping at "
+                    f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
     ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
                     help="freeze (default): the idle side and the processes it started "
@@ -260,6 +262,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    from perfsuite.ab.confirm import confirm, looks
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.report import Verdicts, write_report
@@ -351,21 +354,24 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         suspects = [row.nodeid for row in verdicts.rows if row.suspect]
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:
+            plan = ", ".join(str(k) for k in looks(args.confirm))
             print(
-                f"perfsuite ab: {len(suspects)} suspect(s) measured again in "
-                f"{args.confirm} fresh pairs of processes each: {', '.join(suspects)}",
+                f"perfsuite ab: {len(suspects)} suspect(s) measured again in up to "
+                f"{args.confirm} fresh pairs of processes each, looked at after {plan}: "
+                + ", ".join(suspects),
                 flush=True,
             )
             by_file: dict[str, list[str]] = {}
             for nodeid in suspects:
                 by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
-            checks = []
-            for file, ids in by_file.items():
-                files = None if groups == [None] else [file]
-                runs = [session(files, 1000 + r, ids) for r in range(args.confirm)]
-                checks.append(Verdicts.pool(runs, CONFIRM_ALPHA))
-            how = f"confirmation in {args.confirm} pairs of processes"
-            verdicts = verdicts.confirmed(checks, how)
+
+            def check(only: list[str] | None, ids: list[str]) -> Verdicts:
+                return confirm(
+                    lambda i: session(only, 1000 + i, ids), ids, args.confirm, CONFIRM_ALPHA
+                )
+
+            checks = [check(None if groups == [None] else [f], ids) for f, ids in by_file.items()]
+            verdicts = verdicts.confirmed(checks, "confirmation in {pairs} pairs of processes")
         print("\n".join(verdicts.text_lines()))
         if args.report is not None:
             side_json = [workdir / f"{name}.json" for name in "AB"]

@@ -4,7 +4,8 @@
 file``, the default), so no file's imports enter another file's processes. Importing
 TensorFlow or torch made a single-threaded PIL-decode bench in the same process drift
 between processes by up to 30% on a 2-core machine (``tools/process_offsets.py``), which
-alternating blocks inside one pair of processes cannot cancel.
+alternating blocks inside one pair of processes cannot cancel. The files are listed by
+both sides at once, without importing any bench module (nor the frameworks they import).
 """
 
 from __future__ import annotations
@@ -13,59 +14,84 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from perfsuite.ab.sides import SideSpec
 from perfsuite.data.fsutil import atomic_write_text
 
-#: how long one side's ``pytest --collect-only`` may take (framework imports included)
+#: how long one side's file listing (``pytest --collect-only``) may take
 COLLECT_TIMEOUT_S = 600.0
-#: where this module, loaded as a pytest plugin by :func:`collect`, writes the node ids
+#: where this module, loaded as a pytest plugin by :func:`collect_files`, lists the files
 COLLECT_OUT_ENV = "PERFSUITE_AB_COLLECT_OUT"
 #: pytest's exit codes for "collected" and "collected nothing"
 COLLECTED = (0, 5)
 
 
-def bench_files(nodeids: Sequence[str]) -> list[str]:
-    """The files of these node ids, in first-seen order (the part before ``::``)."""
-    return list(dict.fromkeys(n.split("::", 1)[0] for n in nodeids if "::" in n))
-
-
-def pytest_collection_finish(session: Any) -> None:
-    """Plugin hook (``-p perfsuite.ab.isolate``): write the collected node ids, one per
-    line, where :data:`COLLECT_OUT_ENV` says; pytest's own listing changes with -q/-v."""
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[None, Any, Any]:
+    """Plugin hook (``-p perfsuite.ab.isolate``): note each file pytest would collect as
+    a test module, and collect nothing from it, so no bench module (nor the framework
+    it imports) is imported just to learn which files the selection holds."""
+    found = yield
     out = os.environ.get(COLLECT_OUT_ENV)
-    if out:
-        Path(out).write_text("".join(f"{item.nodeid}\n" for item in session.items))
+    if not out:
+        return found
+    modules = [node.nodeid for node in found if isinstance(node, pytest.Module)]
+    if modules:
+        with open(out, "a") as listing:
+            listing.writelines(f"{nodeid}\n" for nodeid in modules)
+    return [node for node in found if not isinstance(node, pytest.Module)]
 
 
-def collect(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) -> list[str] | None:
-    """The node ids one side's pytest collects from ``pytest_args``, or None when its
-    collection fails (the lockstep run then reports the failure with the side's name)."""
-    listing = workdir / f"{spec.name}.collected"
-    env = spec.env()
-    env[COLLECT_OUT_ENV] = str(listing)
-    command = [
+def _listing_command(pytest_args: Sequence[str]) -> list[str]:
+    return [
         sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate", *pytest_args,
         "--collect-only", "-q",
     ]  # fmt: skip
+
+
+def collect_files(
+    specs: Sequence[SideSpec], pytest_args: Sequence[str], workdir: Path
+) -> list[list[str] | None]:
+    """The bench files each side's pytest would collect from ``pytest_args`` (rootdir-
+    relative, in pytest's order), listed by both sides at once without importing any
+    bench module; None for a side whose listing fails or names a test inside a file
+    (the lockstep run then reports any failure with the side's name)."""
+    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
     try:
-        # subprocess.run kills the child when it is interrupted (Ctrl-C, SIGTERM).
-        proc = subprocess.run(
-            command,
-            cwd=spec.cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=COLLECT_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return None
-    if proc.returncode not in COLLECTED or not listing.is_file():
-        return None
-    return listing.read_text().splitlines()
+        for spec in specs:
+            listing = workdir / f"{spec.name}.collected"
+            listing.unlink(missing_ok=True)
+            env = spec.env()
+            env[COLLECT_OUT_ENV] = str(listing)
+            proc = subprocess.Popen(
+                _listing_command(pytest_args),
+                cwd=spec.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            procs.append((proc, listing))
+        found: list[list[str] | None] = []
+        for proc, listing in procs:
+            try:
+                code = proc.wait(COLLECT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                found.append(None)
+                continue
+            files = listing.read_text().splitlines() if listing.is_file() else []
+            found.append(list(dict.fromkeys(files)) if code in COLLECTED else None)
+        return found
+    finally:  # interrupted (Ctrl-C, SIGTERM) or timed out: no listing outlives the run
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def sessions(
@@ -73,13 +99,12 @@ def sessions(
 ) -> list[list[str] | None]:
     """The files of each session: one per bench file either side collects, in order
     (base first); ``[None]`` (one session over the whole selection) when a side's
-    collection fails or finds at most one file."""
+    listing fails or finds at most one file."""
     files: list[str] = []
-    for spec in specs:
-        nodeids = collect(spec, pytest_args, workdir)
-        if nodeids is None:
+    for found in collect_files(specs, pytest_args, workdir):
+        if found is None:
             return [None]
-        files += bench_files(nodeids)
+        files += found
     unique = list(dict.fromkeys(files))
     return [[f] for f in unique] if len(unique) > 1 else [None]
 

@@ -153,7 +153,8 @@ class Verdicts:
             if new is None or first is None:
                 rows.append(row)
                 continue
-            status = f"{how}; first pair {_pct(first.change)}"
+            said = how.format(pairs=len(new.run.sessions) or 1) if new.run else how
+            status = f"{said}; first pair {_pct(first.change)}"
             rows.append(Row(row.nodeid, new.run, row.unit, row.counters, status))
         runs = [r.run for r in rows if r.run is not None]
         return Verdicts(rows, self.specs, self.seed, runs)

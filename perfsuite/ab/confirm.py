@@ -1,0 +1,73 @@
+"""Suspects measured again in fresh pairs of processes, looked at as they come in.
+
+A confirmation judges a suspect across fresh pairs of processes only (the first pair,
+chosen for looking slow, is never pooled in). One pair of processes costs a start-up
+(a framework import, the datasets, the warm-up) and a teardown, so the confirmation
+looks at the evidence after 3, 6, 12, ... pairs (doubling, the last look at
+``--confirm N``) and stops a bench at the first look whose interval is decisive:
+slower, faster or same. A clear regression stops after 3 pairs; one whose pairs of
+processes scatter (a single-threaded bench whose speed follows its memory layout)
+goes on to 12.
+
+The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
+the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
+most ``alpha`` whatever the dependence between looks. It costs some power at the last
+look against a single look at ``alpha``, which the extra pairs more than repay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from perfsuite.ab.report import Row, Verdicts
+from perfsuite.verdict.stats import Verdict
+
+#: the first look of a confirmation: the fewest pairs of processes a t interval of
+#: their medians can be decisive with, at a clear regression
+FIRST_LOOK = 3
+DECISIVE = (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME)
+
+
+def looks(most: int) -> list[int]:
+    """After how many pairs of processes a confirmation of at most ``most`` looks.
+
+    >>> looks(12), looks(6), looks(3), looks(2), looks(20)
+    ([3, 6, 12], [3, 6], [3], [2], [3, 6, 12, 20])
+    """
+    if most < 2:
+        raise ValueError(f"a confirmation needs at least 2 pairs of processes, got {most}")
+    found, k = [], FIRST_LOOK
+    while k < most:
+        found.append(k)
+        k *= 2
+    return [*found, most]
+
+
+def confirm(
+    session: Callable[[int], Verdicts], suspects: Sequence[str], most: int, alpha: float
+) -> Verdicts:
+    """The suspects of one bench file, each judged at its first decisive look.
+
+    ``session(i)`` runs the ``i``-th fresh pair of processes over ``suspects`` and
+    returns its verdicts. Pairs are added up to each look of :func:`looks`; at a look,
+    every suspect not yet decided is judged on all pairs so far at ``alpha`` divided
+    by the number of looks, and kept if decisive (or at the last look, whatever it
+    is). The confirmation stops as soon as every suspect is kept.
+    """
+    plan = looks(most)
+    share = alpha / len(plan)
+    runs: list[Verdicts] = []
+    kept: dict[str, Row] = {}
+    for look in plan:
+        while len(runs) < look:
+            runs.append(session(len(runs)))
+        pooled = Verdicts.pool(runs, share)
+        measured = [r for r in pooled.rows if r.run is not None and r.run.result is not None]
+        for row in measured:
+            fresh = row.nodeid in suspects and row.nodeid not in kept
+            if fresh and (row.verdict in DECISIVE or look == plan[-1]):
+                kept[row.nodeid] = row
+        if all(row.nodeid in kept for row in measured if row.nodeid in suspects):
+            break
+    rows = [kept[n] for n in suspects if n in kept]
+    return Verdicts(rows, runs[0].specs, runs[0].seed, [r.run for r in rows if r.run])

@@ -1,0 +1,102 @@
+"""A confirmation looks after 3, 6, 12 pairs of processes and stops at a decisive look."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfsuite.ab.confirm import confirm, looks
+from perfsuite.ab.controller import BenchRun
+from perfsuite.ab.report import Row, Verdicts
+from perfsuite.verdict.paired import ALPHA, judge
+from perfsuite.verdict.stats import Verdict
+
+ALPHA_CONFIRM = 0.05
+
+
+def _session(effects: dict[str, float], seed: int) -> Verdicts:
+    """One pair of processes: each bench's 12 pairs of blocks at its effect, tiny noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for nodeid, effect in effects.items():
+        ratios = list(effect + rng.normal(0, 0.002, 12))
+        run = BenchRun(nodeid, 0.05)
+        run.a_blocks = [[1.0] for _ in ratios]
+        run.b_blocks = [[math.exp(r)] for r in ratios]
+        run.order = ["A", "B"] * len(ratios)
+        run.result = judge(run.ratios, 0.05, ALPHA)
+        rows.append(Row(nodeid, run))
+    return Verdicts(rows, [], 1, [r.run for r in rows if r.run])
+
+
+class Sessions:
+    """Fresh pairs of processes whose per-process offsets follow ``offsets`` in turn."""
+
+    def __init__(self, effects: dict[str, float], offsets: list[float]) -> None:
+        self.effects, self.offsets, self.calls = effects, offsets, 0
+
+    def __call__(self, i: int) -> Verdicts:
+        assert i == self.calls  # pairs of processes are asked for in order, once each
+        self.calls += 1
+        offset = self.offsets[i % len(self.offsets)]
+        return _session({n: e + offset for n, e in self.effects.items()}, i)
+
+
+def test_looks_double_from_three_up_to_the_most() -> None:
+    assert looks(12) == [3, 6, 12]
+    assert looks(6) == [3, 6]
+    assert looks(7) == [3, 6, 7]
+    assert looks(3) == [3]
+    assert looks(2) == [2]
+    with pytest.raises(ValueError, match="at least 2"):
+        looks(1)
+
+
+def test_a_clear_regression_stops_at_the_first_look() -> None:
+    sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
+    (row,) = confirm(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).rows
+    assert sessions.calls == 3
+    assert row.verdict is Verdict.SLOWER
+    assert row.run is not None
+    assert len(row.run.sessions) == 3
+    assert row.run.result is not None
+    assert row.run.result.alpha == pytest.approx(ALPHA_CONFIRM / 3)  # 3 looks share it
+
+
+def test_scattered_pairs_of_processes_go_on_to_the_last_look() -> None:
+    # +10% with offsets of +-12% between pairs of processes: not decisive at 3 or 6
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
+    sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
+    (row,) = confirm(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM).rows
+    assert sessions.calls == 12
+    assert row.run is not None
+    assert len(row.run.sessions) == 12
+    assert row.verdict is Verdict.SLOWER
+
+
+def test_an_undecided_suspect_is_kept_as_the_last_look_found_it() -> None:
+    offsets = [0.3, -0.3, 0.25, -0.2]  # spread far beyond anything decisive
+    sessions = Sessions({"b.py::noisy": 0.0}, offsets)
+    (row,) = confirm(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
+    assert sessions.calls == 6
+    assert row.verdict is Verdict.INCONCLUSIVE
+
+
+def test_each_suspect_keeps_the_look_that_decided_it() -> None:
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
+    sessions = Sessions({"b.py::slow": 0.5, "b.py::pil": math.log(1.1)}, offsets)
+    rows = confirm(sessions, ["b.py::slow", "b.py::pil"], 12, ALPHA_CONFIRM).rows
+    assert sessions.calls == 12  # the scattered one needs every look
+    counts = {row.nodeid: len(row.run.sessions) for row in rows if row.run}
+    assert counts == {"b.py::slow": 6, "b.py::pil": 12}  # slow: decided at the second look
+    assert [row.verdict for row in rows] == [Verdict.SLOWER, Verdict.SLOWER]
+
+
+def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
+    first = _session({"b.py::slow": 0.2}, 99)
+    sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
+    check = confirm(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM)
+    final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
+    assert "(confirmation in 3 pairs of processes; first pair +2" in final.rows[0].cells()[1]
