@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from perfsuite.ab.confirm import confirm, looks
-from perfsuite.ab.controller import BenchRun
+from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.report import Row, Verdicts
 from perfsuite.verdict.paired import ALPHA, judge
 from perfsuite.verdict.stats import Verdict

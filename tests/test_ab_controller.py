@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from perfsuite.ab import controller as controller_module
-from perfsuite.ab.controller import BenchRun, Controller
+from perfsuite.ab.controller import Controller
+from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.protocol import Channel, decode, encode
 from perfsuite.ab.sides import SideFault
 from perfsuite.verdict.paired import Budget

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -11,12 +12,12 @@ import numpy as np
 import pytest
 
 from perfsuite.ab.command import CONFIRM_ALPHA
-from perfsuite.ab.controller import BenchRun
+from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.report import Row, Verdicts
 from perfsuite.ab.sides import SideSpec
 from perfsuite.verdict.paired import ALPHA, judge, judge_processes, log_ratios
 from perfsuite.verdict.stats import Verdict
-from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
+from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, read_log
 
 
 def _sessions(offsets: list[float], effect: float, pairs: int = 12) -> list[list[float]]:
@@ -137,14 +138,25 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     assert "confirmation in 3 pairs of processes; first pair +5.1%" in final.rows[1].cells()[1]
 
 
+#: appended to the bench file: log the import and the exit of each side process
+LIFE = """
+import atexit
+
+work.log("import")
+atexit.register(work.log, "exit")
+"""
+
+
 def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    repo.set_work(300_000, "base")
+    repo.set_work(300_000, "base", extra=LIFE)
     base = repo.commit("base")
-    repo.set_work(600_000, "candidate")  # twice the work: the first pair finds it slower
-    report = tmp_path / "report"
+    repo.set_work(
+        600_000, "candidate", extra=LIFE
+    )  # twice the work: the first pair finds it slower
+    report, log = tmp_path / "report", tmp_path / "events.log"
     args = [*SMALL, "--confirm", "3", "--report", str(report), *SIDE_ARGS, "-k", "one"]
-    result = repo.ab(base, *args, timeout=240)
+    result = repo.ab(base, *args, timeout=240, log=log)
     assert "1 suspect(s) measured again in up to 3 fresh pairs of processes each, " in result.out
     assert "(confirmation in 3 pairs of processes; first pair +" in result.out
     (entry,) = json.loads((report / "pairs.json").read_text())
@@ -152,3 +164,35 @@ def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> 
     verdict, change = _rejudged(entry, CONFIRM_ALPHA)
     assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
     assert result.code == (1 if verdict == "slower" else 0), result.out + result.err
+    _assert_pairs_started_ahead_never_beside_timed_work(read_log(log))
+
+
+def _assert_pairs_started_ahead_never_beside_timed_work(
+    events: list[tuple[str, int, str, float]],
+) -> None:
+    life: dict[int, dict[str, float]] = {}
+    timed: list[tuple[float, float, int]] = []
+    began: dict[int, float] = {}
+    for _tag, pid, event, t in events:
+        times = life.setdefault(pid, {})
+        if event in ("import", "exit"):
+            times[event] = t
+        elif event.endswith("start"):
+            began[pid] = t
+            times.setdefault("first", t)
+        else:
+            timed.append((began.pop(pid), t, pid))
+            times["last"] = t
+    assert len(life) == 8  # the first pair and the confirmation's 3
+    timed.sort()
+    for (_, end, pid), (start, _, other) in itertools.pairwise(timed):
+        assert end <= start, f"timed work of {pid} and {other} overlapped"
+    # a later pair imported its benches while an earlier one was still exiting, and its
+    # first round came after that pair's last
+    ahead = [
+        (p, q)
+        for p, one in life.items()
+        for q, two in life.items()
+        if two["import"] < one["exit"] and two["first"] > one["last"]
+    ]
+    assert ahead, life

@@ -153,7 +153,7 @@ def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
 
 
 def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
-    from perfsuite.ab.controller import BenchRun, Outcome
+    from perfsuite.ab.outcome import BenchRun, Outcome
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.sides import SideSpec
     from perfsuite.verdict.paired import judge

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import random
 import shutil
 import signal
@@ -265,9 +264,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.confirm import confirm, looks
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
+    from perfsuite.ab.pairs import Pairs, key
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
-    from perfsuite.ab.sides import SideProcess, SideSpec
+    from perfsuite.ab.sides import SideSpec
 
     root = repo_root(Path.cwd())
     cache = WorktreeCache(root, args.cache_dir)
@@ -318,38 +318,16 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                    f"{args.processes} fresh pairs of processes, judged across them"),
                 flush=True,
             )  # fmt: skip
-        parts: list[Verdicts] = []
-        jsons: dict[str, list[Path]] = {"A": [], "B": []}
-        logs: dict[str, list[Path]] = {"A": [], "B": []}
-        folders = itertools.count()
-
-        def session(files: list[str] | None, offset: int, only: list[str] | None) -> Verdicts:
-            """One pair of fresh sides over ``files`` (or the whole selection)."""
-            folder = workdir / str(next(folders))
-            folder.mkdir()
-            sides = [SideProcess(spec, folder) for spec in specs]
-            for side in sides:
-                stack.callback(side.stop)
-            # which side starts first (and so sets up first) is drawn for each pair of
-            # processes: nothing but the revision may differ between the sides on average
-            first = random.Random(f"{seed}:{offset}:start").choice("AB")
-            for side in sides if first == "A" else sides[::-1]:
-                side.start(args_for_sides, files)
-            outcome = Controller(
-                sides[0], sides[1], budget, args.block_rounds, seed + offset, args.threshold,
-                args.block_warmup, only, args.idle,
-            ).run()  # fmt: skip
-            for run in outcome.benches:
-                run.started.append(first)
-            found = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, specs)
-            for side in sides:
-                side.stop()
-                jsons[side.spec.name].append(side.json_path)
-                logs[side.spec.name].append(side.log_path)
-            return found
-
-        for files in groups:
-            parts.append(Verdicts.pool([session(files, r, None) for r in range(args.processes)]))
+        pairs = Pairs(
+            stack, specs, workdir, args_for_sides, seed,
+            lambda a, b, seed, only: Controller(
+                a, b, budget, args.block_rounds, seed, args.threshold, args.block_warmup,
+                only, args.idle,
+            ),
+        )  # fmt: skip
+        first = pairs.series([key(files, r) for files in groups for r in range(args.processes)])
+        n = args.processes
+        parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
         verdicts = Verdicts.merge(parts)
         suspects = [row.nodeid for row in verdicts.rows if row.suspect]
         # with --processes N every verdict already stands on fresh pairs of processes
@@ -366,9 +344,16 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
 
             def check(only: list[str] | None, ids: list[str]) -> Verdicts:
-                return confirm(
-                    lambda i: session(only, 1000 + i, ids), ids, args.confirm, CONFIRM_ALPHA
-                )
+                def again(i: int) -> Verdicts:
+                    last = i + 1 >= args.confirm
+                    return pairs.session(
+                        key(only, 1000 + i), ids, None if last else key(only, 1001 + i)
+                    )
+
+                try:
+                    return confirm(again, ids, args.confirm, CONFIRM_ALPHA)
+                finally:  # a pair started for a look that was not needed
+                    pairs.drop_ahead()
 
             checks = [check(None if groups == [None] else [f], ids) for f, ids in by_file.items()]
             verdicts = verdicts.confirmed(checks, "confirmation in {pairs} pairs of processes")
@@ -377,8 +362,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             side_json = [workdir / f"{name}.json" for name in "AB"]
             side_logs = [workdir / f"{name}.log" for name in "AB"]
             for name, json_out, log_out in zip("AB", side_json, side_logs, strict=True):
-                merge_json(jsons[name], json_out)
-                log_out.write_bytes(b"".join(p.read_bytes() for p in logs[name] if p.is_file()))
+                merge_json(pairs.jsons[name], json_out)
+                log_out.write_bytes(
+                    b"".join(p.read_bytes() for p in pairs.logs[name] if p.is_file())
+                )
             write_report(args.report, verdicts, side_json, side_logs)
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

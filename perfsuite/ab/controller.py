@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import random
 import selectors
-import statistics
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.ab.outcome import BenchRun, Outcome
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError
 from perfsuite.ab.sides import CONNECT_TIMEOUT_S, SideProcess
-from perfsuite.verdict.paired import Budget, PairedResult, Sequential, log_ratios
+from perfsuite.verdict.paired import Budget, Sequential
 
 #: how often a wait checks that both sides are still alive
 TICK_S = 0.2
@@ -54,49 +54,6 @@ IDLE_MODES = ("freeze", "wait")
 #: a block that outlasts this (seconds, plus typical rounds) thaws the frozen side
 FREEZE_PATIENCE_S = 30.0
 FREEZE_PATIENCE = 100
-
-
-@dataclass
-class BenchRun:
-    """One bench's alternation: every block of each side, in order, and the verdict."""
-
-    nodeid: str
-    threshold: float
-    a_blocks: list[list[float]] = field(default_factory=list)
-    b_blocks: list[list[float]] = field(default_factory=list)
-    order: list[str] = field(default_factory=list)  # "A"/"B" per block, as run
-    result: PairedResult | None = None
-    skipped: str | None = None
-    seconds: float = 0.0
-    unsettled: int = 0  # blocks started while the idle side still worked (or not frozen)
-    drained: list[int] = field(default_factory=list)  # untimed rounds before each block
-    warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
-    sessions: list[float] = field(default_factory=list)  # per pair of processes: its change
-    session_pairs: list[int] = field(default_factory=list)  # ... and its pairs of blocks
-    started: list[str] = field(default_factory=list)  # per pair of processes: side started first
-
-    def typical(self) -> float | None:
-        """The drain's yardstick, one for both sides so both drain alike: the median of
-        both sides' warm-up rounds, which ran uncontended right after the bench's own
-        warm-up. Never the timed rounds: were a buffer left in them, the yardstick would
-        shrink and each drain would stop sooner."""
-        pool = [s for seconds in self.warmup.values() for s in seconds]
-        return statistics.median(pool) if pool else None
-
-    @property
-    def ratios(self) -> list[float]:
-        n = min(len(self.a_blocks), len(self.b_blocks))
-        return log_ratios(self.a_blocks[:n], self.b_blocks[:n])
-
-
-@dataclass
-class Outcome:
-    """What the controller saw: per-bench runs, and the benches of one side only."""
-
-    benches: list[BenchRun]
-    removed: list[str]  # base only
-    added: list[str]  # candidate only
-    seed: int
 
 
 @dataclass
@@ -145,6 +102,7 @@ class Controller:
         self._selector = selectors.DefaultSelector()
         self._closed: set[str] = set()
         self._running: str | None = None  # the bench whose blocks alternate now
+        self._plan: tuple[list[str], list[str], list[str]] = ([], [], [])  # common, A, B only
 
     # -- messages ----------------------------------------------------------------
 
@@ -210,6 +168,14 @@ class Controller:
     # -- the session -------------------------------------------------------------
 
     def run(self) -> Outcome:
+        """Both sides from connection to exit: :meth:`measure`, then :meth:`finish`."""
+        self.measure()
+        return self.finish()
+
+    def measure(self) -> None:
+        """Connect, send the plan and alternate until every planned bench is measured
+        or skipped: once this returns, no timed work is left, only the sides' teardown
+        (which another pair of processes may start beside)."""
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         for name, side in self.sides.items():
             side.connect(deadline)
@@ -222,17 +188,34 @@ class Controller:
         common = [n for n in a_ids if n in b_set]  # in A's order
         if self.only is not None:
             common = [n for n in common if n in self.only]
+        self._plan = (
+            common,
+            [n for n in a_ids if n not in b_set],
+            [n for n in b_ids if n not in a_set],
+        )
         for name in self.sides:
             self._send(name, "plan", benches=common)
+        while not (self._measured() or all(s.finished for s in self.state.values())):
+            self._handle(*self._wait())
+
+    def _measured(self) -> bool:
+        runs = [self.runs.get(n) for n in self._plan[0]]
+        return self._running is None and all(
+            r is not None and (r.result is not None or r.skipped is not None) for r in runs
+        )
+
+    def finish(self) -> Outcome:
+        """After :meth:`measure`: wait until both sides finished and exited."""
         while not all(s.finished for s in self.state.values()):
             self._handle(*self._wait())
         for side in self.sides.values():
             if not side.wait(EXIT_TIMEOUT_S):
                 raise side.fault("did not exit after its last bench")
+        common, removed, added = self._plan
         return Outcome(
             benches=[self.runs[n] for n in common if n in self.runs],
-            removed=[n for n in a_ids if n not in b_set],
-            added=[n for n in b_ids if n not in a_set],
+            removed=removed,
+            added=added,
             seed=self.seed,
         )
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfsuite.ab.controller import BenchRun, Outcome
+from perfsuite.ab.outcome import BenchRun, Outcome
 from perfsuite.ab.sides import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.errors import PerfsuiteError

@@ -1,0 +1,96 @@
+"""Fresh pairs of side processes, one lockstep session each, started ahead of need.
+
+A pair of processes costs a start-up (framework imports, datasets, warm-up) and a
+teardown (fixture teardown, pytest-benchmark's JSON, the interpreter's exit; with
+TensorFlow about 5 s). Neither is timed, so once a session's last block is done the
+next pair (when the caller names it) starts beside the teardown; the next session's
+first block waits until the teardown is over, so no timed work runs beside either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from perfsuite.ab.controller import Controller
+from perfsuite.ab.report import Verdicts
+from perfsuite.ab.sides import SideProcess, SideSpec
+
+#: a session: the files its pair collects (None: the whole selection) and its offset,
+#: which seeds its block order and which side starts first
+Key = tuple[tuple[str, ...] | None, int]
+
+
+class Pairs:
+    """Run sessions of fresh pairs of processes, keeping each side's JSON and log."""
+
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        specs: Sequence[SideSpec],
+        workdir: Path,
+        side_args: Sequence[str],
+        seed: int,
+        lockstep: Callable[[SideProcess, SideProcess, int, Sequence[str] | None], Controller],
+    ) -> None:
+        """``lockstep(a, b, seed, only)`` makes the controller of one session."""
+        self.stack, self.specs, self.workdir = stack, list(specs), workdir
+        self.side_args, self.seed, self.lockstep = list(side_args), seed, lockstep
+        self.jsons: dict[str, list[Path]] = {"A": [], "B": []}
+        self.logs: dict[str, list[Path]] = {"A": [], "B": []}
+        self._folders = itertools.count()
+        self._ahead: dict[Key, tuple[list[SideProcess], str]] = {}
+
+    def _start(self, key: Key) -> tuple[list[SideProcess], str]:
+        files, offset = key
+        folder = self.workdir / str(next(self._folders))
+        folder.mkdir()
+        sides = [SideProcess(spec, folder) for spec in self.specs]
+        for side in sides:
+            self.stack.callback(side.stop)
+        # which side starts first (and so sets up first) is drawn for each pair of
+        # processes: nothing but the revision may differ between the sides on average
+        first = random.Random(f"{self.seed}:{offset}:start").choice("AB")
+        for side in sides if first == "A" else sides[::-1]:
+            side.start(self.side_args, None if files is None else list(files))
+        return sides, first
+
+    def session(self, key: Key, only: Sequence[str] | None, then: Key | None = None) -> Verdicts:
+        """One pair of fresh sides over ``key``'s files, its benches limited to ``only``
+        (or all). Once its last block is done, the pair ``then`` starts."""
+        sides, first = self._ahead.pop(key) if key in self._ahead else self._start(key)
+        lockstep = self.lockstep(sides[0], sides[1], self.seed + key[1], only)
+        lockstep.measure()
+        if then is not None and then not in self._ahead:
+            self._ahead[then] = self._start(then)
+        outcome = lockstep.finish()
+        for run in outcome.benches:
+            run.started.append(first)
+        found = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, self.specs)
+        for side in sides:
+            side.stop()
+            self.jsons[side.spec.name].append(side.json_path)
+            self.logs[side.spec.name].append(side.log_path)
+        return found
+
+    def series(self, keys: Sequence[Key], only: Sequence[str] | None = None) -> list[Verdicts]:
+        """A session for each key in turn, each next pair started ahead."""
+        return [
+            self.session(key, only, keys[i + 1] if i + 1 < len(keys) else None)
+            for i, key in enumerate(keys)
+        ]
+
+    def drop_ahead(self) -> None:
+        """Stop the pairs started for sessions that will not run."""
+        for sides, _ in self._ahead.values():
+            for side in sides:
+                side.stop()
+        self._ahead.clear()
+
+
+def key(files: Sequence[str] | None, offset: int) -> Key:
+    """The key of the session over ``files`` (None: the whole selection) at ``offset``."""
+    return (None if files is None else tuple(files), offset)
