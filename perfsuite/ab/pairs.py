@@ -64,7 +64,7 @@ class Pairs:
         sides, first = self._ahead.pop(key) if key in self._ahead else self._start(key)
         lockstep = self.lockstep(sides[0], sides[1], self.seed + key[1], only)
         lockstep.measure()
-        if then is not None and then not in self._ahead:
+        if then is not None:
             self._ahead[then] = self._start(then)
         outcome = lockstep.finish()
         for run in outcome.benches:
@@ -76,10 +76,10 @@ class Pairs:
             self.logs[side.spec.name].append(side.log_path)
         return found
 
-    def series(self, keys: Sequence[Key], only: Sequence[str] | None = None) -> list[Verdicts]:
-        """A session for each key in turn, each next pair started ahead."""
+    def series(self, keys: Sequence[Key]) -> list[Verdicts]:
+        """A session over every bench for each key in turn, each next pair started ahead."""
         return [
-            self.session(key, only, keys[i + 1] if i + 1 < len(keys) else None)
+            self.session(key, None, keys[i + 1] if i + 1 < len(keys) else None)
             for i, key in enumerate(keys)
         ]
 
