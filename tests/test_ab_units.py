@@ -196,3 +196,43 @@ def test_a_locked_half_made_worktree_is_removed_and_recreated(tmp_path: Path) ->
     assert not [line for line in listed.splitlines() if line.startswith("locked")]
     cache.clean()
     assert not list((root / ".git" / "worktrees").glob("*"))
+
+
+def test_each_block_draws_a_new_memory_layout() -> None:
+    """The side replaces its layout spacers before every block (and its drain rounds),
+    and a block's rounds all run on the one layout it drew."""
+    import socket
+
+    from perfsuite.ab import side as side_module
+    from perfsuite.ab.protocol import Channel
+
+    ours, theirs = socket.socketpair()
+    side = side_module.LockstepSide(Channel(ours), "A", None, random.Random(7))
+    controller = Channel(theirs)
+    side_module.shuffle_layout(side.layout)  # as at registration, before any bench
+    seen: list[tuple[int, int]] = []
+
+    def call() -> None:
+        heap = side_module._spacers[0]
+        assert isinstance(heap, bytearray)
+        seen.append((len(heap), len(side_module._spacers)))
+
+    for _ in range(3):
+        controller.send("block", rounds=2, drain=1)
+    controller.send("skip", reason="enough")
+    with pytest.raises(pytest.skip.Exception, match="enough"):
+        side.measure(None, "b::t", call, setup=None, warmup_rounds=1, max_rounds=None,
+                     threshold=0.05)  # fmt: skip
+    ready = controller.receive()
+    assert ready["type"] == "ready"
+    assert [controller.receive()["type"] for _ in range(3)] == ["block_done"] * 3
+    ours.close()
+    theirs.close()
+    # one warm-up round, then per block one drain round and two timed ones
+    blocks = [seen[i : i + 3] for i in range(1, 10, 3)]
+    assert len(seen) == 10
+    assert seen[0] != blocks[0][0], "the first block draws anew after the warm-up"
+    assert all(len(set(block)) == 1 for block in blocks), "one layout within a block"
+    assert len({block[0] for block in blocks}) == 3, "a new layout every block"
+    # the last draw's spacers are freed, not kept beside the new ones
+    assert len(side_module._spacers) == blocks[-1][0][1] <= 4096 + 1

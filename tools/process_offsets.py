@@ -4,10 +4,20 @@ Each trial starts two fresh worker processes that decode the same 20 JPEGs with 
 single-threaded, and alternates blocks of rounds between them (ABBA..., one process at
 a time, as ``perfsuite ab`` does) for ``--pairs`` pairs. A trial's offset is the median
 paired change of B over A: both run the same code, so anything but ~0 is a per-process
-effect that interleaving cannot cancel. Run for each ``--imports`` mode: ``none``, or a
-framework the workers import first and never use (``torch``, ``tensorflow``). Usage::
+effect that interleaving cannot cancel. Run for each ``--imports`` mode (``none``, or a
+framework the workers import first and never use: ``torch``, ``tensorflow``) and each
+``--layouts`` mode, how the workers draw their memory layout with
+:func:`perfsuite.ab.side.shuffle_layout`:
+
+* ``none``: never (both processes lay out their heaps alike);
+* ``process``: once, at start (``perfsuite ab`` before it drew one per block);
+* ``block``: before every block, as ``perfsuite ab`` does.
+
+Each trial also prints the 10th, 50th and 90th percentiles of each process's block
+medians, which show a layout-bound bench's speeds (modes). Usage::
 
     python tools/process_offsets.py [--trials 8] [--pairs 60] [--imports none,torch,tensorflow]
+        [--layouts none,process,block]
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import random
 import statistics
 import subprocess
 import sys
@@ -41,8 +52,13 @@ def make_images(folder: Path) -> list[Path]:
     return paths
 
 
-def worker(folder: Path, imports: str) -> None:
+def worker(folder: Path, imports: str, layouts: str) -> None:
     """Read block sizes from stdin; per block, one untimed round, then the timed ones."""
+    from perfsuite.ab.side import shuffle_layout
+
+    rng = random.Random()
+    if layouts != "none":
+        shuffle_layout(rng)
     if imports != "none":
         __import__(imports)
     from PIL import Image
@@ -58,6 +74,8 @@ def worker(folder: Path, imports: str) -> None:
         decode()
     print("ready", flush=True)
     for line in sys.stdin:
+        if layouts == "block":
+            shuffle_layout(rng)
         decode()
         times = []
         for _ in range(int(line)):
@@ -67,9 +85,15 @@ def worker(folder: Path, imports: str) -> None:
         print(" ".join(map(repr, times)), flush=True)
 
 
-def trial(folder: Path, imports: str, pairs: int, rounds: int) -> float:
-    """One trial's offset: the median paired log-ratio of two fresh processes, B over A."""
-    command = [sys.executable, __file__, "--worker", str(folder), "--imports", imports]
+def trial(
+    folder: Path, imports: str, layouts: str, pairs: int, rounds: int
+) -> tuple[float, list[list[float]]]:
+    """One trial's offset (the median paired log-ratio of two fresh processes, B over A)
+    and each process's block medians."""
+    command = [
+        sys.executable, __file__, "--worker", str(folder), "--imports", imports,
+        "--layouts", layouts,
+    ]  # fmt: skip
     procs = [
         subprocess.Popen(
             command,
@@ -95,15 +119,24 @@ def trial(folder: Path, imports: str, pairs: int, rounds: int) -> float:
             return statistics.median(float(t) for t in stdout.readline().split())
 
         ratios = []
+        blocks: list[list[float]] = [[], []]
         for p in range(pairs):
             order = (0, 1) if p % 2 == 0 else (1, 0)
             medians = {i: block(i) for i in order}
             ratios.append(math.log(medians[1] / medians[0]))
+            for i in (0, 1):
+                blocks[i].append(medians[i])
     finally:
         for proc in procs:
             proc.kill()
             proc.wait()
-    return math.expm1(statistics.median(ratios))
+    return math.expm1(statistics.median(ratios)), blocks
+
+
+def _percentiles(values: list[float]) -> str:
+    """The 10th/50th/90th percentiles of ``values`` in ms."""
+    cuts = statistics.quantiles(values, n=10)
+    return "/".join(f"{v * 1000:.1f}" for v in (cuts[0], statistics.median(values), cuts[-1]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,20 +145,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=60, help="block pairs per trial")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per block")
     parser.add_argument("--imports", default="none,torch,tensorflow")
+    parser.add_argument("--layouts", default="process", help="none, process, block (a list)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
-        worker(args.worker, args.imports)
+        worker(args.worker, args.imports, args.layouts)
         return 0
     with tempfile.TemporaryDirectory(prefix="process-offsets-") as tmp:
         folder = Path(tmp)
         make_images(folder)
-        for imports in [m.strip() for m in args.imports.split(",") if m.strip()]:
-            offsets = [trial(folder, imports, args.pairs, args.rounds) for _ in range(args.trials)]
-            cells = " ".join(f"{o * 100:+.1f}%" for o in offsets)
-            spread = statistics.stdev(offsets) * 100 if len(offsets) > 1 else 0.0
-            worst = max(abs(o) for o in offsets) * 100
-            print(f"imports {imports}: {cells}  (sd {spread:.1f}%, largest |offset| {worst:.1f}%)")
+        modes = [
+            (imports.strip(), layouts.strip())
+            for imports in args.imports.split(",") if imports.strip()
+            for layouts in args.layouts.split(",") if layouts.strip()
+        ]  # fmt: skip
+        offsets: dict[tuple[str, str], list[float]] = {mode: [] for mode in modes}
+        for t in range(args.trials):  # the modes interleaved, so a slow minute hits all
+            for imports, layouts in modes:
+                offset, blocks = trial(folder, imports, layouts, args.pairs, args.rounds)
+                offsets[imports, layouts].append(offset)
+                print(
+                    f"trial {t} imports {imports} layouts {layouts}: {offset * 100:+.1f}%; "
+                    f"block medians p10/p50/p90 ms A {_percentiles(blocks[0])}, "
+                    f"B {_percentiles(blocks[1])}",
+                    flush=True,
+                )
+        for (imports, layouts), found in offsets.items():
+            cells = " ".join(f"{o * 100:+.1f}%" for o in found)
+            spread = statistics.stdev(found) * 100 if len(found) > 1 else 0.0
+            worst = max(abs(o) for o in found) * 100
+            print(
+                f"imports {imports} layouts {layouts}: {cells}  "
+                f"(sd {spread:.1f}%, largest |offset| {worst:.1f}%)"
+            )
     return 0
 
 

@@ -41,17 +41,23 @@ PLUGIN_NAME = "perfsuite-ab-side"
 _active: LockstepSide | None = None
 
 
-#: allocations of random sizes made before any bench is imported, kept for the session
+#: allocations of random sizes, kept until the next draw (:func:`shuffle_layout`)
 _spacers: list[object] = []
 
 
 def shuffle_layout(rng: random.Random) -> None:
-    """Allocate memory of random sizes and keep it, so what the benches allocate later
-    lies at different offsets in each process. Two processes otherwise lay out their
-    heaps alike, and a change that only moves an allocation (a comment in a bench file)
-    shifted every later buffer and held a 5-12% speed offset between two revisions of
-    identical code across fresh processes (README, A/B figures). Drawn per process, the
-    offset becomes spread across pairs of processes, which ``--confirm`` judges."""
+    """Free the last draw's spacers and allocate memory of new random sizes, so what the
+    benches allocate next lies at new offsets.
+
+    A bench's speed can follow where its buffers lie: a single-threaded PIL decode here
+    runs at one of two speeds 33% apart by layout alone (``tools/process_offsets.py``). A
+    change that only moves an allocation (a comment in a bench file) then held a 5-12%
+    offset between two revisions of identical code, and a layout drawn once per
+    process turned it into an offset that one pair of processes holds for its life,
+    up to 25%. The side draws a new layout before every block instead (before its
+    drain rounds), so the layout is noise among the pairs of blocks, which the paired
+    interval spans, and never an offset between the sides."""
+    _spacers.clear()
     _spacers.append(bytearray(rng.randrange(0, 1 << 17, 16)))  # malloc's heap
     _spacers.extend(bytes(rng.randrange(1, 512)) for _ in range(rng.randrange(4096)))  # pools
 
@@ -81,8 +87,9 @@ def register(config: pytest.Config) -> None:
             f"perfsuite ab: cannot reach the controller at {path}: {exc}"
         ) from None
     only = frozenset(f for f in files.split(os.pathsep) if f) if files is not None else None
-    shuffle_layout(random.Random())  # seeded from os.urandom: a new layout each process
-    _active = LockstepSide(Channel(sock), name, only)
+    layout = random.Random()  # seeded from os.urandom: no two processes draw alike
+    shuffle_layout(layout)  # before any bench is imported
+    _active = LockstepSide(Channel(sock), name, only, layout)
     config.pluginmanager.register(_active, PLUGIN_NAME)
 
 
@@ -129,9 +136,16 @@ def drain(timed: Callable[[], float], least: int, reference: list[float]) -> int
 class LockstepSide:
     """One side's session: the plan, and the blocks of each bench (see the module doc)."""
 
-    def __init__(self, channel: Channel, name: str, files: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        channel: Channel,
+        name: str,
+        files: frozenset[str] | None = None,
+        layout: random.Random | None = None,
+    ) -> None:
         self.channel = channel
         self.name = name
+        self.layout = layout or random.Random()  # draws each block's memory layout
         self.files = files  # the only test files to collect (rootdir-relative), or all
         self._collect_errors: list[str] = []
 
@@ -246,6 +260,7 @@ class LockstepSide:
                 least = 0 if max_rounds is not None else int(message.get("drain", 0))
                 typical = message.get("typical")
                 yardstick = [float(typical)] if isinstance(typical, int | float) else reference
+                shuffle_layout(self.layout)
                 drained = drain(timed, least, yardstick)
                 block = [timed() for _ in range(int(message["rounds"]))]
             except BaseException as exc:
