@@ -88,7 +88,8 @@ def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> No
     assert "1 bench file(s), each in 4 fresh pairs of processes" in result.out
     (entry,) = json.loads((report / "pairs.json").read_text())
     assert len(entry["sessions"]) == len(entry["session_pairs"]) == 4
-    assert all(n >= 10 for n in entry["session_pairs"])  # SMALL: at least 10 pairs in each
+    # judged across the pairs of processes, each runs exactly --min-pairs (SMALL: 10)
+    assert entry["session_pairs"] == [10] * 4
     assert entry["pairs"] == len(entry["a_blocks"]) == sum(entry["session_pairs"])
     # The verdict is the one across the four pairs of processes, and so is the exit code.
     # (Which verdict depends on this machine: a busy one shifts whole processes.)
@@ -160,7 +161,7 @@ def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> 
     assert "1 suspect(s) measured again in up to 3 fresh pairs of processes each, " in result.out
     assert "(confirmation in 3 pairs of processes; first pair +" in result.out
     (entry,) = json.loads((report / "pairs.json").read_text())
-    assert len(entry["session_pairs"]) == 3  # the confirmation's blocks only
+    assert entry["session_pairs"] == [10] * 3  # the confirmation's blocks only, --min-pairs each
     verdict, change = _rejudged(entry, CONFIRM_ALPHA)
     assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
     assert result.code == (1 if verdict == "slower" else 0), result.out + result.err

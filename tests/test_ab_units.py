@@ -218,7 +218,7 @@ def test_each_block_draws_a_new_memory_layout() -> None:
         seen.append((len(heap), len(side_module._spacers)))
 
     for _ in range(3):
-        controller.send("block", rounds=2, drain=1)
+        controller.send("block", rounds=2, drain=1, typical=0.0)  # one drain round
     controller.send("skip", reason="enough")
     with pytest.raises(pytest.skip.Exception, match="enough"):
         side.measure(None, "b::t", call, setup=None, warmup_rounds=1, max_rounds=None,

@@ -14,7 +14,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -267,7 +267,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.pairs import Pairs, key
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
-    from perfsuite.ab.sides import SideSpec
+    from perfsuite.ab.sides import SideProcess, SideSpec
 
     root = repo_root(Path.cwd())
     cache = WorktreeCache(root, args.cache_dir)
@@ -318,13 +318,21 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                    f"{args.processes} fresh pairs of processes, judged across them"),
                 flush=True,
             )  # fmt: skip
-        pairs = Pairs(
-            stack, specs, workdir, args_for_sides, seed,
-            lambda a, b, seed, only: Controller(
-                a, b, budget, args.block_rounds, seed, args.threshold, args.block_warmup,
-                only, args.idle,
-            ),
-        )  # fmt: skip
+        # A session judged across pairs of processes (a confirmation, --processes N)
+        # gives its median only: it runs --min-pairs pairs of blocks, never more to
+        # make its own interval decisive, which the verdict across pairs never reads.
+        across = replace(budget, max_pairs=budget.min_pairs)
+
+        def lockstep(
+            a: SideProcess, b: SideProcess, seed: int, only: Sequence[str] | None
+        ) -> Controller:
+            alone = only is None and args.processes == 1
+            return Controller(
+                a, b, budget if alone else across, args.block_rounds, seed, args.threshold,
+                args.block_warmup, only, args.idle,
+            )  # fmt: skip
+
+        pairs = Pairs(stack, specs, workdir, args_for_sides, seed, lockstep)
         first = pairs.series([key(files, r) for files in groups for r in range(args.processes)])
         n = args.processes
         parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
