@@ -24,7 +24,7 @@ from perfsuite.verdict.paired import (
 )
 from perfsuite.verdict.stats import Verdict
 
-LOOK_ALPHA = 0.00125  # default scale: 0.01 over 8 looks
+LOOK_ALPHA = 0.01 / 16  # default scale: 0.01 over the 16 looks of 12-240 pairs
 
 
 def noisy(change: float, spread: float, n: int, seed: int = 1) -> list[float]:
@@ -111,15 +111,18 @@ def test_median_interval_picks_order_statistics() -> None:
 
 def test_min_pairs_for_the_default_looks() -> None:
     assert min_pairs_for(0.01) == 8  # 2 / 2**8 <= 0.01 < 2 / 2**7
-    assert min_pairs_for(LOOK_ALPHA) == 11
+    assert min_pairs_for(LOOK_ALPHA) == 12  # the default --min-pairs: 2 / 2**12 <= 0.01 / 16
 
 
 def test_look_schedule_and_error_split() -> None:
-    assert look_schedule(12, 40) == [12, 16, 20, 24, 28, 32, 36, 40]
+    assert look_schedule(12, 40) == [12, 16, 20, 24, 28, 32, 40]
+    # the step grows to a quarter of the count: 240 pairs take 16 looks, 80 take 11
+    assert look_schedule(12, 240)[-6:] == [88, 108, 132, 164, 204, 240]
+    assert len(look_schedule(12, 240)) == 16 and len(look_schedule(12, 80)) == 11
     assert look_schedule(10, 20) == [10, 14, 18, 20]
     assert look_schedule(5, 5) == [5]
     budget = Budget(12, 40, 60.0)
-    assert budget.alpha_per_look == pytest.approx(ALPHA / 8)
+    assert budget.alpha_per_look == pytest.approx(ALPHA / 7)
     assert alpha_per_look([1, 2, 3, 4], 0.02) == pytest.approx(0.005)
     with pytest.raises(ValueError, match="min_pairs"):
         look_schedule(10, 5)

@@ -43,8 +43,8 @@ class ScaleBudget:
 #: all (see perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow.
 BUDGETS = {
     "smoke": ScaleBudget(10, 20, 20.0),
-    "default": ScaleBudget(12, 80, 60.0),
-    "full": ScaleBudget(16, 160, 180.0),
+    "default": ScaleBudget(12, 240, 60.0),
+    "full": ScaleBudget(16, 480, 180.0),
 }
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
@@ -109,7 +109,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
                     help="first look at a bench (default by --perf-scale: 10/12/16)")  # fmt: skip
     ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
-                    help="most pairs per bench (default by --perf-scale: 20/80/160)")  # fmt: skip
+                    help="most pairs per bench (default by --perf-scale: 20/240/480)")  # fmt: skip
     ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
                     help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")

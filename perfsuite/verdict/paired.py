@@ -29,8 +29,9 @@ whichever direction the disturbed block sits). The price is some power at small
   ``inconclusive``.
 
 **Early stopping.** A bench is looked at only at a fixed schedule of pair counts
-(:func:`look_schedule`: ``min_pairs``, then every ``LOOK_EVERY`` pairs, and
-``max_pairs``), fixed before any data is seen, and each look uses ``alpha / L`` with
+(:func:`look_schedule`: ``min_pairs``, then every ``LOOK_EVERY`` pairs, the step
+growing with the count to about a quarter of it, and ``max_pairs``), fixed before any
+data is seen, and each look uses ``alpha / L`` with
 ``L`` the number of looks on the schedule (Bonferroni). Stopping at the first decisive
 look then keeps the family-wise rate of a false significant interval at most
 ``alpha``: the union of ``L`` events of probability at most ``alpha / L`` each. When
@@ -55,24 +56,34 @@ from perfsuite.verdict.stats import Verdict
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
 ALPHA = 0.01
-#: pairs between two looks at a bench
+#: the fewest pairs between two looks at a bench
 LOOK_EVERY = 4
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
-    """The pair counts at which a bench is judged: min_pairs, then every ``every``, max_pairs.
+    """The pair counts at which a bench is judged: ``min_pairs``, then steps of
+    ``every`` that grow with the count (a quarter of it, in whole multiples of
+    ``every``), and ``max_pairs``.
+
+    A step that grows keeps the number of looks, and so each look's share of the
+    error rate, nearly the same for a budget of 80 pairs or of 240: a bench whose
+    pairs scatter (a layout-bound decode loop) can go on for hundreds of cheap pairs
+    without every early look paying for them.
 
     >>> look_schedule(12, 24)
     [12, 16, 20, 24]
+    >>> look_schedule(12, 240)
+    [12, 16, 20, 24, 28, 32, 40, 48, 60, 72, 88, 108, 132, 164, 204, 240]
     """
     if min_pairs < 1 or max_pairs < min_pairs or every < 1:
         raise ValueError(
             f"need 1 <= min_pairs <= max_pairs and every >= 1, got {min_pairs}, {max_pairs}, "
             f"{every}"
         )
-    looks = list(range(min_pairs, max_pairs + 1, every))
-    if looks[-1] != max_pairs:
-        looks.append(max_pairs)
+    looks = [min_pairs]
+    while looks[-1] < max_pairs:
+        step = max(every, looks[-1] // 4 // every * every)
+        looks.append(min(looks[-1] + step, max_pairs))
     return looks
 
 
