@@ -118,7 +118,8 @@ def test_look_schedule_and_error_split() -> None:
     assert look_schedule(12, 40) == [12, 16, 20, 24, 28, 32, 40]
     # the step grows to a quarter of the count: 240 pairs take 16 looks, 80 take 11
     assert look_schedule(12, 240)[-6:] == [88, 108, 132, 164, 204, 240]
-    assert len(look_schedule(12, 240)) == 16 and len(look_schedule(12, 80)) == 11
+    assert len(look_schedule(12, 240)) == 16
+    assert len(look_schedule(12, 80)) == 11
     assert look_schedule(10, 20) == [10, 14, 18, 20]
     assert look_schedule(5, 5) == [5]
     budget = Budget(12, 40, 60.0)
