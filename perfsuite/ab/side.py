@@ -54,7 +54,7 @@ def shuffle_layout(rng: random.Random) -> None:
     change that only moves an allocation (a comment in a bench file) then held a 5-12%
     offset between two revisions of identical code, and a layout drawn once per
     process turned it into an offset that one pair of processes holds for its life,
-    up to 25%. The side draws a new layout before every block instead (before its
+    up to 26%. The side draws a new layout before every block instead (before its
     drain rounds), so the layout is noise among the pairs of blocks, which the paired
     interval spans, and never an offset between the sides."""
     _spacers.clear()
