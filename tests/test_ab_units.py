@@ -10,13 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.ab.command import budget_for, scale_of, selection, side_args, split_argv
+from perfsuite.ab.command import (
+    budget_for,
+    scale_of,
+    selection,
+    session_budget,
+    side_args,
+    split_argv,
+)
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.protocol import ProtocolError, decode, encode
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
 from perfsuite.ab.side import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.sides import side_pythonpath
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.paired import Budget, min_pairs_for
 
 
 def test_split_argv_and_scale() -> None:
@@ -44,6 +52,32 @@ def test_budget_defaults_per_scale_and_validation() -> None:
         budget_for(_args(min_pairs=8, max_pairs=5), "smoke")
     with pytest.raises(PerfsuiteError, match="no verdict is possible below 9 pairs"):
         budget_for(_args(min_pairs=4, max_pairs=8), "smoke")
+
+
+def test_a_first_look_that_cannot_decide_is_raised() -> None:
+    # 23 looks up to 1000 pairs: 0.01/23 needs 13 pairs, so a look at 12 could never decide
+    wide = budget_for(_args(max_pairs=1000), "default")
+    assert min_pairs_for(wide.alpha_per_look) == 13
+    assert (wide.min_pairs, wide.looks[0], wide.max_pairs) == (13, 13, 1000)
+    # the default schedules already start where they can decide
+    for scale, first in [("smoke", 10), ("default", 12), ("full", 16)]:
+        budget = budget_for(_args(), scale)
+        assert budget.min_pairs == first >= min_pairs_for(budget.alpha_per_look)
+    # a later first look never needs more pairs than the earlier one did
+    for most in range(12, 3000, 7):
+        for least in range(1, min(40, most + 1)):
+            need = min_pairs_for(Budget(least, most, 1.0).alpha_per_look)
+            if least < need <= most:
+                assert min_pairs_for(Budget(need, most, 1.0).alpha_per_look) <= need
+
+
+def test_only_the_first_stage_alternates_past_min_pairs() -> None:
+    budget = budget_for(_args(), "default")
+    assert session_budget(budget, None, 1) is budget  # judged alone: the whole budget
+    for only, processes in [(["b.py::t"], 1), (None, 4), (["b.py::t"], 4)]:
+        across = session_budget(budget, only, processes)  # judged across pairs of processes
+        assert (across.min_pairs, across.max_pairs, across.looks) == (12, 12, [12])
+        assert across.max_seconds == budget.max_seconds
 
 
 def test_selection_and_side_args(tmp_path: Path) -> None:
@@ -198,9 +232,11 @@ def test_a_locked_half_made_worktree_is_removed_and_recreated(tmp_path: Path) ->
     assert not list((root / ".git" / "worktrees").glob("*"))
 
 
-def test_each_block_draws_a_new_memory_layout() -> None:
+@pytest.mark.parametrize("pool", [None, 10])
+def test_each_block_draws_a_new_memory_layout(pool: int | None) -> None:
     """The side replaces its layout spacers before every block (and its drain rounds),
-    and a block's rounds all run on the one layout it drew."""
+    and a block's rounds all run on the one layout it drew; a bench whose rounds are a
+    pool of fresh processes draws nothing (and drains nothing)."""
     import socket
 
     from perfsuite.ab import side as side_module
@@ -221,13 +257,17 @@ def test_each_block_draws_a_new_memory_layout() -> None:
         controller.send("block", rounds=2, drain=1, typical=0.0)  # one drain round
     controller.send("skip", reason="enough")
     with pytest.raises(pytest.skip.Exception, match="enough"):
-        side.measure(None, "b::t", call, setup=None, warmup_rounds=1, max_rounds=None,
+        side.measure(None, "b::t", call, setup=None, warmup_rounds=1, max_rounds=pool,
                      threshold=0.05)  # fmt: skip
     ready = controller.receive()
     assert ready["type"] == "ready"
     assert [controller.receive()["type"] for _ in range(3)] == ["block_done"] * 3
     ours.close()
     theirs.close()
+    if pool is not None:  # one warm-up round, then two timed rounds per block
+        assert len(seen) == 7
+        assert len(set(seen)) == 1, "a pool bench keeps the layout it started with"
+        return
     # one warm-up round, then per block one drain round and two timed ones
     blocks = [seen[i : i + 3] for i in range(1, 10, 3)]
     assert len(seen) == 10

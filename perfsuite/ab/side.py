@@ -55,8 +55,11 @@ def shuffle_layout(rng: random.Random) -> None:
     offset between two revisions of identical code, and a layout drawn once per
     process turned it into an offset that one pair of processes holds for its life,
     up to 26%. The side draws a new layout before every block instead (before its
-    drain rounds), so the layout is noise among the pairs of blocks, which the paired
-    interval spans, and never an offset between the sides."""
+    drain rounds), so where the rounds allocate is noise among the pairs of blocks,
+    which the paired interval spans. A draw moves only what is allocated after it:
+    buffers a bench builds once (its fixtures, its warm-up, at import) and the stack
+    keep the layout their process drew at start, and an offset they cause is left to
+    ``--confirm`` and ``--processes``, which judge across fresh pairs of processes."""
     _spacers.clear()
     _spacers.append(bytearray(rng.randrange(0, 1 << 17, 16)))  # malloc's heap
     _spacers.extend(bytes(rng.randrange(1, 512)) for _ in range(rng.randrange(4096)))  # pools
@@ -260,7 +263,8 @@ class LockstepSide:
                 least = 0 if max_rounds is not None else int(message.get("drain", 0))
                 typical = message.get("typical")
                 yardstick = [float(typical)] if isinstance(typical, int | float) else reference
-                shuffle_layout(self.layout)
+                if max_rounds is None:  # a pool's rounds are other processes' layouts
+                    shuffle_layout(self.layout)
                 drained = drain(timed, least, yardstick)
                 block = [timed() for _ in range(int(message["rounds"]))]
             except BaseException as exc:
