@@ -107,7 +107,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="least untimed rounds starting each block (default 1); more "
                     "while a pipeline empties what it prefetched")  # fmt: skip
     ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
-                    help="first look at a bench (default by --perf-scale: 10/12/16)")  # fmt: skip
+                    help="first look at a bench, and all a session judged across pairs "
+                    "of processes runs (default by --perf-scale: 10/12/16; raised to the "
+                    "fewest pairs that can decide)")  # fmt: skip
     ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
                     help="most pairs per bench (default by --perf-scale: 20/240/480)")  # fmt: skip
     ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
@@ -176,7 +178,27 @@ def budget_for(args: argparse.Namespace, scale: str) -> Budget:
             f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
             f"(alpha {ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
         )
+    # A larger --max-pairs adds looks, each with a thinner share of alpha: a first look
+    # below what that share can decide would spend its share for nothing. Starting
+    # later never needs more pairs (tests/test_ab_units.py), so one raise is enough.
+    if min_pairs < needed:
+        budget = replace(budget, min_pairs=needed)
     return budget
+
+
+def session_budget(budget: Budget, only: Sequence[str] | None, processes: int) -> Budget:
+    """The budget of one pair of processes' lockstep session.
+
+    The first stage's one pair of processes (``only`` None, ``--processes 1``) is judged
+    on its own and gets the whole budget. A session judged across pairs of processes (a
+    confirmation of ``only`` these benches, or one of ``--processes N``) gives only the
+    median of its paired log-ratios, so it runs ``min_pairs`` pairs of blocks (or less,
+    when its seconds run out): alternating on to make its own interval decisive would
+    be time spent on a verdict nobody reads.
+    """
+    if only is None and processes == 1:
+        return budget
+    return replace(budget, max_pairs=budget.min_pairs)
 
 
 def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
@@ -303,10 +325,14 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         tmp = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
         workdir = Path(tempfile.mkdtemp(prefix="perfsuite-ab-", dir=tmp))
         stack.callback(shutil.rmtree, workdir, True)
+        first_budget = session_budget(budget, None, args.processes)
+        pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
+        if first_budget.min_pairs == first_budget.max_pairs:
+            pair_counts = str(first_budget.min_pairs)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}; pytest {' '.join(chosen)}; "
-            f"seed {seed}; budget {budget.min_pairs}-{budget.max_pairs} pairs of "
-            f"{args.block_rounds}-round blocks, {budget.max_seconds:g} s per bench",
+            f"seed {seed}; budget {pair_counts} pairs of {args.block_rounds}-round blocks, "
+            f"{budget.max_seconds:g} s per bench",
             flush=True,
         )
         args_for_sides = side_args(chosen, args.threshold)
@@ -318,18 +344,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                    f"{args.processes} fresh pairs of processes, judged across them"),
                 flush=True,
             )  # fmt: skip
-        # A session judged across pairs of processes (a confirmation, --processes N)
-        # gives its median only: it runs --min-pairs pairs of blocks, never more to
-        # make its own interval decisive, which the verdict across pairs never reads.
-        across = replace(budget, max_pairs=budget.min_pairs)
 
         def lockstep(
             a: SideProcess, b: SideProcess, seed: int, only: Sequence[str] | None
         ) -> Controller:
-            alone = only is None and args.processes == 1
             return Controller(
-                a, b, budget if alone else across, args.block_rounds, seed, args.threshold,
-                args.block_warmup, only, args.idle,
+                a, b, session_budget(budget, only, args.processes), args.block_rounds, seed,
+                args.threshold, args.block_warmup, only, args.idle,
             )  # fmt: skip
 
         pairs = Pairs(stack, specs, workdir, args_for_sides, seed, lockstep)
