@@ -139,13 +139,21 @@ def _percentiles(values: list[float]) -> str:
     return "/".join(f"{v * 1000:.1f}" for v in (cuts[0], statistics.median(values), cuts[-1]))
 
 
+def _at_least_two(value: str) -> int:
+    if not value.isdigit() or int(value) < 2:
+        raise argparse.ArgumentTypeError(f"invalid pairs {value!r} (a whole number >= 2)")
+    return int(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=8, help="process pairs per mode")
-    parser.add_argument("--pairs", type=int, default=60, help="block pairs per trial")
+    parser.add_argument("--pairs", type=_at_least_two, default=60, help="block pairs per trial")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per block")
     parser.add_argument("--imports", default="none,torch,tensorflow")
-    parser.add_argument("--layouts", default="process", help="none, process, block (a list)")
+    parser.add_argument(
+        "--layouts", default="block", help="none, process, block (a list; default block, as ab)"
+    )
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
