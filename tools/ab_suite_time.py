@@ -1,0 +1,137 @@
+"""Time ``perfsuite ab`` over a whole selection against plain runs of the same benches.
+
+Runs, in this repository and one after the other: the plain pytest run of the
+selection (what ``make bench`` runs, its storage and report in a temporary folder),
+``perfsuite ab REV REV`` over the same selection (an A/A: both sides run one
+revision), and the plain run again. The ratio is the A/B's wall time over the mean of
+the two plain runs, taken within one invocation so a slow hour hits both; the two
+plain runs show their spread (a first plain run that generated the datasets shows as
+the slower one: warm the dataset cache first for a fair ratio). It prints each bench
+file's A/B seconds and verdicts, the slowest benches (seconds of alternation, pairs)
+and every verdict that was not ``same``, and writes the verdicts to ``--out``. Usage::
+
+    python tools/ab_suite_time.py [--rev HEAD] [--out ab_suite.json] [--ab-args "..."]
+                                  [-- PYTEST_ARGS]
+
+PYTEST_ARGS default to ``benches -m "not gpu" --perf-device=cpu`` at default scale;
+``--perf-scale=smoke`` with ``--ab-args "--max-seconds 12"`` is the pull-request
+workflow's A/B (``.github/workflows/perf-pr.yml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SELECTION = ["benches", "-m", "not gpu", "--perf-device=cpu"]
+
+
+def timed(command: list[str]) -> tuple[int, float, str]:
+    """(exit status, wall seconds, the output's last lines) of one command."""
+    start = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    return proc.returncode, seconds, "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+
+
+def plain_run(selection: list[str], work: Path, index: int) -> float:
+    """One plain pytest run of the selection, as ``make bench`` runs it; its seconds."""
+    folder = work / f"plain{index}"
+    command = [
+        sys.executable, "-m", "pytest", *selection, "-q", "-p", "no:cacheprovider",
+        "--benchmark-autosave", "--benchmark-compare", f"--benchmark-storage={folder / 'b'}",
+        f"--perf-report={folder / 'report'}",
+    ]  # fmt: skip
+    code, seconds, tail = timed(command)
+    print(f"plain run {index}: exit {code}, {seconds:.0f} s", flush=True)
+    if code not in (0, 1):
+        raise SystemExit(f"plain run {index} failed (exit {code}):\n{tail}")
+    return seconds
+
+
+def ab_run(rev: str, selection: list[str], ab_args: list[str], report: Path) -> float:
+    """One ``perfsuite ab REV REV`` over the selection; its seconds."""
+    command = [
+        sys.executable, "-m", "perfsuite.cli", "ab", rev, rev, "--report", str(report),
+        *ab_args, "--", *selection,
+    ]  # fmt: skip
+    code, seconds, tail = timed(command)
+    print(f"perfsuite ab {rev} {rev}: exit {code}, {seconds:.0f} s", flush=True)
+    if code == 2 or not (report / "pairs.json").is_file():
+        raise SystemExit(f"perfsuite ab failed (exit {code}):\n{tail}")
+    return seconds
+
+
+def summary(entries: list[dict[str, Any]], slowest: int) -> list[str]:
+    """Per file: benches, seconds of alternation, verdicts; the slowest benches; non-same."""
+    lines = ["file  benches  s alternating  verdicts"]
+    files: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        files.setdefault(entry["nodeid"].split("::", 1)[0], []).append(entry)
+    for name, group in files.items():
+        seconds = sum(e.get("seconds") or 0.0 for e in group)
+        tally = Counter(
+            e.get("verdict") or ("skipped" if e.get("skipped") else "none") for e in group
+        )
+        lines.append(f"{name}  {len(group)}  {seconds:.0f}  {dict(tally)}")
+    lines.append(f"slowest {slowest} benches (s alternating, pairs, verdict):")
+    ranked = sorted(entries, key=lambda e: -(e.get("seconds") or 0.0))[:slowest]
+    lines += [
+        f"  {e.get('seconds') or 0:.1f} s  {e.get('pairs')}  {e.get('verdict')}  {e['nodeid']}"
+        for e in ranked
+    ]
+    odd = [e for e in entries if e.get("verdict") not in ("same", None)]
+    lines.append(f"not same: {len(odd)} of {len(entries)}")
+    lines += [
+        f"  {e['verdict']} {e['change'] * 100:+.1f}% {e.get('ci')}  {e['nodeid']}" for e in odd
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    selection = DEFAULT_SELECTION
+    if "--" in args_in:
+        cut = args_in.index("--")
+        args_in, selection = args_in[:cut], args_in[cut + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rev", default="HEAD", help="the revision on both sides")
+    parser.add_argument("--out", type=Path, default=Path("ab_suite.json"))
+    parser.add_argument("--ab-args", default="", help="options for perfsuite ab (one string)")
+    parser.add_argument("--slowest", type=int, default=10)
+    args = parser.parse_args(args_in)
+    work = Path(tempfile.mkdtemp(prefix="ab-suite-"))
+    try:
+        first = plain_run(selection, work, 1)
+        ab = ab_run(args.rev, selection, shlex.split(args.ab_args), work / "ab")
+        second = plain_run(selection, work, 2)
+        entries = json.loads((work / "ab" / "pairs.json").read_text())
+        for entry in entries:  # the blocks are in the report; keep the verdicts
+            for key in ("a_blocks", "b_blocks", "order", "drained", "warmup"):
+                entry.pop(key, None)
+        plain = (first + second) / 2
+        document = {
+            "selection": selection, "ab_args": args.ab_args, "plain_seconds": [first, second],
+            "ab_seconds": ab, "ratio": ab / plain, "benches": entries,
+        }  # fmt: skip
+        args.out.write_text(json.dumps(document, indent=1))
+        print("\n".join(summary(entries, args.slowest)))
+        print(f"plain runs {first:.0f} s and {second:.0f} s; perfsuite ab {ab:.0f} s: "
+              f"{ab / plain:.2f}x their mean")  # fmt: skip
+        print(f"wrote {args.out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
