@@ -11,11 +11,13 @@ file's A/B seconds and verdicts, the slowest benches (seconds of alternation, pa
 and every verdict that was not ``same``, and writes the verdicts to ``--out``. Usage::
 
     python tools/ab_suite_time.py [--rev HEAD] [--out ab_suite.json] [--ab-args "..."]
-                                  [-- PYTEST_ARGS]
+                                  [--plain "..."] [-- PYTEST_ARGS]
 
 PYTEST_ARGS default to ``benches -m "not gpu" --perf-device=cpu`` at default scale;
 ``--perf-scale=smoke`` with ``--ab-args "--max-seconds 12"`` is the pull-request
-workflow's A/B (``.github/workflows/perf-pr.yml``).
+workflow's A/B (``.github/workflows/perf-pr.yml``). ``--plain`` gives the plain runs
+their own pytest arguments (default: PYTEST_ARGS), e.g. the default scale of
+``make bench`` against a smoke-scale A/B.
 """
 
 from __future__ import annotations
@@ -107,26 +109,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", default="HEAD", help="the revision on both sides")
     parser.add_argument("--out", type=Path, default=Path("ab_suite.json"))
     parser.add_argument("--ab-args", default="", help="options for perfsuite ab (one string)")
+    parser.add_argument("--plain", help="pytest arguments of the plain runs (one string)")
     parser.add_argument("--slowest", type=int, default=10)
     args = parser.parse_args(args_in)
+    plain_selection = selection if args.plain is None else shlex.split(args.plain)
     work = Path(tempfile.mkdtemp(prefix="ab-suite-"))
     try:
-        first = plain_run(selection, work, 1)
+        first = plain_run(plain_selection, work, 1)
         ab = ab_run(args.rev, selection, shlex.split(args.ab_args), work / "ab")
-        second = plain_run(selection, work, 2)
+        second = plain_run(plain_selection, work, 2)
         entries = json.loads((work / "ab" / "pairs.json").read_text())
         for entry in entries:  # the blocks are in the report; keep the verdicts
             for key in ("a_blocks", "b_blocks", "order", "drained", "warmup"):
                 entry.pop(key, None)
         plain = (first + second) / 2
         document = {
-            "selection": selection, "ab_args": args.ab_args, "plain_seconds": [first, second],
+            "selection": selection, "ab_args": args.ab_args, "plain": plain_selection,
+            "plain_seconds": [first, second],
             "ab_seconds": ab, "ratio": ab / plain, "benches": entries,
         }  # fmt: skip
         args.out.write_text(json.dumps(document, indent=1))
         print("\n".join(summary(entries, args.slowest)))
         print(f"plain runs {first:.0f} s and {second:.0f} s; perfsuite ab {ab:.0f} s: "
-              f"{ab / plain:.2f}x their mean")  # fmt: skip
+              f"{ab / plain:.2f}x their mean ({ab / first:.2f}x and {ab / second:.2f}x "
+              "each)")  # fmt: skip
         print(f"wrote {args.out}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
