@@ -100,3 +100,38 @@ def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
     check = confirm(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM)
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     assert "(confirmation in 3 pairs of processes; first pair +2" in final.rows[0].cells()[1]
+
+
+class Clock:
+    """A clock on which each pair of processes takes ``step`` seconds."""
+
+    def __init__(self, sessions: Sessions, step: float) -> None:
+        self.sessions, self.step = sessions, step
+
+    def __call__(self) -> float:
+        return self.sessions.calls * self.step
+
+
+def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]  # would need all 12 pairs
+    sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
+    # 10 s a pair, 35 s allowed: the 4th pair starts at 30 s, none after it
+    check = confirm(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 35.0, Clock(sessions, 10.0))
+    (row,) = check.rows
+    assert sessions.calls == 4
+    assert row.run is not None
+    assert row.run.result is not None
+    assert len(row.run.sessions) == 4
+    assert row.run.result.alpha == pytest.approx(ALPHA_CONFIRM / 3)  # still one of 3 looks
+    assert row.verdict is Verdict.INCONCLUSIVE
+
+
+def test_the_first_look_is_always_taken_and_a_decided_suspect_stops_early() -> None:
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
+    sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
+    confirm(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 1.0, Clock(sessions, 10.0))
+    assert sessions.calls == 3  # spent long before, yet the first look's 3 pairs run
+    clear = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
+    (row,) = confirm(clear, ["b.py::slow"], 12, ALPHA_CONFIRM, 1e9, Clock(clear, 10.0)).rows
+    assert clear.calls == 3
+    assert row.verdict is Verdict.SLOWER

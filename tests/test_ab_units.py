@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.ab.command import (
-    budget_for,
-    scale_of,
-    selection,
-    session_budget,
-    side_args,
-    split_argv,
-)
+from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, session_budget
+from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.protocol import ProtocolError, decode, encode
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
@@ -41,7 +35,7 @@ def test_split_argv_and_scale() -> None:
 
 def _args(**values: int | float | None) -> argparse.Namespace:
     base: dict[str, int | float | None] = {"min_pairs": None, "max_pairs": None}
-    return argparse.Namespace(**{**base, "max_seconds": None, **values})
+    return argparse.Namespace(**{**base, "max_seconds": None, "confirm_seconds": None, **values})
 
 
 def test_budget_defaults_per_scale_and_validation() -> None:
@@ -52,6 +46,15 @@ def test_budget_defaults_per_scale_and_validation() -> None:
         budget_for(_args(min_pairs=8, max_pairs=5), "smoke")
     with pytest.raises(PerfsuiteError, match="no verdict is possible below 9 pairs"):
         budget_for(_args(min_pairs=4, max_pairs=8), "smoke")
+
+
+def test_confirm_seconds_default_by_scale_unless_given() -> None:
+    assert [confirm_seconds_for(_args(), s) for s in ("smoke", "default", "full")] == [
+        60.0,
+        300.0,
+        900.0,
+    ]
+    assert confirm_seconds_for(_args(confirm_seconds=45.0), "full") == 45.0
 
 
 def test_a_first_look_that_cannot_decide_is_raised() -> None:

@@ -14,17 +14,16 @@ import signal
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, session_budget
 from perfsuite.errors import PerfsuiteError
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
     from perfsuite.ab.revisions import Revision, WorktreeCache
     from perfsuite.ab.sides import SideSpec
-    from perfsuite.verdict.paired import Budget
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -32,20 +31,6 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
-@dataclass(frozen=True)
-class ScaleBudget:
-    min_pairs: int
-    max_pairs: int
-    max_seconds: float
-
-
-#: per-bench budgets by --perf-scale: the first look needs >= 10-12 pairs to decide at
-#: all (see perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow.
-BUDGETS = {
-    "smoke": ScaleBudget(10, 20, 20.0),
-    "default": ScaleBudget(12, 240, 60.0),
-    "full": ScaleBudget(16, 480, 180.0),
-}
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
@@ -125,6 +110,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "it on those alone, looking after 3, 6, 12, ... pairs and stopping at "
                     f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
+    ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
+                    help="the most seconds a bench file's confirmation goes on once its "
+                    "first look is in; then the look due is taken on the pairs so far "
+                    "(default by --perf-scale: smoke 60, default 300, full 900)")  # fmt: skip
     ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
                     help="freeze (default): the idle side and the processes it started "
                     "are stopped (SIGSTOP) during the other side's block, so its threads "
@@ -148,57 +137,6 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         cut = args.index("--")
         return args[:cut], args[cut + 1 :]
     return args, []
-
-
-def scale_of(pytest_args: Sequence[str]) -> str:
-    """The ``--perf-scale`` among the pytest arguments (default ``default``)."""
-    scale = "default"
-    for i, arg in enumerate(pytest_args):
-        if arg.startswith("--perf-scale="):
-            scale = arg.split("=", 1)[1]
-        elif arg == "--perf-scale" and i + 1 < len(pytest_args):
-            scale = pytest_args[i + 1]
-    if scale not in BUDGETS:
-        raise PerfsuiteError(f"--perf-scale {scale!r}: expected one of {', '.join(BUDGETS)}")
-    return scale
-
-
-def budget_for(args: argparse.Namespace, scale: str) -> Budget:
-    from perfsuite.verdict.paired import ALPHA, Budget, min_pairs_for
-
-    defaults = BUDGETS[scale]
-    min_pairs = args.min_pairs or defaults.min_pairs
-    max_pairs = args.max_pairs or max(defaults.max_pairs, min_pairs)
-    if max_pairs < min_pairs:
-        raise PerfsuiteError(f"--max-pairs {max_pairs} is below --min-pairs {min_pairs}")
-    budget = Budget(min_pairs, max_pairs, args.max_seconds or defaults.max_seconds)
-    needed = min_pairs_for(budget.alpha_per_look)
-    if max_pairs < needed:
-        raise PerfsuiteError(
-            f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
-            f"(alpha {ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
-        )
-    # A larger --max-pairs adds looks, each with a thinner share of alpha: a first look
-    # below what that share can decide would spend its share for nothing. Starting
-    # later never needs more pairs (tests/test_ab_units.py), so one raise is enough.
-    if min_pairs < needed:
-        budget = replace(budget, min_pairs=needed)
-    return budget
-
-
-def session_budget(budget: Budget, only: Sequence[str] | None, processes: int) -> Budget:
-    """The budget of one pair of processes' lockstep session.
-
-    The first stage's one pair of processes (``only`` None, ``--processes 1``) is judged
-    on its own and gets the whole budget. A session judged across pairs of processes (a
-    confirmation of ``only`` these benches, or one of ``--processes N``) gives only the
-    median of its paired log-ratios, so it runs ``min_pairs`` pairs of blocks (or less,
-    when its seconds run out): alternating on to make its own interval decisive would
-    be time spent on a verdict nobody reads.
-    """
-    if only is None and processes == 1:
-        return budget
-    return replace(budget, max_pairs=budget.min_pairs)
 
 
 def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
@@ -308,7 +246,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             "--confirm 1: a confirmation is judged across pairs of processes and needs "
             "at least 2; use --confirm 0 to turn it off"
         )
-    budget = budget_for(args, scale_of(pytest_args))
+    scale = scale_of(pytest_args)
+    budget = budget_for(args, scale)
+    confirm_seconds = confirm_seconds_for(args, scale)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     chosen = selection(root, pytest_args)
     # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
@@ -364,7 +304,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             plan = ", ".join(str(k) for k in looks(args.confirm))
             print(
                 f"perfsuite ab: {len(suspects)} suspect(s) measured again in up to "
-                f"{args.confirm} fresh pairs of processes each, looked at after {plan}: "
+                f"{args.confirm} fresh pairs of processes each, looked at after {plan} "
+                f"(at most {confirm_seconds:g} s a file past the first look): "
                 + ", ".join(suspects),
                 flush=True,
             )
@@ -380,7 +321,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                     )
 
                 try:
-                    return confirm(again, ids, args.confirm, CONFIRM_ALPHA)
+                    return confirm(again, ids, args.confirm, CONFIRM_ALPHA, confirm_seconds)
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 

@@ -13,10 +13,17 @@ The false-alarm rate holds under this early stopping by Bonferroni's rule: each 
 the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
 most ``alpha`` whatever the dependence between looks. It costs some power at the last
 look against a single look at ``alpha``, which the extra pairs more than repay.
+
+``--confirm-seconds`` bounds the time a bench file's confirmation spends once its
+first look is in: when it has run out, no further pair of processes starts and the
+look due then is taken at once on the pairs so far, as the last one. It is still one
+of the planned looks, judged at the same ``alpha / k``, so the bound costs power only
+(a suspect left undecided stays ``inconclusive``), never false alarms.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from perfsuite.ab.report import Row, Verdicts
@@ -44,7 +51,12 @@ def looks(most: int) -> list[int]:
 
 
 def confirm(
-    session: Callable[[int], Verdicts], suspects: Sequence[str], most: int, alpha: float
+    session: Callable[[int], Verdicts],
+    suspects: Sequence[str],
+    most: int,
+    alpha: float,
+    seconds: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Verdicts:
     """The suspects of one bench file, each judged at its first decisive look.
 
@@ -52,20 +64,26 @@ def confirm(
     returns its verdicts. Pairs are added up to each look of :func:`looks`; at a look,
     every suspect not yet decided is judged on all pairs so far at ``alpha`` divided
     by the number of looks, and kept if decisive (or at the last look, whatever it
-    is). The confirmation stops as soon as every suspect is kept.
+    is). The confirmation stops as soon as every suspect is kept. Once ``seconds``
+    (by ``clock``) have passed and the first look is in, no further pair starts: the
+    look due is taken on the pairs so far and is the last.
     """
     plan = looks(most)
     share = alpha / len(plan)
+    start = clock()
     runs: list[Verdicts] = []
     kept: dict[str, Row] = {}
     for look in plan:
-        while len(runs) < look:
-            runs.append(session(len(runs)))
+        spent = False
+        while len(runs) < look and not spent:
+            spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
+            if not spent:
+                runs.append(session(len(runs)))
         pooled = Verdicts.pool(runs, share)
         measured = [r for r in pooled.rows if r.run is not None and r.run.result is not None]
         for row in measured:
             fresh = row.nodeid in suspects and row.nodeid not in kept
-            if fresh and (row.verdict in DECISIVE or look == plan[-1]):
+            if fresh and (row.verdict in DECISIVE or look == plan[-1] or spent):
                 kept[row.nodeid] = row
         if all(row.nodeid in kept for row in measured if row.nodeid in suspects):
             break

@@ -1,0 +1,89 @@
+"""Budgets of ``perfsuite ab`` by ``--perf-scale``: pairs of blocks and seconds per bench,
+seconds per bench file's confirmation."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from perfsuite.errors import PerfsuiteError
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.paired import Budget
+
+
+@dataclass(frozen=True)
+class ScaleBudget:
+    min_pairs: int
+    max_pairs: int
+    max_seconds: float
+    confirm_seconds: float
+
+
+#: budgets by --perf-scale: the first look needs >= 10-12 pairs to decide at all (see
+#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow; the
+#: last, a bench file's confirmation once its first look (3 pairs of processes) is in
+BUDGETS = {
+    "smoke": ScaleBudget(10, 20, 20.0, 60.0),
+    "default": ScaleBudget(12, 240, 60.0, 300.0),
+    "full": ScaleBudget(16, 480, 180.0, 900.0),
+}
+
+
+def scale_of(pytest_args: Sequence[str]) -> str:
+    """The ``--perf-scale`` among the pytest arguments (default ``default``)."""
+    scale = "default"
+    for i, arg in enumerate(pytest_args):
+        if arg.startswith("--perf-scale="):
+            scale = arg.split("=", 1)[1]
+        elif arg == "--perf-scale" and i + 1 < len(pytest_args):
+            scale = pytest_args[i + 1]
+    if scale not in BUDGETS:
+        raise PerfsuiteError(f"--perf-scale {scale!r}: expected one of {', '.join(BUDGETS)}")
+    return scale
+
+
+def budget_for(args: argparse.Namespace, scale: str) -> Budget:
+    from perfsuite.verdict.paired import ALPHA, Budget, min_pairs_for
+
+    defaults = BUDGETS[scale]
+    min_pairs = args.min_pairs or defaults.min_pairs
+    max_pairs = args.max_pairs or max(defaults.max_pairs, min_pairs)
+    if max_pairs < min_pairs:
+        raise PerfsuiteError(f"--max-pairs {max_pairs} is below --min-pairs {min_pairs}")
+    budget = Budget(min_pairs, max_pairs, args.max_seconds or defaults.max_seconds)
+    needed = min_pairs_for(budget.alpha_per_look)
+    if max_pairs < needed:
+        raise PerfsuiteError(
+            f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
+            f"(alpha {ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
+        )
+    # A larger --max-pairs adds looks, each with a thinner share of alpha: a first look
+    # below what that share can decide would spend its share for nothing. Starting
+    # later never needs more pairs (tests/test_ab_units.py), so one raise is enough.
+    if min_pairs < needed:
+        budget = replace(budget, min_pairs=needed)
+    return budget
+
+
+def session_budget(budget: Budget, only: Sequence[str] | None, processes: int) -> Budget:
+    """The budget of one pair of processes' lockstep session.
+
+    The first stage's one pair of processes (``only`` None, ``--processes 1``) is judged
+    on its own and gets the whole budget. A session judged across pairs of processes (a
+    confirmation of ``only`` these benches, or one of ``--processes N``) gives only the
+    median of its paired log-ratios, so it runs ``min_pairs`` pairs of blocks (or less,
+    when its seconds run out): alternating on to make its own interval decisive would
+    be time spent on a verdict nobody reads.
+    """
+    if only is None and processes == 1:
+        return budget
+    return replace(budget, max_pairs=budget.min_pairs)
+
+
+def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
+    """The seconds a bench file's confirmation may go on past its first look."""
+    seconds: float | None = args.confirm_seconds
+    return BUDGETS[scale].confirm_seconds if seconds is None else seconds
