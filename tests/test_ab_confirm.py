@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from perfsuite.ab.confirm import confirm, looks
 from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.pairs import first_side, key
 from perfsuite.ab.report import Row, Verdicts
 from perfsuite.verdict.paired import ALPHA, judge
 from perfsuite.verdict.stats import Verdict
@@ -135,3 +137,15 @@ def test_the_first_look_is_always_taken_and_a_decided_suspect_stops_early() -> N
     (row,) = confirm(clear, ["b.py::slow"], 12, ALPHA_CONFIRM, 1e9, Clock(clear, 10.0)).rows
     assert clear.calls == 3
     assert row.verdict is Verdict.SLOWER
+
+
+def test_the_side_that_starts_first_alternates_across_a_files_pairs_of_processes() -> None:
+    for seed in range(20):
+        for files in [("benches/bench_a.py",), None]:
+            firsts = [first_side(seed, key(files, 1000 + i)) for i in range(12)]
+            assert firsts.count("A") == firsts.count("B") == 6
+            assert all(x != y for x, y in itertools.pairwise(firsts))
+            processes = [first_side(seed, key(files, r)) for r in range(4)]
+            assert sorted(processes) == ["A", "A", "B", "B"]
+    # the first pair's side is drawn, not fixed
+    assert {first_side(seed, key(None, 0)) for seed in range(20)} == {"A", "B"}
