@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 
 import numpy as np
 import pytest
 
 from perfsuite.ab.confirm import confirm, looks
+from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
-from perfsuite.ab.pairs import first_side, key
+from perfsuite.ab.pairs import first_side, key, session_seed
 from perfsuite.ab.report import Row, Verdicts
 from perfsuite.verdict.paired import ALPHA, judge
 from perfsuite.verdict.stats import Verdict
@@ -149,3 +151,16 @@ def test_the_side_that_starts_first_alternates_across_a_files_pairs_of_processes
             assert sorted(processes) == ["A", "A", "B", "B"]
     # the first pair's side is drawn, not fixed
     assert {first_side(seed, key(None, 0)) for seed in range(20)} == {"A", "B"}
+
+
+def test_two_sessions_share_a_seed_and_run_its_block_orders_mirrored() -> None:
+    for base in (7, 8):
+        seeds = [session_seed(base, offset) for offset in (1000, 1001, 1002, 1003, 0, 1)]
+        assert seeds[0][0] == seeds[1][0] != seeds[2][0] == seeds[3][0]
+        assert [mirror for _, mirror in seeds] == [False, True, False, True, False, True]
+        assert seeds[4] == (base, False)
+    for seed in range(20):
+        plain, mirrored = random.Random(seed), random.Random(seed)
+        for _ in range(5):
+            orders, flipped = pair_orders(plain), pair_orders(mirrored, mirror=True)
+            assert [o[::-1] for o in orders] == list(flipped)

@@ -286,11 +286,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             )  # fmt: skip
 
         def lockstep(
-            a: SideProcess, b: SideProcess, seed: int, only: Sequence[str] | None
+            a: SideProcess, b: SideProcess, seed: int, mirror: bool, only: Sequence[str] | None
         ) -> Controller:
             return Controller(
                 a, b, session_budget(budget, only, args.processes), args.block_rounds, seed,
-                args.threshold, args.block_warmup, only, args.idle,
+                args.threshold, args.block_warmup, only, args.idle, mirror,
             )  # fmt: skip
 
         pairs = Pairs(stack, specs, workdir, args_for_sides, seed, lockstep)

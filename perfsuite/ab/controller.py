@@ -66,9 +66,11 @@ class _State:
     busy: str | None = None  # setting up or warming up this bench
 
 
-def pair_orders(rng: random.Random) -> tuple[str, str]:
-    """The orders of two consecutive pairs: AB then BA, or BA then AB, at random."""
+def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:
+    """The orders of two consecutive pairs: AB then BA, or BA then AB, at random;
+    ``mirror`` swaps A and B in what the draw gives."""
     first = rng.choice(["AB", "BA"])
+    first = first[::-1] if mirror else first
     return first, first[::-1]
 
 
@@ -86,7 +88,10 @@ class Controller:
         drain_rounds: int = 0,
         only: Collection[str] | None = None,
         idle: str = "freeze",
+        mirror: bool = False,
     ) -> None:
+        """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
+        one seed, one mirrored, run every pair in both orders)."""
         if idle not in IDLE_MODES:
             raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
         self.idle = idle
@@ -96,6 +101,7 @@ class Controller:
         self.block_rounds = block_rounds
         self.drain_rounds = drain_rounds
         self.seed = seed
+        self.mirror = mirror
         self.threshold = threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
@@ -323,7 +329,7 @@ class Controller:
         orders: list[str] = []
         while run.result is None:
             if not orders:
-                orders.extend(pair_orders(rng))
+                orders.extend(pair_orders(rng, self.mirror))
             for name in orders.pop(0):
                 other = self.sides["B" if name == "A" else "A"]
                 if self.idle == "freeze":

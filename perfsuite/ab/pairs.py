@@ -34,9 +34,9 @@ class Pairs:
         workdir: Path,
         side_args: Sequence[str],
         seed: int,
-        lockstep: Callable[[SideProcess, SideProcess, int, Sequence[str] | None], Controller],
+        lockstep: Callable[[SideProcess, SideProcess, int, bool, Sequence[str] | None], Controller],
     ) -> None:
-        """``lockstep(a, b, seed, only)`` makes the controller of one session."""
+        """``lockstep(a, b, seed, mirror, only)`` makes the controller of one session."""
         self.stack, self.specs, self.workdir = stack, list(specs), workdir
         self.side_args, self.seed, self.lockstep = list(side_args), seed, lockstep
         self.jsons: dict[str, list[Path]] = {"A": [], "B": []}
@@ -60,7 +60,8 @@ class Pairs:
         """One pair of fresh sides over ``key``'s files, its benches limited to ``only``
         (or all). Once its last block is done, the pair ``then`` starts."""
         sides, first = self._ahead.pop(key) if key in self._ahead else self._start(key)
-        lockstep = self.lockstep(sides[0], sides[1], self.seed + key[1], only)
+        seed, mirror = session_seed(self.seed, key[1])
+        lockstep = self.lockstep(sides[0], sides[1], seed, mirror, only)
         lockstep.measure()
         if then is not None:
             self._ahead[then] = self._start(then)
@@ -107,3 +108,14 @@ def first_side(seed: int, key: Key) -> str:
     files, offset = key
     drawn = random.Random(f"{seed}:{files}:start").randrange(2)
     return "AB"[(drawn + offset) % 2]
+
+
+def session_seed(seed: int, offset: int) -> tuple[int, bool]:
+    """(the seed of the block order, whether it is mirrored) of the session at ``offset``.
+
+    Sessions at offsets ``2j`` and ``2j + 1`` share a seed, the second mirrored, so
+    across a file's pairs of processes every pair of blocks runs in both orders as
+    often: a cold-start bench whose small pool gives each session one pair of blocks
+    would otherwise run it in one order, drawn, in every session.
+    """
+    return seed + offset - offset % 2, offset % 2 == 1
