@@ -13,8 +13,8 @@ from perfsuite.ab.confirm import confirm, looks
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.pairs import first_side, key, session_seed
-from perfsuite.ab.report import Row, Verdicts
-from perfsuite.verdict.paired import ALPHA, judge
+from perfsuite.ab.report import Row, Verdicts, against
+from perfsuite.verdict.paired import ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict
 
 ALPHA_CONFIRM = 0.05
@@ -164,3 +164,32 @@ def test_two_sessions_share_a_seed_and_run_its_block_orders_mirrored() -> None:
         for _ in range(5):
             orders, flipped = pair_orders(plain), pair_orders(mirrored, mirror=True)
             assert [o[::-1] for o in orders] == list(flipped)
+
+
+def test_a_confirmation_the_other_way_from_the_first_estimate_is_not_confirmed() -> None:
+    first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
+    assert first.rows[0].suspect
+    sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
+    check = confirm(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
+    assert check.rows[0].verdict is Verdict.SLOWER  # fresh pairs alone would say slower
+    final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
+    assert final.rows[0].verdict is Verdict.INCONCLUSIVE
+    assert not final.regressed
+    assert "first pair -7.0%, the other way: not confirmed" in final.rows[0].cells()[1]
+    same_way = _session({"b.py::x": math.log(1.07)}, 6)
+    kept = same_way.confirmed([check], "confirmation in {pairs} pairs of processes")
+    assert kept.rows[0].verdict is Verdict.SLOWER
+    assert kept.regressed
+
+
+def test_which_way_counts_for_a_higher_is_better_metric() -> None:
+    def result(verdict: Verdict, change: float) -> PairedResult:
+        return PairedResult(verdict, change, None, 12, 0.05, 0.01, higher_is_better=True)
+
+    up = result(Verdict.INCONCLUSIVE, 0.08)  # more items/s: leans faster
+    assert against(up, result(Verdict.SLOWER, -0.07))
+    assert not against(up, result(Verdict.FASTER, 0.07))
+    assert not against(up, result(Verdict.SAME, 0.0))
+    down = result(Verdict.SLOWER, -0.08)
+    assert against(down, result(Verdict.FASTER, 0.07))
+    assert not against(down, result(Verdict.SLOWER, -0.07))

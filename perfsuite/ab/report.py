@@ -16,7 +16,7 @@ import shutil
 import statistics
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,27 @@ from perfsuite.ab.sides import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import CounterChange
-from perfsuite.verdict.paired import ALPHA, judge_processes
+from perfsuite.verdict.paired import ALPHA, PairedResult, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 
 HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
+
+
+def against(first: PairedResult, check: PairedResult) -> bool:
+    """Whether a confirmation's ``slower`` or ``faster`` points the other way from the
+    first estimate that made the bench a suspect.
+
+    A confirmation tests the suspicion: a bench whose first pair of processes read it
+    faster is not confirmed slower by fresh pairs that read it slower (nor the reverse).
+    Both stages must err, in the same direction, for a false alarm; in a whole-suite
+    A/A at smoke scale, two benches whose first pair read -6.4% and -5.7% were called
+    slower (+6.7%, +6.8%) by 3 fresh pairs each.
+    """
+    if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
+        return False
+    worse = (first.change > 0) != first.higher_is_better  # the first estimate leans slower
+    return (check.verdict is Verdict.SLOWER) != worse
 
 
 def _pct(value: float) -> str:
@@ -144,7 +160,8 @@ class Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
         again) replaced by its check's row, its status saying ``how`` and the first
         estimate; the first estimate is never pooled in, as it was chosen for being
-        high."""
+        high. A check that says slower or faster the other way from the first estimate
+        (:func:`against`) makes the row inconclusive."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
         rows = []
         for row in self.rows:
@@ -155,7 +172,11 @@ class Verdicts:
                 continue
             said = how.format(pairs=len(new.run.sessions) or 1) if new.run else how
             status = f"{said}; first pair {_pct(first.change)}"
-            rows.append(Row(row.nodeid, new.run, row.unit, row.counters, status))
+            run = new.run
+            if run and run.result and against(first, run.result):
+                run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
+                status += ", the other way: not confirmed"
+            rows.append(Row(row.nodeid, run, row.unit, row.counters, status))
         runs = [r.run for r in rows if r.run is not None]
         return Verdicts(rows, self.specs, self.seed, runs)
 
