@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from scipy.stats import binom
+from scipy.stats import binom, binomtest
 
 from perfsuite.verdict.paired import (
     ALPHA,
@@ -21,6 +21,7 @@ from perfsuite.verdict.paired import (
     median_interval,
     min_pairs_for,
     sign_rank,
+    sign_test_p,
 )
 from perfsuite.verdict.stats import Verdict
 
@@ -199,3 +200,13 @@ def test_log_ratios_pair_blocks_by_median() -> None:
         log_ratios([[1.0]], [])
     with pytest.raises(ValueError, match="positive"):
         log_ratios([[0.0]], [[1.0]])
+
+
+@pytest.mark.parametrize(
+    ("up", "down", "ties"), [(3, 0, 0), (0, 3, 1), (9, 3, 0), (6, 6, 2), (1, 0, 0)]
+)
+def test_sign_test_p_is_the_exact_two_sided_binomial_test(up: int, down: int, ties: int) -> None:
+    d = [0.1] * up + [-0.1] * down + [0.0] * ties
+    assert sign_test_p(d) == pytest.approx(binomtest(up, up + down, 0.5).pvalue)
+    assert judge(d, 0.05, 0.01).sign_p == pytest.approx(sign_test_p(d))
+    assert sign_test_p([0.0, 0.0]) == 1.0

@@ -113,11 +113,17 @@ def _run(nodeid: str, ratios: list[float], threshold: float = 0.05) -> BenchRun:
 def test_suspects_and_a_confirmation_replacing_them() -> None:
     specs: list[SideSpec] = []
     slow = _run("b.py::slow", [0.2] * 12)
-    unsure = _run("b.py::unsure", [0.3, -0.2] * 6)  # inconclusive, median beyond +5%
+    # inconclusive, median beyond +5%, 9 pairs of 12 slower (sign test p 0.15)
+    unsure = _run("b.py::unsure", [0.3] * 9 + [-0.2] * 3)
     fine = _run("b.py::fine", [0.0] * 12)
     fast = _run("b.py::fast", [-0.2] * 12)
-    first = Verdicts([Row(r.nodeid, r) for r in (slow, unsure, fine, fast)], specs, 1, [])
-    assert [row.suspect for row in first.rows] == [True, True, False, True]
+    # beyond the threshold too, but pairs split evenly, or one pair: no suspicion
+    split = _run("b.py::split", [0.3, -0.2] * 6)
+    lone = _run("b.py::lone", [0.4])
+    rows = [Row(r.nodeid, r) for r in (slow, unsure, fine, fast, split, lone)]
+    first = Verdicts(rows, specs, 1, [])
+    assert [r.result.change > 0.05 for r in (split, lone) if r.result] == [True, True]
+    assert [row.suspect for row in first.rows] == [True, True, False, True, False, False]
     # the suspects measured again, in three fresh pairs of processes each
     again = [
         Verdicts([Row("b.py::slow", _run("b.py::slow", [0.2 + d] * 12))], specs, 1, [])
@@ -134,9 +140,11 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
         "b.py::unsure": Verdict.SAME,  # the first estimate is not pooled in
         "b.py::fine": Verdict.SAME,
         "b.py::fast": Verdict.FASTER,  # not measured again here: its first verdict stays
+        "b.py::split": Verdict.INCONCLUSIVE,
+        "b.py::lone": Verdict.INCONCLUSIVE,
     }
     assert final.regressed
-    assert "confirmation in 3 pairs of processes; first pair +5.1%" in final.rows[1].cells()[1]
+    assert "confirmation in 3 pairs of processes; first pair +35.0%" in final.rows[1].cells()[1]
 
 
 #: appended to the bench file: log the import and the exit of each side process

@@ -29,6 +29,10 @@ from perfsuite.verdict.paired import ALPHA, PairedResult, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 
+#: an inconclusive first estimate beyond the threshold is a suspect only when its pairs
+#: lean that way at least this much (two-sided sign test; 3 pairs of 3 give 0.25)
+SUSPECT_SIGN_P = 0.25
+
 HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
 
 
@@ -65,13 +69,28 @@ class Row:
     @property
     def suspect(self) -> bool:
         """Judged slower or faster, or inconclusive with an estimate beyond the
-        threshold either way: what ``--confirm`` measures again in fresh pairs of
-        processes (a claimed speedup deserves the same trust as a slowdown)."""
+        threshold either way and pairs that lean that way (sign test p at most
+        ``SUSPECT_SIGN_P``): what ``--confirm`` measures again in fresh pairs of
+        processes (a claimed speedup deserves the same trust as a slowdown).
+
+        The lean keeps out a bench whose few pairs say nothing: one pair of a
+        one-round cold-start bench (its estimate a single ratio), or pairs split
+        evenly between slower and faster whose median happens to fall beyond the
+        threshold. In a whole-suite A/A at smoke scale, 13 one-pair torch.compile
+        benches were suspects, and 3 fresh pairs of processes decided none of them
+        (one pair each again). Leaving a bench out only ever removes a chance of a
+        false alarm; it costs power only where the first stage measured fewer than 3
+        pairs, or pairs with no lean.
+        """
         result = self.run.result if self.run else None
         if result is None:
             return False
-        return result.verdict in (Verdict.SLOWER, Verdict.FASTER) or (
-            result.verdict is Verdict.INCONCLUSIVE and abs(result.change) > result.threshold
+        if result.verdict in (Verdict.SLOWER, Verdict.FASTER):
+            return True
+        return (
+            result.verdict is Verdict.INCONCLUSIVE
+            and abs(result.change) > result.threshold
+            and (result.sign_p is None or result.sign_p <= SUSPECT_SIGN_P)
         )
 
     @property

@@ -119,6 +119,24 @@ def min_pairs_for(alpha: float) -> int:
     return n
 
 
+def sign_test_p(log_ratios: Sequence[float]) -> float:
+    """The two-sided exact sign test's p-value that the median of ``log_ratios`` is 0.
+
+    Pairs with a ratio of exactly 1 carry no sign and are left out. Fewer than 3 pairs
+    with a sign can never go below 0.5.
+
+    >>> sign_test_p([0.1, 0.2, 0.05])
+    0.25
+    >>> sign_test_p([0.1, -0.1, 0.2, -0.3])
+    1.0
+    """
+    signed = [d for d in log_ratios if d != 0]
+    if not signed:
+        return 1.0
+    fewer = min(sum(d > 0 for d in signed), sum(d < 0 for d in signed))
+    return min(1.0, 2 * _binom_cdf(fewer, len(signed)))
+
+
 def median_interval(log_ratios: Sequence[float], alpha: float) -> tuple[float, float] | None:
     """The exact distribution-free ``1 - alpha`` interval of the median of ``log_ratios``."""
     d = np.sort(np.asarray(log_ratios, dtype=float))
@@ -134,7 +152,9 @@ class PairedResult:
 
     ``change`` is ``exp(median d) - 1``, the relative change of the metric (B over A);
     ``ci`` the interval of that change (None when too few pairs); ``rate_change`` the
-    change of a throughput derived from a time (its inverse).
+    change of a throughput derived from a time (its inverse); ``sign_p`` the two-sided
+    exact sign test's p-value of a median of 0 (:func:`sign_test_p`; None for a
+    verdict across pairs of processes).
     """
 
     verdict: Verdict
@@ -144,6 +164,7 @@ class PairedResult:
     threshold: float
     alpha: float
     higher_is_better: bool = False
+    sign_p: float | None = None
 
     @property
     def rate_change(self) -> float:
@@ -204,7 +225,10 @@ def judge(
     bounds = median_interval(log_ratios, alpha)
     ci = None if bounds is None else (math.expm1(bounds[0]), math.expm1(bounds[1]))
     verdict = _rule(change, ci, threshold, higher_is_better)
-    return PairedResult(verdict, change, ci, int(d.size), threshold, alpha, higher_is_better)
+    sign_p = sign_test_p(log_ratios)
+    return PairedResult(
+        verdict, change, ci, int(d.size), threshold, alpha, higher_is_better, sign_p
+    )
 
 
 @dataclass(frozen=True)
