@@ -106,7 +106,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
     ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
                     help="measure each suspect (slower or faster, or inconclusive beyond "
-                    "the threshold) again in up to N fresh pairs of processes, and judge "
+                    "the threshold with pairs leaning that way) again in up to N fresh "
+                    "pairs of processes, and judge "
                     "it on those alone, looking after 3, 6, 12, ... pairs and stopping at "
                     f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
