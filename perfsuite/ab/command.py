@@ -107,8 +107,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
                     help="measure each suspect (slower or faster, or inconclusive beyond "
                     "the threshold with pairs leaning that way) again in up to N fresh "
-                    "pairs of processes, and judge "
-                    "it on those alone, looking after 3, 6, 12, ... pairs and stopping at "
+                    "pairs of processes, and judge it on those alone, looking after 3, "
+                    "6, 12, ... pairs and stopping at "
                     f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
     ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",

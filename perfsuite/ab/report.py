@@ -87,11 +87,9 @@ class Row:
             return False
         if result.verdict in (Verdict.SLOWER, Verdict.FASTER):
             return True
-        return (
-            result.verdict is Verdict.INCONCLUSIVE
-            and abs(result.change) > result.threshold
-            and (result.sign_p is None or result.sign_p <= SUSPECT_SIGN_P)
-        )
+        # a `same` estimate lies inside its interval, so inside the threshold
+        leans = result.sign_p is None or result.sign_p <= SUSPECT_SIGN_P
+        return abs(result.change) > result.threshold and leans
 
     @property
     def verdict(self) -> Verdict | None:
