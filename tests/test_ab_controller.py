@@ -114,6 +114,52 @@ def test_turns_to_set_up_and_the_skip_of_a_bench_the_other_side_skipped() -> Non
     assert "no GPU" in ctl.runs["x"].skipped
 
 
+def _heard_go(side: ScriptedSide) -> bool:
+    return [m["type"] for m in side.heard()] == ["go"]
+
+
+def test_both_sides_set_up_at_once_and_warm_up_alone() -> None:
+    ctl, a, b = controller()
+    for side in (a, b):
+        side.say("arrive", nodeid="x", phase="setup")
+    for _ in range(2):
+        ctl._handle(*ctl._wait())
+    assert _heard_go(a)
+    assert _heard_go(b)
+    a.say("arrive", nodeid="x", phase="warmup")
+    ctl._handle(*ctl._wait())
+    assert a.heard() == []  # no warm-up beside the other side's setup
+    b.say("arrive", nodeid="x", phase="warmup")
+    ctl._handle(*ctl._wait())
+    assert _heard_go(a)
+    assert b.heard() == []
+    a.say("ready", nodeid="x", max_rounds=None, threshold=0.05, warmup=[0.01])
+    ctl._handle(*ctl._wait())
+    assert _heard_go(b)
+    assert (ctl.state["A"].busy, ctl.state["B"].busy) == (None, "x")
+
+
+def test_no_setup_beside_a_warm_up_and_a_side_without_phases_goes_alone() -> None:
+    ctl, a, b = controller()
+    a.say("arrive", nodeid="x", phase="warmup")
+    ctl._handle(*ctl._wait())
+    assert _heard_go(a)
+    b.say("arrive", nodeid="y", phase="setup")  # b skipped x: its next setup waits
+    ctl._handle(*ctl._wait())
+    assert b.heard() == []
+    a.say("report", nodeid="x", when="call", outcome="passed", message="")
+    ctl._handle(*ctl._wait())
+    assert _heard_go(b)
+    a.say("arrive", nodeid="y")  # no phase: setup and warm-up in one turn, alone
+    ctl._handle(*ctl._wait())
+    assert a.heard() == []
+    b.say("arrive", nodeid="y", phase="warmup")
+    ctl._handle(*ctl._wait())
+    assert _heard_go(a)
+    assert b.heard() == []
+    assert ctl.state["A"].busy_phase == "all"
+
+
 def test_a_finite_pool_of_rounds_alternates_one_round_per_block() -> None:
     ctl, _, _ = controller()
     ctl.block_rounds = 3

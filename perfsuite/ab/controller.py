@@ -22,10 +22,15 @@ or BAAB). After each pair the bench is judged on the look schedule of
 :class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
 (pairs, seconds) is spent, both sides get ``done`` and move on.
 
-Setting up and warming up take turns too: a side says ``arrive`` before a bench's
-setup and starts only on ``go``, given while the other side is not setting up or
-warming up (and, after a settle, quiet), so warm-up rounds are uncontended: they are
-the yardstick of each block's drain.
+Warming up takes turns too; setting up need not. A side says ``arrive`` (phase
+``setup``) before a bench's fixtures and test body, and again (phase ``warmup``) when
+the body hands its rounds to perfsuite, and starts each only on ``go``. Both sides may
+set up at once, on the two cores a side's single-threaded imports and dataset
+building leave idle, since nothing is timed then. A warm-up is granted only while the
+other side neither sets up nor warms up (and, after a settle, is quiet), so warm-up
+rounds are uncontended: they are the yardstick of each block's drain, and the
+pipeline state each side's first block starts from. A side that predates the phases
+says ``arrive`` once, without one, and gets its setup and warm-up as one turn alone.
 
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
@@ -54,6 +59,10 @@ IDLE_MODES = ("freeze", "wait")
 #: a block that outlasts this (seconds, plus typical rounds) thaws the frozen side
 FREEZE_PATIENCE_S = 30.0
 FREEZE_PATIENCE = 100
+#: the phases of a bench a side asks a turn for (``arrive``): ``setup`` may run beside
+#: the other side's setup; ``warmup``, and ``all`` (setup and warm-up as one turn, what
+#: a side without phases asks for), run alone
+SETUP, WARMUP, ALL = "setup", "warmup", "all"
 
 
 @dataclass
@@ -62,8 +71,10 @@ class _State:
     ended: dict[str, str] = field(default_factory=dict)  # nodeid -> outcome without ready
     hello: dict[str, Any] | None = None
     finished: bool = False
-    arrived: str | None = None  # at this bench's setup, waiting for its turn
+    arrived: str | None = None  # at this bench's setup or warm-up, waiting for its turn
+    arrived_phase: str = SETUP
     busy: str | None = None  # setting up or warming up this bench
+    busy_phase: str = SETUP
 
 
 def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:
@@ -241,7 +252,10 @@ class Controller:
                 raise side.fault("collection failed: " + "; ".join(map(str, errors)), tail=False)
             state.hello = message
         elif kind == "arrive":
-            state.arrived = str(message["nodeid"])
+            nodeid, phase = str(message["nodeid"]), str(message.get("phase") or ALL)
+            if state.busy == nodeid:  # its setup is over: the warm-up is next
+                state.busy = None
+            state.arrived, state.arrived_phase = nodeid, phase
         elif kind == "ready":
             state.ready, state.busy = message, None
             nodeid = str(message["nodeid"])
@@ -281,13 +295,21 @@ class Controller:
         self._grant()
 
     def _grant(self) -> None:
-        """Let one side at a time set up and warm up a bench, once the other is quiet."""
+        """Let a side set up beside the other side's setup, and warm up alone once the
+        other side is quiet (see the module doc)."""
         for name in self.sides:
             state, other = self.state[name], "B" if name == "A" else "A"
-            if state.arrived is not None and self.state[other].busy is None:
+            if state.arrived is None:
+                continue
+            peer = self.state[other]
+            alone = state.arrived_phase != SETUP
+            if peer.busy is not None and (alone or peer.busy_phase != SETUP):
+                continue
+            if alone:
                 self.sides[other].settle()
-                self._send(name, "go")
-                state.busy, state.arrived = state.arrived, None
+            self._send(name, "go")
+            state.busy, state.busy_phase = state.arrived, state.arrived_phase
+            state.arrived = None
 
     def _skip(self, name: str, nodeid: str, reason: str) -> None:
         self._send(name, "skip", reason=reason)

@@ -10,7 +10,9 @@ collects: ``perfsuite ab`` runs each bench file in its own pair of sides.
 Side to controller:
 
 * ``hello {protocol, side, benches: [nodeid, ...], errors: [text, ...]}`` after collection
-* ``arrive {nodeid}``: about to set up a bench; waits for ``go``
+* ``arrive {nodeid, phase}``: about to set up a bench (``phase`` ``setup``: fixtures and
+  test body) or warm it up (``warmup``: the rounds perfsuite runs before the blocks);
+  waits for ``go``. Without ``phase`` (a side that predates it): both, in one turn
 * ``ready {nodeid, max_rounds, threshold, warmup}``: warm-up done (``warmup``: its
   rounds' seconds), waiting for blocks
   (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
@@ -25,7 +27,8 @@ Side to controller:
 Controller to side:
 
 * ``plan {benches: [nodeid, ...]}``: run exactly these, in this order
-* ``go {}``: set up and warm up the bench now (one side at a time)
+* ``go {}``: start the phase the side arrived at: a setup beside the other side's
+  setup at most, a warm-up alone
 * ``block {rounds, drain, typical}``: run at least ``drain`` untimed rounds (more
   while rounds come out far faster than ``typical``, the median warm-up round of both
   sides: an asynchronous pipeline's buffer, filled while the side waited, still

@@ -194,8 +194,9 @@ class LockstepSide:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Set up (fixtures, datasets, warm-up) only in this side's turn."""
-        self.channel.send("arrive", nodeid=item.nodeid)
+        """Set up (fixtures, datasets, the test body up to its rounds) once the controller
+        says so: beside the other side's setup, never beside its warm-up."""
+        self.channel.send("arrive", nodeid=item.nodeid, phase="setup")
         self._expect("go")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -245,8 +246,10 @@ class LockstepSide:
             result = target(*args, **kwargs)
             return time.perf_counter() - start
 
-        # The warm-up rounds follow the bench's own warm-up back to back, in this side's
-        # turn: the yardstick of each block's drain.
+        # The warm-up rounds run alone, in this side's turn: the yardstick of each block's
+        # drain, and the state its first block starts from.
+        self.channel.send("arrive", nodeid=nodeid, phase="warmup")
+        self._expect("go")
         reference = [timed() for _ in range(warmup_rounds)]
         self.channel.send(
             "ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold, warmup=reference
