@@ -29,7 +29,7 @@ class BenchRun:
 
     def typical(self) -> float | None:
         """The drain's yardstick, one for both sides so both drain alike: the median of
-        both sides' warm-up rounds, which ran uncontended right after the bench's own
+        both sides' warm-up rounds, each side's run alone, after the bench's own
         warm-up. Never the timed rounds: were a buffer left in them, the yardstick would
         shrink and each drain would stop sooner."""
         pool = [s for seconds in self.warmup.values() for s in seconds]
