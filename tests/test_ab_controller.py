@@ -139,6 +139,22 @@ def test_both_sides_set_up_at_once_and_warm_up_alone() -> None:
     assert (ctl.state["A"].busy, ctl.state["B"].busy) == (None, "x")
 
 
+def test_the_side_that_asked_first_warms_up_first() -> None:
+    """Not A by its name: an A that always warmed up first would hold an order effect."""
+    ctl, a, b = controller()
+    for side in (a, b):
+        side.say("arrive", nodeid="x", phase="setup")
+        ctl._handle(*ctl._wait())
+        assert _heard_go(side)
+    b.say("arrive", nodeid="x", phase="warmup")
+    ctl._handle(*ctl._wait())
+    assert b.heard() == []  # A still sets up
+    a.say("arrive", nodeid="x", phase="warmup")
+    ctl._handle(*ctl._wait())
+    assert _heard_go(b)
+    assert a.heard() == []
+
+
 def test_no_setup_beside_a_warm_up_and_a_side_without_phases_goes_alone() -> None:
     ctl, a, b = controller()
     a.say("arrive", nodeid="x", phase="warmup")

@@ -23,14 +23,13 @@ or BAAB). After each pair the bench is judged on the look schedule of
 (pairs, seconds) is spent, both sides get ``done`` and move on.
 
 Warming up takes turns too; setting up need not. A side says ``arrive`` (phase
-``setup``) before a bench's fixtures and test body, and again (phase ``warmup``) when
-the body hands its rounds to perfsuite, and starts each only on ``go``. Both sides may
-set up at once, on the two cores a side's single-threaded imports and dataset
-building leave idle, since nothing is timed then. A warm-up is granted only while the
-other side neither sets up nor warms up (and, after a settle, is quiet), so warm-up
-rounds are uncontended: they are the yardstick of each block's drain, and the
-pipeline state each side's first block starts from. A side that predates the phases
-says ``arrive`` once, without one, and gets its setup and warm-up as one turn alone.
+``setup``) before a bench's fixtures and test body, and again (``warmup``) when the
+body hands its rounds to perfsuite, and starts each on ``go``. Both sides may set up
+at once (nothing is timed then); a warm-up is granted, in the order asked for, only
+while the other side neither sets up nor warms up (and, after a settle, is quiet), so
+warm-up rounds are uncontended: they are the yardstick of each block's drain and the
+state its first block starts from. A side that predates the phases says ``arrive``
+once, without one, and gets its setup and warm-up as one turn alone.
 
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
@@ -59,10 +58,9 @@ IDLE_MODES = ("freeze", "wait")
 #: a block that outlasts this (seconds, plus typical rounds) thaws the frozen side
 FREEZE_PATIENCE_S = 30.0
 FREEZE_PATIENCE = 100
-#: the phases of a bench a side asks a turn for (``arrive``): ``setup`` may run beside
-#: the other side's setup; ``warmup``, and ``all`` (setup and warm-up as one turn, what
-#: a side without phases asks for), run alone
-SETUP, WARMUP, ALL = "setup", "warmup", "all"
+#: the phases a side asks a turn for (``arrive``): ``setup`` may run beside the other
+#: side's setup; ``warmup`` and ``all`` (one turn for both: a side without phases) alone
+SETUP, ALL = "setup", "all"
 
 
 @dataclass
@@ -73,6 +71,7 @@ class _State:
     finished: bool = False
     arrived: str | None = None  # at this bench's setup or warm-up, waiting for its turn
     arrived_phase: str = SETUP
+    arrived_at: float = 0.0  # monotonic: who asked first goes first
     busy: str | None = None  # setting up or warming up this bench
     busy_phase: str = SETUP
 
@@ -256,6 +255,7 @@ class Controller:
             if state.busy == nodeid:  # its setup is over: the warm-up is next
                 state.busy = None
             state.arrived, state.arrived_phase = nodeid, phase
+            state.arrived_at = time.monotonic()
         elif kind == "ready":
             state.ready, state.busy = message, None
             nodeid = str(message["nodeid"])
@@ -296,8 +296,9 @@ class Controller:
 
     def _grant(self) -> None:
         """Let a side set up beside the other side's setup, and warm up alone once the
-        other side is quiet (see the module doc)."""
-        for name in self.sides:
+        other side is quiet (see the module doc). Turns go in the order they were asked
+        for: were A always first, it would always warm up first."""
+        for name in sorted(self.sides, key=lambda n: self.state[n].arrived_at):
             state, other = self.state[name], "B" if name == "A" else "A"
             if state.arrived is None:
                 continue
