@@ -10,13 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.ab.budget import (
-    budget_for,
-    confirm_for,
-    confirm_seconds_for,
-    scale_of,
-    session_budget,
-)
+from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, session_budget
 from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.protocol import ProtocolError, decode, encode
@@ -41,8 +35,7 @@ def test_split_argv_and_scale() -> None:
 
 def _args(**values: int | float | None) -> argparse.Namespace:
     base: dict[str, int | float | None] = {"min_pairs": None, "max_pairs": None}
-    none = {"max_seconds": None, "confirm_seconds": None, "confirm": None}
-    return argparse.Namespace(**{**base, **none, **values})
+    return argparse.Namespace(**{**base, "max_seconds": None, "confirm_seconds": None, **values})
 
 
 def test_budget_defaults_per_scale_and_validation() -> None:
@@ -53,16 +46,6 @@ def test_budget_defaults_per_scale_and_validation() -> None:
         budget_for(_args(min_pairs=8, max_pairs=5), "smoke")
     with pytest.raises(PerfsuiteError, match="no verdict is possible below 9 pairs"):
         budget_for(_args(min_pairs=4, max_pairs=8), "smoke")
-
-
-def test_confirm_default_by_scale_unless_given() -> None:
-    """Smoke scale confirms in one look at 3 pairs of processes; the others look at
-    3, 6 and 12. A given --confirm wins, 0 included; 1 cannot judge and is refused."""
-    assert [confirm_for(_args(), s) for s in ("smoke", "default", "full")] == [3, 12, 12]
-    assert confirm_for(_args(confirm=6), "smoke") == 6
-    assert confirm_for(_args(confirm=0), "default") == 0
-    with pytest.raises(PerfsuiteError, match=r"--confirm 1: .* use --confirm 0"):
-        confirm_for(_args(confirm=1), "smoke")
 
 
 def test_confirm_seconds_default_by_scale_unless_given() -> None:

@@ -1,5 +1,5 @@
 """Budgets of ``perfsuite ab`` by ``--perf-scale``: pairs of blocks and seconds per bench,
-pairs of processes and seconds per bench file's confirmation."""
+seconds per bench file's confirmation."""
 
 from __future__ import annotations
 
@@ -20,19 +20,15 @@ class ScaleBudget:
     max_pairs: int
     max_seconds: float
     confirm_seconds: float
-    confirm: int
 
 
 #: budgets by --perf-scale: the first look needs >= 10-12 pairs to decide at all (see
-#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow; then a
-#: bench file's confirmation: its seconds once its first look (3 pairs of processes)
-#: is in, and its most pairs of processes (``--confirm``). At smoke scale that is the
-#: first look alone, judged at the whole alpha: its seconds rarely left room for the
-#: look at 6, and each look planned but never taken still took its share of alpha.
+#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow; the
+#: last, a bench file's confirmation once its first look (3 pairs of processes) is in
 BUDGETS = {
-    "smoke": ScaleBudget(10, 20, 20.0, 60.0, 3),
-    "default": ScaleBudget(12, 240, 60.0, 300.0, 12),
-    "full": ScaleBudget(16, 480, 180.0, 900.0, 12),
+    "smoke": ScaleBudget(10, 20, 20.0, 60.0),
+    "default": ScaleBudget(12, 240, 60.0, 300.0),
+    "full": ScaleBudget(16, 480, 180.0, 900.0),
 }
 
 
@@ -91,15 +87,3 @@ def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
     """The seconds a bench file's confirmation may go on past its first look."""
     seconds: float | None = args.confirm_seconds
     return BUDGETS[scale].confirm_seconds if seconds is None else seconds
-
-
-def confirm_for(args: argparse.Namespace, scale: str) -> int:
-    """The most fresh pairs of processes that confirm a suspect (0: no confirmation)."""
-    most: int | None = args.confirm
-    most = BUDGETS[scale].confirm if most is None else most
-    if most == 1:
-        raise PerfsuiteError(
-            "--confirm 1: a confirmation is judged across pairs of processes and needs "
-            "at least 2; use --confirm 0 to turn it off"
-        )
-    return most

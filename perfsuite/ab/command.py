@@ -18,13 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from perfsuite.ab.budget import (
-    budget_for,
-    confirm_for,
-    confirm_seconds_for,
-    scale_of,
-    session_budget,
-)
+from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, session_budget
 from perfsuite.errors import PerfsuiteError
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
@@ -39,6 +33,9 @@ EXIT_INTERRUPTED = 130
 
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
+#: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
+#: at after 3, 6 and 12 (perfsuite.ab.confirm)
+DEFAULT_CONFIRM = 12
 #: two-sided error rate of a confirmation's t intervals, shared by its looks: the second
 #: of two stages that must both find the bench slower, so a false alarm needs both to err
 CONFIRM_ALPHA = 0.05
@@ -107,14 +104,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="fresh pairs of processes per bench file, judged across the "
                     "pairs (t interval of their medians): cancels an offset that one "
                     "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
-    ab.add_argument("--confirm", type=_count, metavar="N",
+    ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
                     help="measure each suspect (slower or faster, or inconclusive beyond "
                     "the threshold with pairs leaning that way) again in up to N fresh "
                     "pairs of processes, and judge it on those alone, looking after 3, "
-                    "6, 12, ... pairs and stopping at a decisive look (default by "
-                    "--perf-scale: smoke 3, one look; default and full 12; 0 turns it "
-                    "off; not with --processes, whose verdicts already stand on fresh "
-                    "pairs)")  # fmt: skip
+                    "6, 12, ... pairs and stopping at "
+                    f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
+                    "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
     ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
                     help="the most seconds a bench file's confirmation goes on once its "
                     "first look is in; then the look due is taken on the pairs so far "
@@ -246,8 +242,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     problem = pin_difference(root, base, candidate)
     if problem:
         raise PerfsuiteError(f"{problem}; perfsuite ab runs both sides in this environment")
+    if args.confirm == 1:
+        raise PerfsuiteError(
+            "--confirm 1: a confirmation is judged across pairs of processes and needs "
+            "at least 2; use --confirm 0 to turn it off"
+        )
     scale = scale_of(pytest_args)
-    most = confirm_for(args, scale)
     budget = budget_for(args, scale)
     confirm_seconds = confirm_seconds_for(args, scale)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -301,11 +301,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         verdicts = Verdicts.merge(parts)
         suspects = [row.nodeid for row in verdicts.rows if row.suspect]
         # with --processes N every verdict already stands on fresh pairs of processes
-        if most and args.processes == 1 and suspects:
-            plan = ", ".join(str(k) for k in looks(most))
+        if args.confirm and args.processes == 1 and suspects:
+            plan = ", ".join(str(k) for k in looks(args.confirm))
             print(
                 f"perfsuite ab: {len(suspects)} suspect(s) measured again in up to "
-                f"{most} fresh pairs of processes each, looked at after {plan} "
+                f"{args.confirm} fresh pairs of processes each, looked at after {plan} "
                 f"(at most {confirm_seconds:g} s a file past the first look): "
                 + ", ".join(suspects),
                 flush=True,
@@ -316,13 +316,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
 
             def check(only: list[str] | None, ids: list[str]) -> Verdicts:
                 def again(i: int) -> Verdicts:
-                    last = i + 1 >= most
+                    last = i + 1 >= args.confirm
                     return pairs.session(
                         key(only, 1000 + i), ids, None if last else key(only, 1001 + i)
                     )
 
                 try:
-                    return confirm(again, ids, most, CONFIRM_ALPHA, confirm_seconds)
+                    return confirm(again, ids, args.confirm, CONFIRM_ALPHA, confirm_seconds)
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 
