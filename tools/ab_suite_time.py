@@ -60,20 +60,20 @@ def plain_run(selection: list[str], work: Path, index: int) -> float:
     return seconds
 
 
-def report_folder(ab_args: list[str], default: Path) -> Path:
-    """The ``--report`` folder among the A/B's own options, else ``default``."""
+def split_report(ab_args: list[str], default: Path) -> tuple[Path, list[str]]:
+    """The ``--report`` folder the A/B's own options name (else ``default``), and those
+    options without it."""
     for i, arg in enumerate(ab_args):
         if arg.startswith("--report="):
-            return Path(arg.split("=", 1)[1])
+            return Path(arg.split("=", 1)[1]), ab_args[:i] + ab_args[i + 1 :]
         if arg == "--report" and i + 1 < len(ab_args):
-            return Path(ab_args[i + 1])
-    return default
+            return Path(ab_args[i + 1]), ab_args[:i] + ab_args[i + 2 :]
+    return default, ab_args
 
 
 def ab_run(rev: str, selection: list[str], ab_args: list[str], report: Path) -> float:
-    """One ``perfsuite ab REV REV`` over the selection, its report in ``report`` unless
-    ``ab_args`` name their own; its seconds."""
-    report = report_folder(ab_args, report)
+    """One ``perfsuite ab REV REV`` over the selection, its report in ``report``; its
+    seconds."""
     command = [
         sys.executable, "-m", "perfsuite.cli", "ab", rev, rev, "--report", str(report),
         *ab_args, "--", *selection,
@@ -128,10 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ab-suite-"))
     try:
         first = plain_run(plain_selection, work, 1)
-        ab_args = shlex.split(args.ab_args)
-        ab = ab_run(args.rev, selection, ab_args, work / "ab")
+        report, ab_args = split_report(shlex.split(args.ab_args), work / "ab")
+        ab = ab_run(args.rev, selection, ab_args, report)
         second = plain_run(plain_selection, work, 2)
-        entries = json.loads((report_folder(ab_args, work / "ab") / "pairs.json").read_text())
+        entries = json.loads((report / "pairs.json").read_text())
         for entry in entries:  # the blocks are in the report; keep the verdicts
             for key in ("a_blocks", "b_blocks", "order", "drained", "warmup"):
                 entry.pop(key, None)
