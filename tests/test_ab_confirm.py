@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +15,9 @@ from perfsuite.ab.confirm import confirm, looks
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.pairs import first_side, key, session_seed
-from perfsuite.ab.report import Row, Verdicts, against
+from perfsuite.ab.report import Row, Verdicts, against, write_report
+from perfsuite.ab.revisions import Revision
+from perfsuite.ab.sides import SideSpec
 from perfsuite.verdict.paired import ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict
 
@@ -104,6 +108,35 @@ def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
     check = confirm(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM)
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     assert "(confirmation in 3 pairs of processes; first pair +2" in final.rows[0].cells()[1]
+    run = final.rows[0].run
+    assert run is not None
+    assert first.rows[0].run is not None
+    assert run.first is first.rows[0].run.result  # kept for pairs.json, never pooled in
+    assert run.result is not None
+    assert run.result.pairs == 3 * 12
+
+
+def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
+    tmp_path: Path,
+) -> None:
+    first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
+    sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
+    check = confirm(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
+    final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
+    first.specs = final.specs = [
+        SideSpec("A", Revision("main", "a" * 40), tmp_path),
+        SideSpec("B", Revision("working tree", None), tmp_path),
+    ]
+    write_report(tmp_path / "report", final, [tmp_path / "no.json"] * 2)
+    (entry,) = json.loads((tmp_path / "report" / "pairs.json").read_text())
+    assert entry["verdict"] == "inconclusive"  # the other way: not confirmed
+    assert entry["change"] == pytest.approx(0.07, abs=0.005)
+    assert entry["first"]["verdict"] in ("faster", "inconclusive")
+    assert entry["first"]["change"] == pytest.approx(-0.07, abs=0.005)
+    assert len(entry["sessions"]) == 3
+    write_report(tmp_path / "plain", first, [tmp_path / "no.json"] * 2)
+    (plain,) = json.loads((tmp_path / "plain" / "pairs.json").read_text())
+    assert "first" not in plain  # a bench not confirmed has no first pair to keep apart
 
 
 class Clock:

@@ -170,6 +170,8 @@ def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> 
     assert "(confirmation in 3 pairs of processes; first pair +" in result.out
     (entry,) = json.loads((report / "pairs.json").read_text())
     assert entry["session_pairs"] == [10] * 3  # the confirmation's blocks only, --min-pairs each
+    assert entry["first"]["change"] > 0.05  # what made it a suspect, kept apart
+    assert entry["first"]["pairs"] >= 10
     verdict, change = _rejudged(entry, CONFIRM_ALPHA)
     assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
     assert result.code == (1 if verdict == "slower" else 0), result.out + result.err

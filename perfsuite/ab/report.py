@@ -189,7 +189,7 @@ class Verdicts:
                 continue
             said = how.format(pairs=len(new.run.sessions) or 1) if new.run else how
             status = f"{said}; first pair {_pct(first.change)}"
-            run = new.run
+            run = replace(new.run, first=first) if new.run else None
             if run and run.result and against(first, run.result):
                 run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
                 status += ", the other way: not confirmed"
@@ -282,9 +282,9 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
     return pooled
 
 
-def _result(run: BenchRun) -> dict[str, Any]:
-    """The verdict fields of one bench, as pairs.json keeps them."""
-    result = run.result
+def _result(result: PairedResult | None) -> dict[str, Any]:
+    """The verdict fields of one bench (or of a confirmed bench's first pair of
+    processes, under ``first``), as pairs.json keeps them."""
     if result is None:
         return {"verdict": None}
     return {
@@ -350,7 +350,8 @@ def write_report(
                  "unsettled": run.unsettled, "threshold": run.threshold,
                  "skipped": run.skipped, "seconds": round(run.seconds, 3),
                  "sessions": run.sessions, "session_pairs": run.session_pairs,
-                 "started": run.started, **_result(run)}
+                 "started": run.started, **_result(run.result),
+                 **({"first": _result(run.first)} if run.first else {})}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")
