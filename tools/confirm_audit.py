@@ -37,7 +37,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-FIRST_LOOK = 3
+from perfsuite.ab.command import CONFIRM_ALPHA, DEFAULT_CONFIRM
+from perfsuite.ab.confirm import FIRST_LOOK, looks
+from perfsuite.verdict.paired import log_ratios
+
 FIRST_PAIR = re.compile(r"`([^`]+)` \|.*first pair ([+-][0-9.]+)%")
 
 
@@ -62,7 +65,9 @@ class Audit:
 
     @property
     def t(self) -> float:
-        return self.mean / (self.sd / math.sqrt(len(self.sessions))) if self.sd else math.inf
+        if not self.sd:
+            return math.copysign(math.inf, self.mean)
+        return self.mean / (self.sd / math.sqrt(len(self.sessions)))
 
 
 def first_changes(report: Path) -> dict[str, float]:
@@ -78,9 +83,7 @@ def first_changes(report: Path) -> dict[str, float]:
 
 def predicted_sd(entry: dict[str, Any]) -> float:
     """The sd of one pair of processes' median change, from its blocks' spread alone."""
-    a = np.array([np.median(block) for block in entry["a_blocks"]])
-    b = np.array([np.median(block) for block in entry["b_blocks"]])
-    d = np.log(b / a)
+    d = log_ratios(entry["a_blocks"], entry["b_blocks"])
     q1, q3 = np.percentile(d, [25, 75])
     per_pair = min(entry.get("session_pairs") or [len(d)])
     return float(1.2533 * (q3 - q1) / 1.349 / math.sqrt(per_pair))
@@ -101,7 +104,7 @@ def audit(report: Path) -> list[Audit]:
         if len(sessions) < FIRST_LOOK or first is None or not entry.get("a_blocks"):
             continue
         sd = predicted_sd(entry)
-        alpha = entry.get("alpha_per_look") or 0.05 / 3
+        alpha = entry.get("alpha_per_look") or CONFIRM_ALPHA / len(looks(DEFAULT_CONFIRM))
         crit = float(student_t.ppf(1 - alpha / 2, FIRST_LOOK - 1))
         smallest = math.expm1(crit * sd / math.sqrt(FIRST_LOOK))
         found.append(Audit(report.name, entry["nodeid"], first, sessions, sd, smallest))

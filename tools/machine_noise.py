@@ -3,8 +3,8 @@
 ``perfsuite ab`` cancels whatever hits both blocks of a pair; what changes between two
 adjacent blocks (a few hundred milliseconds apart) it can only average out, so the
 pairs it needs grow with the square of that change. This times a fixed piece of
-pure-Python work (about 50 ms on a quiet core) ``--rounds`` times, in one process and
-then in two processes at once (both cores busy, as a multi-threaded pipeline keeps
+pure-Python work (a million additions: 30-60 ms on this VM) ``--rounds`` times, in
+one process and then in two processes at once (both cores busy, as a multi-threaded pipeline keeps
 them), and prints per process: the median round, its coefficient of variation, the
 10th and 90th percentiles, and ``adjacent``: the median change between two successive
 rounds, the noise a pair of blocks sees. Figures for A/B power mean little without
