@@ -102,6 +102,22 @@ def test_each_suspect_keeps_the_look_that_decided_it() -> None:
     assert [row.verdict for row in rows] == [Verdict.SLOWER, Verdict.SLOWER]
 
 
+def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
+    # +10% with offsets of +-1-2% between pairs of processes: decisive at 3 pairs at
+    # CONFIRM_ALPHA (a leaning suspect), not at the first stage's ALPHA (an undecided one)
+    sessions = Sessions({"b.py::lean": math.log(1.1), "b.py::open": math.log(1.1)},
+                        [0.01, -0.01, 0.0, 0.02, -0.02, 0.01])  # fmt: skip
+    alphas = {"b.py::lean": ALPHA_CONFIRM, "b.py::open": ALPHA}
+    rows = {r.nodeid: r for r in confirm(sessions, list(alphas), 12, alphas).rows}
+    results = {n: r.run.result for n, r in rows.items() if r.run and r.run.result}
+    assert results["b.py::lean"].alpha == pytest.approx(ALPHA_CONFIRM / 3)
+    assert results["b.py::open"].alpha == pytest.approx(ALPHA / 3)
+    assert results["b.py::lean"].verdict is Verdict.SLOWER
+    assert [len(r.run.sessions) for r in rows.values() if r.run] == [3, 6]
+    assert results["b.py::open"].verdict is Verdict.SLOWER
+    assert sessions.calls == 6
+
+
 def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
     first = _session({"b.py::slow": 0.2}, 99)
     sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])

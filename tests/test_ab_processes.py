@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from perfsuite.ab.command import CONFIRM_ALPHA
+from perfsuite.ab.confirm import pick_suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.report import Row, Verdicts
 from perfsuite.ab.sides import SideSpec
@@ -145,6 +146,47 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     }
     assert final.regressed
     assert "confirmation in 3 pairs of processes; first pair +35.0%" in final.rows[1].cells()[1]
+
+
+def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() -> None:
+    # 25 pairs spread from -15% to +19%: median +2%, the interval reaches both ways
+    wide = [-0.15 + 0.34 * i / 24 for i in range(25)]
+    leaning_slower = _run("b.py::up", wide)
+    leaning_faster = _run("b.py::down", [-d for d in wide])
+    # leaning slower (median +1%), the interval reaching -18% but not +5%: no
+    # regression in reach
+    short = _run("b.py::short", [-0.2] * 12 + [0.01 + 0.02 * i / 12 for i in range(13)])
+    lone = _run("b.py::lone", [0.03])  # one pair: no interval at all
+    slow = _run("b.py::slow", [0.2] * 12)  # slower: a suspect of the leaning kind
+    rows = {r.nodeid: Row(r.nodeid, r) for r in (leaning_slower, leaning_faster, short, lone, slow)}
+    results = {n: row.run.result for n, row in rows.items() if row.run and row.run.result}
+    up, short_ci = results["b.py::up"], results["b.py::short"].ci
+    assert up.verdict is Verdict.INCONCLUSIVE
+    assert 0 < up.change < 0.05
+    assert up.ci is not None
+    assert up.ci[0] < 0 < 0.05 < up.ci[1]
+    assert short_ci is not None
+    assert short_ci[0] < -0.05
+    assert short_ci[1] < 0.05
+    assert results["b.py::short"].change > 0
+    assert {n: r.undecided for n, r in rows.items()} == {
+        "b.py::up": True,
+        "b.py::down": False,
+        "b.py::short": False,
+        "b.py::lone": False,
+        "b.py::slow": False,
+    }
+    assert not rows["b.py::up"].suspect  # under the threshold: no lean beyond it
+    first = Verdicts(list(rows.values()), [], 1, [])
+    assert pick_suspects(first, "leaning", 0.05, 0.01) == {"b.py::slow": 0.05}
+    assert pick_suspects(first, "undecided", 0.05, 0.01) == {"b.py::up": 0.01, "b.py::slow": 0.05}
+    # more items/s is better: the regression side is a fall
+    run = BenchRun("b.py::rate", 0.05)
+    run.a_blocks, run.b_blocks = [[1.0] for _ in wide], [[math.exp(-d)] for d in wide]
+    run.order = ["A", "B"] * len(wide)
+    run.result = judge(run.ratios, 0.05, ALPHA, higher_is_better=True)
+    assert run.result.change < 0
+    assert Row(run.nodeid, run).undecided
 
 
 #: appended to the bench file: log the import and the exit of each side process

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, session_budget
+from perfsuite.ab.budget import (
+    budget_for,
+    confirm_seconds_for,
+    scale_of,
+    session_budget,
+    suspects_for,
+)
 from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.protocol import ProtocolError, decode, encode
@@ -33,9 +39,10 @@ def test_split_argv_and_scale() -> None:
         scale_of(["--perf-scale=huge"])
 
 
-def _args(**values: int | float | None) -> argparse.Namespace:
-    base: dict[str, int | float | None] = {"min_pairs": None, "max_pairs": None}
-    return argparse.Namespace(**{**base, "max_seconds": None, "confirm_seconds": None, **values})
+def _args(**values: int | float | str | None) -> argparse.Namespace:
+    base: dict[str, int | float | str | None] = {"min_pairs": None, "max_pairs": None}
+    base.update(max_seconds=None, confirm_seconds=None, suspects=None)
+    return argparse.Namespace(**{**base, **values})
 
 
 def test_budget_defaults_per_scale_and_validation() -> None:
@@ -55,6 +62,13 @@ def test_confirm_seconds_default_by_scale_unless_given() -> None:
         900.0,
     ]
     assert confirm_seconds_for(_args(confirm_seconds=45.0), "full") == 45.0
+
+
+def test_suspects_default_by_scale_unless_given() -> None:
+    kinds = [suspects_for(_args(), s) for s in ("smoke", "default", "full")]
+    assert kinds == ["leaning", "undecided", "undecided"]
+    assert suspects_for(_args(suspects="leaning"), "full") == "leaning"
+    assert suspects_for(_args(suspects="undecided"), "smoke") == "undecided"
 
 
 def test_a_first_look_that_cannot_decide_is_raised() -> None:

@@ -20,15 +20,21 @@ class ScaleBudget:
     max_pairs: int
     max_seconds: float
     confirm_seconds: float
+    suspects: str
 
 
 #: budgets by --perf-scale: the first look needs >= 10-12 pairs to decide at all (see
-#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow; the
-#: last, a bench file's confirmation once its first look (3 pairs of processes) is in
+#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow; then a
+#: bench file's confirmation once its first look (3 pairs of processes) is in, and which
+#: first verdicts it measures again (``--suspects``). At smoke scale the first stage is a
+#: screen of 10-20 pairs that can seldom say `same` (70 of 71 benches of a whole-suite
+#: A/A were inconclusive), so only a lean beyond the threshold is measured again; at
+#: default and full scale it has the pairs to say `same` on a steady machine, and a
+#: regression it could not rule out is measured again.
 BUDGETS = {
-    "smoke": ScaleBudget(10, 20, 20.0, 60.0),
-    "default": ScaleBudget(12, 240, 60.0, 300.0),
-    "full": ScaleBudget(16, 480, 180.0, 900.0),
+    "smoke": ScaleBudget(10, 20, 20.0, 60.0, "leaning"),
+    "default": ScaleBudget(12, 240, 60.0, 300.0, "undecided"),
+    "full": ScaleBudget(16, 480, 180.0, 900.0, "undecided"),
 }
 
 
@@ -81,6 +87,12 @@ def session_budget(budget: Budget, only: Sequence[str] | None, processes: int) -
     if only is None and processes == 1:
         return budget
     return replace(budget, max_pairs=budget.min_pairs)
+
+
+def suspects_for(args: argparse.Namespace, scale: str) -> str:
+    """Which first verdicts a confirmation measures again: ``leaning`` or ``undecided``."""
+    chosen: str | None = args.suspects
+    return BUDGETS[scale].suspects if chosen is None else chosen
 
 
 def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:

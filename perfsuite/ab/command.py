@@ -18,7 +18,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, session_budget
+from perfsuite.ab.budget import (
+    budget_for,
+    confirm_seconds_for,
+    scale_of,
+    session_budget,
+    suspects_for,
+)
 from perfsuite.errors import PerfsuiteError
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
@@ -111,6 +117,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "6, 12, ... pairs and stopping at "
                     f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
                     "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
+    ab.add_argument("--suspects", choices=["leaning", "undecided"],
+                    help="what --confirm measures again: leaning (slower or faster, or "
+                    "inconclusive beyond the threshold with pairs leaning that way), or "
+                    "undecided (those, and an inconclusive bench leaning slower whose "
+                    "interval reaches past the threshold: a regression the first pair "
+                    "could not rule out, judged on the fresh pairs alone at the first "
+                    "stage's error rate); default by --perf-scale: smoke leaning, default "
+                    "and full undecided")  # fmt: skip
     ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
                     help="the most seconds a bench file's confirmation goes on once its "
                     "first look is in; then the look due is taken on the pairs so far "
@@ -222,13 +236,14 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
-    from perfsuite.ab.confirm import confirm, looks
+    from perfsuite.ab.confirm import confirm, looks, pick_suspects
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.pairs import Pairs, key
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
     from perfsuite.ab.sides import SideProcess, SideSpec
+    from perfsuite.verdict.paired import ALPHA
 
     root = repo_root(Path.cwd())
     cache = WorktreeCache(root, args.cache_dir)
@@ -250,6 +265,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     scale = scale_of(pytest_args)
     budget = budget_for(args, scale)
     confirm_seconds = confirm_seconds_for(args, scale)
+    suspect_kind = suspects_for(args, scale)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     chosen = selection(root, pytest_args)
     # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
@@ -299,7 +315,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         n = args.processes
         parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
         verdicts = Verdicts.merge(parts)
-        suspects = [row.nodeid for row in verdicts.rows if row.suspect]
+        alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, ALPHA)
+        suspects = list(alphas)
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:
             plan = ", ".join(str(k) for k in looks(args.confirm))
@@ -322,7 +339,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                     )
 
                 try:
-                    return confirm(again, ids, args.confirm, CONFIRM_ALPHA, confirm_seconds)
+                    share = {n: alphas[n] for n in ids}
+                    return confirm(again, ids, args.confirm, share, confirm_seconds)
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 

@@ -9,6 +9,12 @@ slower, faster or same. A clear regression stops after 3 pairs; one whose pairs 
 processes scatter (a single-threaded bench whose speed follows its memory layout)
 goes on to 12.
 
+A suspect that only leans (slower or faster, or beyond the threshold) is judged at
+``CONFIRM_ALPHA``: a false alarm needs the first stage to have erred that way too. An
+undecided one (``--suspects undecided``: the first stage could not rule a regression
+out, which on a noisy machine is most benches) is judged at the first stage's
+``ALPHA``, as the fresh pairs are then its only evidence.
+
 The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
 the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
 most ``alpha`` whatever the dependence between looks. It costs some power at the last
@@ -24,7 +30,7 @@ of the planned looks, judged at the same ``alpha / k``, so the bound costs power
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from perfsuite.ab.report import Row, Verdicts
 from perfsuite.verdict.stats import Verdict
@@ -50,11 +56,30 @@ def looks(most: int) -> list[int]:
     return [*found, most]
 
 
+def pick_suspects(
+    verdicts: Verdicts, kind: str, lean_alpha: float, undecided_alpha: float
+) -> dict[str, float]:
+    """The benches a confirmation measures again, each with its error rate, in order.
+
+    ``kind`` is ``--suspects``: ``leaning`` takes :attr:`Row.suspect` at ``lean_alpha``;
+    ``undecided`` also takes :attr:`Row.undecided` at ``undecided_alpha``.
+    """
+    if kind not in ("leaning", "undecided"):
+        raise ValueError(f"unknown kind of suspects {kind!r}")
+    chosen: dict[str, float] = {}
+    for row in verdicts.rows:
+        if row.suspect:
+            chosen[row.nodeid] = lean_alpha
+        elif kind == "undecided" and row.undecided:
+            chosen[row.nodeid] = undecided_alpha
+    return chosen
+
+
 def confirm(
     session: Callable[[int], Verdicts],
     suspects: Sequence[str],
     most: int,
-    alpha: float,
+    alpha: float | Mapping[str, float],
     seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Verdicts:
@@ -62,14 +87,15 @@ def confirm(
 
     ``session(i)`` runs the ``i``-th fresh pair of processes over ``suspects`` and
     returns its verdicts. Pairs are added up to each look of :func:`looks`; at a look,
-    every suspect not yet decided is judged on all pairs so far at ``alpha`` divided
-    by the number of looks, and kept if decisive (or at the last look, whatever it
-    is). The confirmation stops as soon as every suspect is kept. Once ``seconds``
-    (by ``clock``) have passed and the first look is in, no further pair starts: the
-    look due is taken on the pairs so far and is the last.
+    every suspect not yet decided is judged on all pairs so far at its ``alpha`` (one
+    for all, or one per node id) divided by the number of looks, and kept if decisive
+    (or at the last look, whatever it is). The confirmation stops as soon as every
+    suspect is kept. Once ``seconds`` (by ``clock``) have passed and the first look is
+    in, no further pair starts: the look due is taken on the pairs so far and is the
+    last.
     """
     plan = looks(most)
-    share = alpha / len(plan)
+    alphas = alpha if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
     start = clock()
     runs: list[Verdicts] = []
     kept: dict[str, Row] = {}
@@ -79,8 +105,13 @@ def confirm(
             spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
             if not spent:
                 runs.append(session(len(runs)))
-        pooled = Verdicts.pool(runs, share)
-        measured = [r for r in pooled.rows if r.run is not None and r.run.result is not None]
+        pooled = {a: Verdicts.pool(runs, a / len(plan)) for a in set(alphas.values())}
+        measured = [
+            row
+            for nodeid in suspects
+            for row in pooled[alphas[nodeid]].rows
+            if row.nodeid == nodeid and row.run is not None and row.run.result is not None
+        ]
         for row in measured:
             fresh = row.nodeid in suspects and row.nodeid not in kept
             if fresh and (row.verdict in DECISIVE or look == plan[-1] or spent):

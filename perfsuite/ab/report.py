@@ -92,6 +92,24 @@ class Row:
         return abs(result.change) > result.threshold and leans
 
     @property
+    def undecided(self) -> bool:
+        """Inconclusive, its estimate on the slower side and its interval reaching past
+        the threshold there: a regression of at least the threshold that the first pair
+        of processes could not rule out. What ``--suspects undecided`` also measures
+        again; its confirmation stands on the fresh pairs alone, at the first stage's
+        error rate, and must point the way the estimate leaned (:func:`against`).
+
+        A bench with no interval (too few pairs) says nothing and is left out; so is an
+        inconclusive bench leaning faster: an unproven speedup fails no gate.
+        """
+        result = self.run.result if self.run else None
+        if result is None or result.verdict is not Verdict.INCONCLUSIVE or result.ci is None:
+            return False
+        if result.higher_is_better:
+            return result.change < 0 and result.ci[0] < -result.threshold
+        return result.change > 0 and result.ci[1] > result.threshold
+
+    @property
     def verdict(self) -> Verdict | None:
         return self.run.result.verdict if self.run and self.run.result else None
 
