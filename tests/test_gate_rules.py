@@ -14,7 +14,8 @@ from PIL import Image
 
 from perfsuite.cli import EXIT_MACHINE_MISMATCH, EXIT_OK, EXIT_REGRESSION, main
 from perfsuite.verdict.result import BenchResult, DatasetRef, Role
-from tests.test_verdict_gate import BENCH, CONFTEST, FAKE_TIMER, MACHINE_ID, run, save_baseline
+from tests.fake_timer import FAKE_TIMER
+from tests.test_verdict_gate import BENCH, CONFTEST, MACHINE_ID, run, save_baseline
 
 pytest_plugins = ["pytester"]
 

@@ -9,6 +9,7 @@ import pytest
 from pytest_benchmark.utils import get_machine_id
 
 from perfsuite.plugin import NO_BENCHMARK
+from tests.fake_timer import FAKE_TIMER
 
 pytest_plugins = ["pytester"]
 
@@ -129,7 +130,10 @@ def test_storage_outside_the_working_folder_with_another_machines_baseline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store = tmp_path_factory.mktemp("outside") / "store"
-    saved = run(bench, f"--benchmark-storage={store}", "--benchmark-autosave")
+    # the gate judges both runs: a clock that load cannot move keeps its verdict `same`
+    bench.makepyfile(faketimer=FAKE_TIMER)
+    timer = "--benchmark-timer=faketimer.clock"
+    saved = run(bench, f"--benchmark-storage={store}", "--benchmark-autosave", timer)
     assert saved.ret == pytest.ExitCode.OK, saved.stdout.str() + saved.stderr.str()
     monkeypatch.setenv("PERF_TEST_CPU", "Some Other CPU")
     result = run(
@@ -141,9 +145,11 @@ def test_storage_outside_the_working_folder_with_another_machines_baseline(
         "--perf-allow-machine-mismatch",
         f"--perf-report={bench.path / 'report'}",
         f"--benchmark-json={bench.path / 'run.json'}",
+        timer,
     )
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.OK, out
+    assert "1 bench compared: 1 same" in out, out
     assert "INTERNALERROR" not in out
     assert "Benchmark machine_info is different" in out
     assert f"(location: {store.resolve()})" in out

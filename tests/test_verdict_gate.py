@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.utils import get_machine_id
 
+from tests.fake_timer import FAKE_TIMER
+
 pytest_plugins = ["pytester"]
 
 MACHINE_ID: str = get_machine_id()  # type: ignore[no-untyped-call]
@@ -24,24 +26,6 @@ def test_sleep(perf):
     perf.measure(lambda: None, items=4)
     perf.count("traces", int(os.environ.get("PERF_TEST_TRACES", "1")))
 '''
-
-# A deterministic clock, so verdicts don't depend on this machine's load: every reading
-# advances by PERF_TEST_DELAY seconds, give or take a fixed 0-0.4% pattern, so each
-# measured round lasts one step and runs with equal delays have equal distributions.
-FAKE_TIMER = """
-import itertools
-import os
-
-_now = 0.0
-_wobble = itertools.cycle([1.0, 1.001, 1.002, 1.003, 1.004])
-
-
-def clock():
-    global _now
-    _now += float(os.environ.get("PERF_TEST_DELAY", "0.01")) * next(_wobble)
-    return _now
-"""
-
 
 CONFTEST = """
 import os

@@ -48,6 +48,7 @@ RECORDED = (
     "drained",
     "sessions",
     "started",
+    "first",  # a confirmed bench's first pair of processes
 )
 
 PIL_BENCH = '''
