@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -328,6 +331,36 @@ def test_gpu_info_facts() -> None:
         "source": "none",
         "reason": "no NVIDIA driver found (NVML unavailable)",
     }
+
+
+DETECT = """
+import json, sys
+from perfsuite.bench.gpu import detect_gpu
+info = detect_gpu(sys.argv[1:])
+print(json.dumps([info.count, info.reason, "torch" in sys.modules, "tensorflow" in sys.modules]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="device nodes are Linux's")
+def test_no_gpu_device_node_answers_without_importing_a_framework(tmp_path: Path) -> None:
+    def detect(*nodes: str) -> list[object]:
+        out = subprocess.run(
+            [sys.executable, "-c", DETECT, *nodes], capture_output=True, text=True, check=True
+        )
+        found: list[object] = json.loads(out.stdout)
+        return found
+
+    missing = [str(tmp_path / "nvidiactl"), str(tmp_path / "nvidia[0-9]*")]
+    count, reason, torch_loaded, tf_loaded = detect(*missing)
+    assert (count, torch_loaded, tf_loaded) == (0, False, False)
+    assert reason == f"no GPU device found (none of {', '.join(missing)})"
+    # a node that is there: the frameworks are asked (here, where torch or TF is installed)
+    (tmp_path / "nvidia0").write_text("")
+    count, reason, torch_loaded, tf_loaded = detect(*missing)
+    if is_installed("torch") or is_installed("tensorflow"):
+        assert torch_loaded or tf_loaded
+    if count == 0:
+        assert "found (none of" not in str(reason)
 
 
 @pytest.mark.skipif(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,10 +55,37 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def detect_gpu() -> GPUInfo:
-    """Look for a CUDA GPU through torch, then TensorFlow, then NVML; never raises."""
+#: what a GPU framework reaches a GPU through on Linux: NVIDIA's driver (its control node,
+#: its devices, its /proc entry), WSL2's paravirtualized GPU, and AMD's ROCm (which
+#: torch.cuda also drives)
+GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/proc/driver/nvidia", "/dev/dxg", "/dev/kfd")
+
+
+def no_gpu_node(nodes: Sequence[str] = GPU_NODES) -> str | None:
+    """Why no framework can see a GPU here, found without importing one; None if one may.
+
+    Importing torch costs a second or two a process, which every saved session, every
+    side of ``perfsuite ab`` and every gate run would pay on a CPU-only machine to hear
+    that there is no GPU. Outside Linux this never answers.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if any(glob.glob(pattern) for pattern in nodes):
+        return None
+    return f"no GPU device found (none of {', '.join(nodes)})"
+
+
+def detect_gpu(nodes: Sequence[str] = GPU_NODES) -> GPUInfo:
+    """Look for a CUDA GPU through torch, then TensorFlow, then NVML; never raises.
+
+    Where Linux shows no GPU device node at all (:func:`no_gpu_node`), neither framework
+    is imported: the answer is no GPU, with that reason.
+    """
     nvml = _nvml()
     driver = nvml.get("driver")
+    absent = no_gpu_node(nodes)
+    if absent is not None and not nvml.get("count"):
+        return GPUInfo(count=0, driver=driver, reason=absent)
     reasons = []
     if is_installed("torch"):
         import torch
