@@ -120,6 +120,7 @@ class Repo:
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def popen(self, *args: str, log: Path | None = None) -> subprocess.Popen[str]:
+        """perfsuite ab started in the background, with Ctrl-C's SIGINT as a terminal's."""
         return subprocess.Popen(
             self.command(*args),
             cwd=self.root,
@@ -127,6 +128,7 @@ class Repo:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=default_sigint,
         )
 
     def worktrees(self) -> list[str]:
@@ -194,6 +196,16 @@ def processes_with(marker: str) -> list[int]:
         if marker.encode() in blob and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def default_sigint() -> None:
+    """In a child before it runs: SIGINT's default action, whatever this process inherited.
+
+    A shell without job control starts a background command with SIGINT ignored, and
+    Python then leaves it ignored (no KeyboardInterrupt): a test that plays Ctrl-C
+    would otherwise pass or fail by how its test run was started.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def interrupt(proc: subprocess.Popen[str]) -> None:

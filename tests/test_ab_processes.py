@@ -189,12 +189,16 @@ def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() 
     assert Row(run.nodeid, run).undecided
 
 
-#: appended to the bench file: log the import and the exit of each side process
+#: appended to the bench file: log the import and the exit of each side process, and
+#: give it a 1.5-s teardown (TensorFlow takes about 5 s), the window a pair started ahead
+#: of the last one's exit shows in
 LIFE = """
 import atexit
+import time
 
 work.log("import")
 atexit.register(work.log, "exit")
+atexit.register(time.sleep, 1.5)  # runs first: a teardown as slow as a framework's
 """
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from perfsuite.harness import supervisor
 from perfsuite.harness.supervisor import Child, ChildError, ChildExited, ChildTimeout
+from tests.ab_repo import default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,6 +169,7 @@ def test_no_orphan_however_the_parent_ends(tmp_path: Path, how: signal.Signals) 
         stdout=subprocess.PIPE,
         env=_env(),
         text=True,
+        preexec_fn=default_sigint,  # SIGINT as from a terminal, however pytest was started
     )
     try:
         assert parent.stdout is not None
