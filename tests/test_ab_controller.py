@@ -217,3 +217,13 @@ def test_a_prompt_block_leaves_the_other_side_frozen() -> None:
     assert ctl._block("B", "x", run) == ([0.5, 0.6], 2)
     assert a.events == ["freeze"]
     assert run.unsettled == 0
+
+
+def test_the_drain_yardstick_is_the_faster_sides_warm_up() -> None:
+    run = BenchRun("x", 0.05)
+    assert run.typical() is None  # no warm-up yet: the side falls back on its own
+    run.warmup = {"A": [0.028, 0.030, 0.029], "B": [0.086]}
+    # B three times slower: A's steady 29-ms rounds are not under half the yardstick
+    assert run.typical() == pytest.approx(0.029)
+    run.warmup = {"A": [0.050, 0.052], "B": [0.051, 0.049, 0.060]}
+    assert run.typical() == pytest.approx(0.051)

@@ -29,12 +29,15 @@ class BenchRun:
     first: PairedResult | None = None  # a confirmed bench: what its first pair of processes read
 
     def typical(self) -> float | None:
-        """The drain's yardstick, one for both sides so both drain alike: the median of
-        both sides' warm-up rounds, each side's run alone, after the bench's own
-        warm-up. Never the timed rounds: were a buffer left in them, the yardstick would
-        shrink and each drain would stop sooner."""
-        pool = [s for seconds in self.warmup.values() for s in seconds]
-        return statistics.median(pool) if pool else None
+        """The drain's yardstick, one for both sides so both drain alike: the faster
+        side's median warm-up round, each side's run alone, after the bench's own
+        warm-up. The faster side's, not the median of both sides' rounds: where B is
+        3x slower, that median sat at twice A's round, so every steady round of A fell
+        under half of it and each of A's drains ran to its 5-s cap (a test took 19-56 s).
+        A buffered round is far under half of either. Never the timed rounds: were a
+        buffer left in them, the yardstick would shrink and each drain stop sooner."""
+        medians = [statistics.median(seconds) for seconds in self.warmup.values() if seconds]
+        return min(medians) if medians else None
 
     @property
     def ratios(self) -> list[float]:

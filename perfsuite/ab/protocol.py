@@ -30,8 +30,8 @@ Controller to side:
 * ``go {}``: start the phase the side arrived at: a setup beside the other side's
   setup at most, a warm-up alone
 * ``block {rounds, drain, typical}``: run at least ``drain`` untimed rounds (more
-  while rounds come out far faster than ``typical``, the median warm-up round of both
-  sides: an asynchronous pipeline's buffer, filled while the side waited, still
+  while rounds come out far faster than ``typical``, the faster side's median warm-up
+  round: an asynchronous pipeline's buffer, filled while the side waited, still
   emptying), then time ``rounds`` rounds
 * ``done {}``: stop alternating, record the rounds
 * ``skip {reason}``: the other side cannot run this bench
