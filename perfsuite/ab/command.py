@@ -339,8 +339,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                     )
 
                 try:
-                    share = {n: alphas[n] for n in ids}
-                    return confirm(again, ids, args.confirm, share, confirm_seconds)
+                    return confirm(again, ids, args.confirm, alphas, confirm_seconds)
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 

@@ -105,18 +105,16 @@ def confirm(
             spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
             if not spent:
                 runs.append(session(len(runs)))
-        pooled = {a: Verdicts.pool(runs, a / len(plan)) for a in set(alphas.values())}
-        measured = [
-            row
-            for nodeid in suspects
-            for row in pooled[alphas[nodeid]].rows
-            if row.nodeid == nodeid and row.run is not None and row.run.result is not None
-        ]
+        pooled = {
+            a: {row.nodeid: row for row in Verdicts.pool(runs, a / len(plan)).rows}
+            for a in {alphas[n] for n in suspects}
+        }
+        found = [pooled[alphas[n]].get(n) for n in suspects]
+        measured = [row for row in found if row and row.run and row.run.result]
         for row in measured:
-            fresh = row.nodeid in suspects and row.nodeid not in kept
-            if fresh and (row.verdict in DECISIVE or look == plan[-1] or spent):
+            if row.nodeid not in kept and (row.verdict in DECISIVE or look == plan[-1] or spent):
                 kept[row.nodeid] = row
-        if all(row.nodeid in kept for row in measured if row.nodeid in suspects):
+        if all(row.nodeid in kept for row in measured):
             break
     rows = [kept[n] for n in suspects if n in kept]
     return Verdicts(rows, runs[0].specs, runs[0].seed, [r.run for r in rows if r.run])
