@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +154,20 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
     write_report(tmp_path / "plain", first, [tmp_path / "no.json"] * 2)
     (plain,) = json.loads((tmp_path / "plain" / "pairs.json").read_text())
     assert "first" not in plain  # a bench not confirmed has no first pair to keep apart
+
+
+def test_a_bench_stopped_for_futility_says_so_and_pairs_json_keeps_it(tmp_path: Path) -> None:
+    run = BenchRun("b.py::noisy", 0.05)
+    run.result = replace(judge([0.3, -0.3, 0.1] * 4, 0.05, ALPHA), futile=True)
+    verdicts = Verdicts([Row("b.py::noisy", run)], [
+        SideSpec("A", Revision("main", "a" * 40), tmp_path),
+        SideSpec("B", Revision("working tree", None), tmp_path),
+    ], 1, [run])  # fmt: skip
+    word = verdicts.rows[0].cells()[1]
+    assert word == "inconclusive (stopped early: its budget could not decide)"
+    write_report(tmp_path / "report", verdicts, [tmp_path / "no.json"] * 2)
+    (entry,) = json.loads((tmp_path / "report" / "pairs.json").read_text())
+    assert (entry["verdict"], entry["futile"]) == ("inconclusive", True)
 
 
 class Clock:

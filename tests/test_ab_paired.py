@@ -15,6 +15,7 @@ from perfsuite.verdict.paired import (
     Budget,
     Sequential,
     alpha_per_look,
+    futile,
     judge,
     log_ratios,
     look_schedule,
@@ -144,7 +145,7 @@ def test_sequential_looks_only_at_the_schedule() -> None:
 
 
 def test_sequential_runs_to_max_pairs_then_inconclusive() -> None:
-    seq = Sequential(Budget(12, 24, 1e9), threshold=0.05)
+    seq = Sequential(Budget(12, 24, 1e9), threshold=0.05, futility=False)
     rng = np.random.default_rng(3)
     ratios: list[float] = []
     result = None
@@ -156,8 +157,72 @@ def test_sequential_runs_to_max_pairs_then_inconclusive() -> None:
     assert result.verdict is Verdict.INCONCLUSIVE
 
 
+def _run_to_verdict(seq: Sequential, draw: np.ndarray) -> tuple[int, Verdict, bool]:
+    """Feed pairs until the bench stops: (pairs, verdict, stopped for futility)."""
+    for n in range(1, draw.size + 1):
+        result = seq.look(list(draw[:n]), elapsed=0.0)
+        if result is not None:
+            return n, result.verdict, result.futile
+    raise AssertionError("never stopped")
+
+
+def test_futility_stops_noise_no_budget_could_decide() -> None:
+    """Pairs scattered +-50%: 240 pairs could neither clear 0 nor fit inside +-5%, so
+    the second look (16 pairs) stops the bench, inconclusive, where it used to run all
+    240."""
+    rng = np.random.default_rng(3)
+    draw = rng.uniform(-0.5, 0.5, 240)
+    assert _run_to_verdict(Sequential(Budget(12, 240, 1e9), 0.05), draw) == (
+        16,
+        Verdict.INCONCLUSIVE,
+        True,
+    )
+    unchecked = Sequential(Budget(12, 240, 1e9), 0.05, futility=False)
+    assert _run_to_verdict(unchecked, draw) == (240, Verdict.INCONCLUSIVE, False)
+
+
+@pytest.mark.parametrize(
+    ("center", "spread", "verdict"),
+    [(math.log(1.08), 0.1, Verdict.SLOWER), (0.0, 0.04, Verdict.SAME)],
+    ids=["slowdown-clears-zero", "unchanged-could-fit-inside"],
+)
+def test_futility_lets_a_bench_that_can_decide_run_on(
+    center: float, spread: float, verdict: Verdict
+) -> None:
+    """An 8% slowdown whose first interval holds 0, and an A/A whose first interval
+    reaches past the threshold, both still decide within the budget: neither stops."""
+    draw = np.random.default_rng(7).normal(center, spread, 240)
+    pairs, found, stopped = _run_to_verdict(Sequential(Budget(12, 240, 1e9), 0.05), draw)
+    assert (found, stopped) == (verdict, False)
+    assert pairs > 12  # the first look was not decisive, and futility let it go on
+
+
+def test_futility_counts_the_pairs_the_seconds_left_can_buy() -> None:
+    """12 pairs in 1 s leave time for 240; in 30 s of a 60-s budget, for 24 only."""
+    ratios = [0.1, -0.1, 0.05, -0.04, 0.08, -0.02] * 2
+    assert Sequential(Budget(12, 240, 60.0), 0.05).look(ratios, elapsed=1.0) is None
+    result = Sequential(Budget(12, 240, 60.0), 0.05).look(ratios, elapsed=30.0)
+    assert result is not None
+    assert result.futile
+    assert result.pairs == 12
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+def test_futile_never_stops_a_decisive_or_uncertain_result() -> None:
+    decided = judge([0.2] * 12, 0.05, LOOK_ALPHA)
+    assert decided.verdict is Verdict.SLOWER
+    assert not futile(decided, 10**6)
+    too_few = judge([0.3, -0.3], 0.05, LOOK_ALPHA)
+    assert too_few.ci is None
+    assert not futile(too_few, 10**6)
+    wide = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
+    assert futile(wide, 40)
+    assert not futile(wide, 4000)
+    assert not futile(wide, wide.pairs)  # no pairs left to buy: the budget's own end
+
+
 def test_time_budget_takes_one_final_look_off_the_schedule() -> None:
-    seq = Sequential(Budget(12, 40, 5.0), threshold=0.05)
+    seq = Sequential(Budget(12, 40, 5.0), threshold=0.05, futility=False)
     noise = [(-1) ** i * 0.4 for i in range(13)]
     assert seq.look(noise[:12], elapsed=1.0) is None
     final = seq.look(noise, elapsed=6.0)

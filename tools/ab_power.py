@@ -49,6 +49,7 @@ RECORDED = (
     "sessions",
     "started",
     "first",  # a confirmed bench's first pair of processes
+    "futile",  # the first pair stopped early: its budget could not decide
 )
 
 PIL_BENCH = '''

@@ -127,6 +127,8 @@ class Row:
             word += " (counter rose)"
         if self.status:
             word += f" ({self.status})"
+        elif result.futile:
+            word += " (stopped early: its budget could not decide)"
         time = f"{_pct(result.change)}"
         if result.ci is not None:
             time += f" [{_pct(result.ci[0])}, {_pct(result.ci[1])}]"
@@ -312,6 +314,7 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
         "rate_change": result.rate_change,
         "pairs": result.pairs,
         "alpha_per_look": result.alpha,
+        "futile": result.futile,
     }
 
 

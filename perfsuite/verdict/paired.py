@@ -36,7 +36,11 @@ data is seen, and each look uses ``alpha / L`` with
 look then keeps the family-wise rate of a false significant interval at most
 ``alpha``: the union of ``L`` events of probability at most ``alpha / L`` each. When
 the time budget ends between two looks, one final look is taken there instead of
-the remaining ones, so at most ``L`` looks are ever taken. ``ALPHA`` is two-sided;
+the remaining ones, so at most ``L`` looks are ever taken. A look may also stop a
+bench for futility (:func:`futile`): one whose interval, narrowed to what its
+remaining budget can buy, would still hold 0 and reach past the threshold can be
+neither called nor cleared, and more pairs are time spent for ``inconclusive``.
+Stopping without a verdict never adds a false alarm. ``ALPHA`` is two-sided;
 a false ``slower`` on an unchanged bench also needs an estimated change beyond the
 threshold, so its rate is well below ``ALPHA / 2``.
 
@@ -48,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,6 +62,10 @@ from perfsuite.verdict.stats import Verdict
 ALPHA = 0.01
 #: the fewest pairs between two looks at a bench
 LOOK_EVERY = 4
+#: :func:`futile` projects an interval to the pairs a budget can still buy and then
+#: narrows it to this fraction, so a bench stops only when even a luckier interval
+#: could decide nothing
+FUTILITY_MARGIN = 0.75
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
@@ -165,6 +173,7 @@ class PairedResult:
     alpha: float
     higher_is_better: bool = False
     sign_p: float | None = None
+    futile: bool = False
 
     @property
     def rate_change(self) -> float:
@@ -231,6 +240,31 @@ def judge(
     )
 
 
+def futile(result: PairedResult, reachable: int, margin: float = FUTILITY_MARGIN) -> bool:
+    """Whether ``reachable`` pairs in all could not make ``result`` decisive.
+
+    The interval's half-width (in log-ratio) shrinks as ``1/sqrt(pairs)``; projected
+    to ``reachable`` pairs and narrowed by ``margin``, around the current estimate, it
+    is futile when it still holds 0 (so neither ``slower`` nor ``faster``) and still
+    reaches past ``-threshold`` or ``+threshold`` (so not ``same``). An estimate beyond
+    the threshold whose projected interval clears 0 goes on, as does one that could fit
+    inside the threshold.
+
+    >>> noisy = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
+    >>> futile(noisy, reachable=40), futile(noisy, reachable=4000)
+    (True, False)
+    """
+    if result.decisive or result.ci is None or reachable <= result.pairs:
+        return False
+    center = math.log1p(result.change)
+    low, high = math.log1p(result.ci[0]), math.log1p(result.ci[1])
+    half = (high - low) / 2 * math.sqrt(result.pairs / reachable) * margin
+    holds_zero = center - half <= 0 <= center + half
+    limit = math.log1p(result.threshold), math.log1p(-result.threshold)
+    sticks_out = center + half >= limit[0] or center - half <= limit[1]
+    return holds_zero and sticks_out
+
+
 @dataclass(frozen=True)
 class Budget:
     """How long one bench may alternate: pairs (min, max) and seconds."""
@@ -258,10 +292,18 @@ class Sequential:
     <Verdict.SLOWER: 'slower'>
     """
 
-    def __init__(self, budget: Budget, threshold: float, *, higher_is_better: bool = False) -> None:
+    def __init__(
+        self,
+        budget: Budget,
+        threshold: float,
+        *,
+        higher_is_better: bool = False,
+        futility: bool = True,
+    ) -> None:
         self.budget = budget
         self.threshold = threshold
         self.higher_is_better = higher_is_better
+        self.futility = futility
         self._looks = budget.looks
         self.looks_taken: list[int] = []
 
@@ -271,9 +313,11 @@ class Sequential:
         """The final result once the bench should stop, else None (keep alternating).
 
         Call after every completed pair. A scheduled pair count is judged; the bench
-        stops when the result is decisive, when ``max_pairs`` is reached, or when
+        stops when the result is decisive, when ``max_pairs`` is reached, when
         ``elapsed`` seconds reach the time budget or ``last`` says no more pairs can be
-        had (a final look there instead of the scheduled ones left).
+        had (a final look there instead of the scheduled ones left), or when the pairs
+        the budget can still buy at this pace could not make it decisive
+        (:func:`futile`, unless ``futility`` is off; the result then says ``futile``).
         """
         n = len(ratios)
         out_of_time = last or elapsed >= self.budget.max_seconds
@@ -290,6 +334,12 @@ class Sequential:
         )
         if result.decisive or out_of_time or n >= self.budget.max_pairs:
             return result
+        reachable = self.budget.max_pairs  # at this pace, within the seconds left
+        if elapsed > 0:
+            more = int(n / elapsed * (self.budget.max_seconds - elapsed))
+            reachable = min(reachable, n + more)
+        if self.futility and futile(result, reachable):
+            return replace(result, futile=True)
         return None
 
 
