@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -121,8 +123,10 @@ def test_idle_side_is_frozen_during_the_other_sides_rounds(tmp_path: Path, idle:
 def test_a_killed_controller_leaves_no_side_or_child_stopped(tmp_path: Path) -> None:
     """SIGKILL to the controller mid-alternation: the sides die with it (PDEATHSIG), and
     a child left in a side's frozen group is continued and hung up by Linux (orphaned
-    group), so nothing stays behind, stopped or running."""
+    group), so nothing stays behind, stopped or running; the scratch folder it could not
+    remove is swept by the next run (here ``--clean``)."""
     repo = make_repo(tmp_path)
+    repo.tmpdir = Path(tempfile.mkdtemp(prefix="abt-", dir="/tmp"))  # short socket paths
     repo.set_work(400_000, "base")
     repo.write("benches/bench_work.py", TICKER.format(session=False))
     base = repo.commit("base")
@@ -142,6 +146,14 @@ def test_a_killed_controller_leaves_no_side_or_child_stopped(tmp_path: Path) -> 
     while processes_with(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_with(str(tmp_path)) == []
+    try:
+        (left,) = repo.tmpdir.iterdir()  # SIGKILL: the controller removed nothing
+        cleaned = repo.ab("--clean")
+        assert cleaned.code == 0, cleaned.err
+        assert f"removed 1 folder(s) of killed runs from {repo.tmpdir}" in cleaned.out
+        assert not left.exists()
+    finally:
+        shutil.rmtree(repo.tmpdir, ignore_errors=True)
 
 
 def test_procfs_sees_a_child_in_its_own_session_and_its_stop() -> None:

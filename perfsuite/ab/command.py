@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import random
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -142,7 +140,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
     ab.add_argument("--cache-dir", type=Path, metavar="DIR",
                     help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
-    ab.add_argument("--clean", action="store_true", help="remove the cached worktrees and exit")
+    ab.add_argument("--clean", action="store_true",
+                    help="remove the cached worktrees and the scratch folders of killed "
+                    "runs, and exit")  # fmt: skip
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -243,6 +243,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
     from perfsuite.ab.sides import SideProcess, SideSpec
+    from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.verdict.paired import ALPHA
 
     root = repo_root(Path.cwd())
@@ -250,6 +251,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     if args.clean:
         removed = cache.clean()
         print(f"perfsuite ab: removed {len(removed)} cached worktree(s) from {cache.folder}")
+        swept = sweep(scratch_parent())
+        if swept:
+            where = swept[0].parent
+            print(f"perfsuite ab: removed {len(swept)} folder(s) of killed runs from {where}")
         return EXIT_OK
     if args.base is None:
         raise PerfsuiteError("BASE is required: perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]")
@@ -278,10 +283,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         ]
         for spec in specs:
             protocol_check(spec)
-        # Unix socket paths must stay short (108 bytes): fall back to /tmp for a long TMPDIR.
-        tmp = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
-        workdir = Path(tempfile.mkdtemp(prefix="perfsuite-ab-", dir=tmp))
-        stack.callback(shutil.rmtree, workdir, True)
+        workdir = stack.enter_context(run_folder())
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
         if first_budget.min_pairs == first_budget.max_pairs:
