@@ -86,11 +86,51 @@ def test_scattered_pairs_of_processes_go_on_to_the_last_look() -> None:
 
 
 def test_an_undecided_suspect_is_kept_as_the_last_look_found_it() -> None:
-    offsets = [0.3, -0.3, 0.25, -0.2]  # spread far beyond anything decisive
-    sessions = Sessions({"b.py::noisy": 0.0}, offsets)
+    # +10% with offsets of +-10%: 6 pairs could clear 0 (so it goes on) but do not
+    offsets = [0.1, -0.1, 0.02, 0.08, -0.08, 0.0]
+    sessions = Sessions({"b.py::noisy": math.log(1.1)}, offsets)
     (row,) = confirm(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
     assert sessions.calls == 6
     assert row.verdict is Verdict.INCONCLUSIVE
+    assert row.run is not None
+    assert row.run.result is not None
+    assert not row.run.result.futile
+
+
+def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
+    offsets = [0.3, -0.3, 0.25, -0.2]  # spread far beyond anything 6 pairs decide
+    sessions = Sessions({"b.py::noisy": 0.0}, offsets)
+    (row,) = confirm(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
+    assert sessions.calls == 3
+    assert row.verdict is Verdict.INCONCLUSIVE
+    assert row.run is not None
+    assert row.run.result is not None
+    assert row.run.result.futile
+    # +10% with offsets of +-12%: futile with 6 pairs in all, decided with 12
+    scattered = Sessions({"b.py::pil": math.log(1.1)}, [0.12, -0.12, 0.0, 0.1, -0.1, 0.02])
+    (row,) = confirm(scattered, ["b.py::pil"], 6, ALPHA_CONFIRM).rows
+    assert (scattered.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
+
+
+def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
+    offsets = [0.06, -0.01, 0.02, 0.0, 0.05, -0.02]  # unchanged, pairs of processes +-3%
+    unbounded = Sessions({"b.py::aa": 0.0}, offsets)
+    (row,) = confirm(unbounded, ["b.py::aa"], 12, ALPHA_CONFIRM).rows
+    assert (unbounded.calls, row.verdict) == (12, Verdict.SAME)  # 12 pairs could: it did
+    # 10 s a pair, 45 s allowed: after 3 pairs, time for 1 more, which could not decide
+    bounded = Sessions({"b.py::aa": 0.0}, offsets)
+    clock = Clock(bounded, 10.0)
+    (row,) = confirm(bounded, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock).rows
+    assert (bounded.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
+    assert row.run is not None
+    assert row.run.result is not None
+    assert row.run.result.futile
+    first = _session({"b.py::aa": 0.03}, 1)
+    final = first.confirmed([Verdicts([row], [], 1, [row.run])], "confirmation in {pairs} "
+                            "pairs of processes")  # fmt: skip
+    word = final.rows[0].cells()[1]
+    assert word.startswith("inconclusive (confirmation in 3 pairs of processes; first pair +3")
+    assert word.endswith("%, stopped early: more could not decide)")
 
 
 def test_each_suspect_keeps_the_look_that_decided_it() -> None:

@@ -17,12 +17,15 @@ from perfsuite.verdict.paired import (
     alpha_per_look,
     futile,
     judge,
+    judge_processes,
     log_ratios,
     look_schedule,
     median_interval,
     min_pairs_for,
+    sign_narrowing,
     sign_rank,
     sign_test_p,
+    t_narrowing,
 )
 from perfsuite.verdict.stats import Verdict
 
@@ -211,14 +214,34 @@ def test_futility_counts_the_pairs_the_seconds_left_can_buy() -> None:
 def test_futile_never_stops_a_decisive_or_uncertain_result() -> None:
     decided = judge([0.2] * 12, 0.05, LOOK_ALPHA)
     assert decided.verdict is Verdict.SLOWER
-    assert not futile(decided, 10**6)
+    assert not futile(decided, 0.01)
     too_few = judge([0.3, -0.3], 0.05, LOOK_ALPHA)
     assert too_few.ci is None
-    assert not futile(too_few, 10**6)
+    assert not futile(too_few, 0.01)
     wide = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
-    assert futile(wide, 40)
-    assert not futile(wide, 4000)
-    assert not futile(wide, wide.pairs)  # no pairs left to buy: the budget's own end
+    assert futile(wide, sign_narrowing(24, 40))
+    assert not futile(wide, sign_narrowing(24, 4000))
+    assert sign_narrowing(24, 24) == t_narrowing(3, 3, 0.01) == 1.0  # nothing left to buy
+    assert not futile(wide, 1.0)
+
+
+def test_narrowing_follows_the_interval_of_more_pairs() -> None:
+    """The projection matches the interval the pairs would give, were they as spread."""
+    d = list(np.random.default_rng(1).normal(0.0, 0.05, 400))
+    for n, more in [(50, 200), (100, 400)]:
+        width = np.diff(np.log1p(judge(d[:n], 0.05, 0.001).ci or (0, 0)))[0]
+        wider = np.diff(np.log1p(judge(d[:more], 0.05, 0.001).ci or (0, 0)))[0]
+        assert wider / width == pytest.approx(sign_narrowing(n, more), rel=0.25)
+    est = [0.03, -0.02, 0.01, 0.04, -0.01, 0.0, 0.02, -0.03, 0.01, 0.02, -0.02, 0.0]
+    small, large = (
+        judge_processes([[e] for e in est[:3]], 0.05),
+        judge_processes([[e] for e in est], 0.05),
+    )
+    assert small.ci is not None
+    assert large.ci is not None
+    ratio = np.diff(np.log1p(large.ci))[0] / np.diff(np.log1p(small.ci))[0]
+    spread = np.std(est, ddof=1) / np.std(est[:3], ddof=1)
+    assert ratio == pytest.approx(t_narrowing(3, 12, ALPHA) * spread, rel=0.01)
 
 
 def test_time_budget_takes_one_final_look_off_the_schedule() -> None:

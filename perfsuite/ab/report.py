@@ -213,6 +213,8 @@ class Verdicts:
             if run and run.result and against(first, run.result):
                 run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
                 status += ", the other way: not confirmed"
+            elif run and run.result and run.result.futile:
+                status += ", stopped early: more could not decide"
             rows.append(Row(row.nodeid, run, row.unit, row.counters, status))
         runs = [r.run for r in rows if r.run is not None]
         return Verdicts(rows, self.specs, self.seed, runs)

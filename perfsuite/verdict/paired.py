@@ -240,29 +240,52 @@ def judge(
     )
 
 
-def futile(result: PairedResult, reachable: int, margin: float = FUTILITY_MARGIN) -> bool:
-    """Whether ``reachable`` pairs in all could not make ``result`` decisive.
+def futile(result: PairedResult, narrowing: float, margin: float = FUTILITY_MARGIN) -> bool:
+    """Whether ``result`` could not become decisive with its interval ``narrowing``
+    times as wide (what the evidence its budget can still buy would do to it).
 
-    The interval's half-width (in log-ratio) shrinks as ``1/sqrt(pairs)``; projected
-    to ``reachable`` pairs and narrowed by ``margin``, around the current estimate, it
-    is futile when it still holds 0 (so neither ``slower`` nor ``faster``) and still
-    reaches past ``-threshold`` or ``+threshold`` (so not ``same``). An estimate beyond
-    the threshold whose projected interval clears 0 goes on, as does one that could fit
+    The half-width (in log-ratio) is narrowed by ``narrowing`` (:func:`sign_narrowing`,
+    :func:`t_narrowing`) and then by ``margin``, around the current estimate: futile
+    when it still holds 0 (so neither ``slower`` nor ``faster``) and still reaches
+    past ``-threshold`` or ``+threshold`` (so not ``same``). An estimate beyond the
+    threshold whose interval could clear 0 goes on, as does one that could fit
     inside the threshold.
 
     >>> noisy = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
-    >>> futile(noisy, reachable=40), futile(noisy, reachable=4000)
+    >>> futile(noisy, sign_narrowing(24, 40)), futile(noisy, sign_narrowing(24, 4000))
     (True, False)
     """
-    if result.decisive or result.ci is None or reachable <= result.pairs:
+    if result.decisive or result.ci is None or not narrowing < 1:
         return False
     center = math.log1p(result.change)
     low, high = math.log1p(result.ci[0]), math.log1p(result.ci[1])
-    half = (high - low) / 2 * math.sqrt(result.pairs / reachable) * margin
+    half = (high - low) / 2 * narrowing * margin
     holds_zero = center - half <= 0 <= center + half
     limit = math.log1p(result.threshold), math.log1p(-result.threshold)
     sticks_out = center + half >= limit[0] or center - half <= limit[1]
     return holds_zero and sticks_out
+
+
+def sign_narrowing(pairs: int, reachable: int) -> float:
+    """How a sign-test interval's width scales from ``pairs`` to ``reachable`` pairs:
+    ``sqrt(pairs / reachable)`` (1 when no more can be had)."""
+    return math.sqrt(pairs / reachable) if reachable > pairs > 0 else 1.0
+
+
+def t_narrowing(n: int, reachable: int, alpha: float) -> float:
+    """How a ``1 - alpha`` t interval of ``n`` estimates scales at ``reachable``: the
+    fall of Student's quantile (fewer degrees of freedom lost) times ``sqrt(n /
+    reachable)``, the spread taken as it is (1 when no more can be had).
+
+    >>> round(t_narrowing(3, 12, 0.01 / 3), 2)
+    0.11
+    """
+    from scipy.stats import t as student_t
+
+    if n < 2 or reachable <= n:
+        return 1.0
+    quantile = student_t.ppf(1 - alpha / 2, [n - 1, reachable - 1])
+    return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
 
 
 @dataclass(frozen=True)
@@ -338,7 +361,7 @@ class Sequential:
         if elapsed > 0:
             more = int(n / elapsed * (self.budget.max_seconds - elapsed))
             reachable = min(reachable, n + more)
-        if self.futility and futile(result, reachable):
+        if self.futility and futile(result, sign_narrowing(n, reachable)):
             return replace(result, futile=True)
         return None
 
