@@ -10,22 +10,20 @@ import numpy as np
 import pytest
 from scipy.stats import binom, binomtest
 
+from perfsuite.verdict.futility import futile, sign_narrowing, t_narrowing
 from perfsuite.verdict.paired import (
     ALPHA,
     Budget,
     Sequential,
     alpha_per_look,
-    futile,
     judge,
     judge_processes,
     log_ratios,
     look_schedule,
     median_interval,
     min_pairs_for,
-    sign_narrowing,
     sign_rank,
     sign_test_p,
-    t_narrowing,
 )
 from perfsuite.verdict.stats import Verdict
 

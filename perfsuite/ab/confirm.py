@@ -21,7 +21,7 @@ most ``alpha`` whatever the dependence between looks. It costs some power at the
 look against a single look at ``alpha``, which the extra pairs more than repay.
 
 A look also stops a suspect that the pairs still to come could not decide
-(:func:`perfsuite.verdict.paired.futile`): its t interval, narrowed to what the
+(:func:`perfsuite.verdict.futility.futile`): its t interval, narrowed to what the
 pairs of processes left (up to the last look, or as many as ``--confirm-seconds``
 leaves time for at the pace so far) would make of it and then to 3/4, would still
 hold 0 and reach past the threshold. On a noisy machine that is an unchanged bench
@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.ab.report import Row, Verdicts
-from perfsuite.verdict.paired import futile, t_narrowing
+from perfsuite.verdict.futility import futile, reachable, t_narrowing
 from perfsuite.verdict.stats import Verdict
 
 #: the first look of a confirmation: the fewest pairs of processes a t interval of
@@ -86,22 +86,13 @@ def pick_suspects(
     return chosen
 
 
-def _reachable(most: int, done: int, elapsed: float, seconds: float | None) -> int:
-    """The pairs of processes a confirmation can still have: up to ``most``, or as many
-    as ``seconds`` leave time for at the pace so far."""
-    if seconds is None or elapsed <= 0:
-        return most
-    return min(most, done + int(done / elapsed * max(0.0, seconds - elapsed)))
-
-
-def _futile(row: Row, reachable: int) -> bool:
-    """Whether ``row``'s suspect could not be decided in ``reachable`` pairs of processes;
-    if so its result is marked ``futile``."""
+def _stop_if_futile(row: Row, can_have: int) -> bool:
+    """Whether ``row``'s suspect could not be decided in ``can_have`` pairs of processes
+    in all; if so, its result is marked ``futile``."""
     run = row.run
     if run is None or run.result is None:
         return False
-    narrowing = t_narrowing(len(run.sessions), reachable, run.result.alpha)
-    if not futile(run.result, narrowing):
+    if not futile(run.result, t_narrowing(len(run.sessions), can_have, run.result.alpha)):
         return False
     run.result = replace(run.result, futile=True)
     return True
@@ -144,11 +135,12 @@ def confirm(
         }
         found = [pooled[alphas[n]].get(n) for n in suspects]
         measured = [row for row in found if row and row.run and row.run.result]
-        reachable = _reachable(plan[-1], len(runs), clock() - start, seconds)
+        can_have = reachable(plan[-1], len(runs), clock() - start, seconds)
         for row in measured:
             if row.nodeid in kept:
                 continue
-            if row.verdict in DECISIVE or look == plan[-1] or spent or _futile(row, reachable):
+            ends = row.verdict in DECISIVE or look == plan[-1] or spent
+            if ends or _stop_if_futile(row, can_have):
                 kept[row.nodeid] = row
         if all(row.nodeid in kept for row in measured):
             break

@@ -37,9 +37,9 @@ look then keeps the family-wise rate of a false significant interval at most
 ``alpha``: the union of ``L`` events of probability at most ``alpha / L`` each. When
 the time budget ends between two looks, one final look is taken there instead of
 the remaining ones, so at most ``L`` looks are ever taken. A look may also stop a
-bench for futility (:func:`futile`): one whose interval, narrowed to what its
-remaining budget can buy, would still hold 0 and reach past the threshold can be
-neither called nor cleared, and more pairs are time spent for ``inconclusive``.
+bench for futility (:mod:`perfsuite.verdict.futility`): one whose interval, narrowed
+to what its remaining budget can buy, would still hold 0 and reach past the
+threshold can be neither called nor cleared, and more pairs are time spent for ``inconclusive``.
 Stopping without a verdict never adds a false alarm. ``ALPHA`` is two-sided;
 a false ``slower`` on an unchanged bench also needs an estimated change beyond the
 threshold, so its rate is well below ``ALPHA / 2``.
@@ -56,16 +56,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from perfsuite.verdict.futility import futile, reachable, sign_narrowing
 from perfsuite.verdict.stats import Verdict
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
 ALPHA = 0.01
 #: the fewest pairs between two looks at a bench
 LOOK_EVERY = 4
-#: :func:`futile` projects an interval to the pairs a budget can still buy and then
-#: narrows it to this fraction, so a bench stops only when even a luckier interval
-#: could decide nothing
-FUTILITY_MARGIN = 0.75
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
@@ -240,54 +237,6 @@ def judge(
     )
 
 
-def futile(result: PairedResult, narrowing: float, margin: float = FUTILITY_MARGIN) -> bool:
-    """Whether ``result`` could not become decisive with its interval ``narrowing``
-    times as wide (what the evidence its budget can still buy would do to it).
-
-    The half-width (in log-ratio) is narrowed by ``narrowing`` (:func:`sign_narrowing`,
-    :func:`t_narrowing`) and then by ``margin``, around the current estimate: futile
-    when it still holds 0 (so neither ``slower`` nor ``faster``) and still reaches
-    past ``-threshold`` or ``+threshold`` (so not ``same``). An estimate beyond the
-    threshold whose interval could clear 0 goes on, as does one that could fit
-    inside the threshold.
-
-    >>> noisy = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
-    >>> futile(noisy, sign_narrowing(24, 40)), futile(noisy, sign_narrowing(24, 4000))
-    (True, False)
-    """
-    if result.decisive or result.ci is None or not narrowing < 1:
-        return False
-    center = math.log1p(result.change)
-    low, high = math.log1p(result.ci[0]), math.log1p(result.ci[1])
-    half = (high - low) / 2 * narrowing * margin
-    holds_zero = center - half <= 0 <= center + half
-    limit = math.log1p(result.threshold), math.log1p(-result.threshold)
-    sticks_out = center + half >= limit[0] or center - half <= limit[1]
-    return holds_zero and sticks_out
-
-
-def sign_narrowing(pairs: int, reachable: int) -> float:
-    """How a sign-test interval's width scales from ``pairs`` to ``reachable`` pairs:
-    ``sqrt(pairs / reachable)`` (1 when no more can be had)."""
-    return math.sqrt(pairs / reachable) if reachable > pairs > 0 else 1.0
-
-
-def t_narrowing(n: int, reachable: int, alpha: float) -> float:
-    """How a ``1 - alpha`` t interval of ``n`` estimates scales at ``reachable``: the
-    fall of Student's quantile (fewer degrees of freedom lost) times ``sqrt(n /
-    reachable)``, the spread taken as it is (1 when no more can be had).
-
-    >>> round(t_narrowing(3, 12, 0.01 / 3), 2)
-    0.11
-    """
-    from scipy.stats import t as student_t
-
-    if n < 2 or reachable <= n:
-        return 1.0
-    quantile = student_t.ppf(1 - alpha / 2, [n - 1, reachable - 1])
-    return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
-
-
 @dataclass(frozen=True)
 class Budget:
     """How long one bench may alternate: pairs (min, max) and seconds."""
@@ -339,8 +288,8 @@ class Sequential:
         stops when the result is decisive, when ``max_pairs`` is reached, when
         ``elapsed`` seconds reach the time budget or ``last`` says no more pairs can be
         had (a final look there instead of the scheduled ones left), or when the pairs
-        the budget can still buy at this pace could not make it decisive
-        (:func:`futile`, unless ``futility`` is off; the result then says ``futile``).
+        the budget can still buy at this pace could not make it decisive (``futile``,
+        unless ``futility`` is off; the result then says ``futile``).
         """
         n = len(ratios)
         out_of_time = last or elapsed >= self.budget.max_seconds
@@ -357,12 +306,10 @@ class Sequential:
         )
         if result.decisive or out_of_time or n >= self.budget.max_pairs:
             return result
-        reachable = self.budget.max_pairs  # at this pace, within the seconds left
-        if elapsed > 0:
-            more = int(n / elapsed * (self.budget.max_seconds - elapsed))
-            reachable = min(reachable, n + more)
-        if self.futility and futile(result, sign_narrowing(n, reachable)):
-            return replace(result, futile=True)
+        if self.futility:
+            most = reachable(self.budget.max_pairs, n, elapsed, self.budget.max_seconds)
+            if futile(result, sign_narrowing(n, most)):
+                return replace(result, futile=True)
         return None
 
 
