@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from scipy.stats import binom, binomtest
 
-from perfsuite.verdict.futility import futile, sign_narrowing, t_narrowing
+from perfsuite.verdict.futility import (
+    FUTILITY_MARGIN,
+    futile,
+    sign_half_width,
+    t_margin,
+    t_narrowing,
+)
 from perfsuite.verdict.paired import (
     ALPHA,
     Budget,
@@ -212,24 +218,32 @@ def test_futility_counts_the_pairs_the_seconds_left_can_buy() -> None:
 def test_futile_never_stops_a_decisive_or_uncertain_result() -> None:
     decided = judge([0.2] * 12, 0.05, LOOK_ALPHA)
     assert decided.verdict is Verdict.SLOWER
-    assert not futile(decided, 0.01)
+    assert not futile(decided, 0.5)
     too_few = judge([0.3, -0.3], 0.05, LOOK_ALPHA)
     assert too_few.ci is None
-    assert not futile(too_few, 0.01)
-    wide = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
-    assert futile(wide, sign_narrowing(24, 40))
-    assert not futile(wide, sign_narrowing(24, 4000))
-    assert sign_narrowing(24, 24) == t_narrowing(3, 3, 0.01) == 1.0  # nothing left to buy
-    assert not futile(wide, 1.0)
+    assert not futile(too_few, 0.5)
+    noisy = [0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4
+    wide = judge(noisy, 0.05, 0.001)
+    assert futile(wide, sign_half_width(noisy, 0.001, 40))
+    assert not futile(wide, sign_half_width(noisy, 0.001, 4000))
+    assert not futile(wide, math.inf)
+    assert t_narrowing(3, 3, 0.01) == 1.0  # nothing left to buy
+    # no more pairs than those in hand: the interval of those pairs as it is
+    assert wide.ci is not None
+    assert sign_half_width(noisy, 0.001, 24) == pytest.approx(
+        (math.log1p(wide.ci[1]) - math.log1p(wide.ci[0])) / 2
+    )
+    assert sign_half_width(noisy[:3], 0.001, 3) == math.inf
 
 
-def test_narrowing_follows_the_interval_of_more_pairs() -> None:
+def test_projection_follows_the_interval_of_more_pairs() -> None:
     """The projection matches the interval the pairs would give, were they as spread."""
     d = list(np.random.default_rng(1).normal(0.0, 0.05, 400))
-    for n, more in [(50, 200), (100, 400)]:
-        width = np.diff(np.log1p(judge(d[:n], 0.05, 0.001).ci or (0, 0)))[0]
-        wider = np.diff(np.log1p(judge(d[:more], 0.05, 0.001).ci or (0, 0)))[0]
-        assert wider / width == pytest.approx(sign_narrowing(n, more), rel=0.25)
+    for n, more in [(24, 200), (50, 200), (100, 400)]:
+        ci = judge(d[:more], 0.05, 0.001).ci
+        assert ci is not None
+        actual = (math.log1p(ci[1]) - math.log1p(ci[0])) / 2
+        assert sign_half_width(d[:n], 0.001, more) == pytest.approx(actual, rel=0.3)
     est = [0.03, -0.02, 0.01, 0.04, -0.01, 0.0, 0.02, -0.03, 0.01, 0.02, -0.02, 0.0]
     small, large = (
         judge_processes([[e] for e in est[:3]], 0.05),
@@ -240,6 +254,35 @@ def test_narrowing_follows_the_interval_of_more_pairs() -> None:
     ratio = np.diff(np.log1p(large.ci))[0] / np.diff(np.log1p(small.ci))[0]
     spread = np.std(est, ddof=1) / np.std(est[:3], ddof=1)
     assert ratio == pytest.approx(t_narrowing(3, 12, ALPHA) * spread, rel=0.01)
+
+
+def test_one_wild_pair_does_not_make_a_first_look_futile() -> None:
+    """A +10% slowdown whose first 12 pairs hold two wild ones (-60%, +100%): the
+    interval is then their range, and scaling that range by sqrt(12 / 240) would call
+    the bench futile. The central quantiles project a narrow interval, so it goes on
+    and is called slower."""
+    rng = np.random.default_rng(5)
+    draw = rng.normal(math.log(1.10), 0.06, 240)
+    draw[3], draw[8] = -0.9, 0.7
+    seq = Sequential(Budget(12, 240, 60.0), 0.05)
+    first = judge(list(draw[:12]), 0.05, seq.budget.alpha_per_look)
+    assert first.ci is not None
+    assert first.ci[0] < -0.5  # the range of the pairs
+    assert first.ci[1] > 1.0
+    scaled = (math.log1p(first.ci[1]) - math.log1p(first.ci[0])) / 2 * math.sqrt(12 / 240)
+    assert futile(first, scaled)
+    assert not futile(first, sign_half_width(list(draw[:12]), seq.budget.alpha_per_look, 240))
+    pairs, verdict, stopped = _run_to_verdict(seq, draw)
+    assert (verdict, stopped) == (Verdict.SLOWER, False)
+    assert pairs > 12
+
+
+def test_a_confirmation_margin_follows_how_well_the_spread_is_known() -> None:
+    """At 3 pairs of processes (2 degrees of freedom) the spread may be a third too
+    high at 90% confidence: the margin is that bound, below ``FUTILITY_MARGIN``; from
+    7 pairs on, ``FUTILITY_MARGIN`` is the smaller."""
+    assert t_margin(3) == pytest.approx(math.sqrt(2 / 4.60517), rel=1e-4)
+    assert t_margin(3) < t_margin(6) < FUTILITY_MARGIN == t_margin(7) == t_margin(12)
 
 
 def test_time_budget_takes_one_final_look_off_the_schedule() -> None:

@@ -23,11 +23,12 @@ look against a single look at ``alpha``, which the extra pairs more than repay.
 A look also stops a suspect that the pairs still to come could not decide
 (:func:`perfsuite.verdict.futility.futile`): its t interval, narrowed to what the
 pairs of processes left (up to the last look, or as many as ``--confirm-seconds``
-leaves time for at the pace so far) would make of it and then to 3/4, would still
-hold 0 and reach past the threshold. On a noisy machine that is an unchanged bench
-whose first look reads it 1.5-3.5% off: 12 pairs of processes end ``inconclusive``
-for it all the same. It ends ``inconclusive`` there, ``futile``; stopping without a
-verdict adds no false alarm.
+leaves time for at the pace so far) would make of it and then by a margin
+(:func:`perfsuite.verdict.futility.t_margin`: 3/4, less while the spread rests on
+fewer than 7 pairs), would still hold 0 and reach past the threshold. On a noisy
+machine that is an unchanged bench whose first look reads it 1.5-3.5% off: 12 pairs
+of processes end ``inconclusive`` for it all the same. It ends ``inconclusive``
+there, ``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends once its
 first look is in: when it has run out, no further pair of processes starts and the
@@ -38,12 +39,13 @@ of the planned looks, judged at the same ``alpha / k``, so the bound costs power
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.ab.report import Row, Verdicts
-from perfsuite.verdict.futility import futile, reachable, t_narrowing
+from perfsuite.verdict.futility import futile, reachable, t_margin, t_narrowing
 from perfsuite.verdict.stats import Verdict
 
 #: the first look of a confirmation: the fewest pairs of processes a t interval of
@@ -92,7 +94,11 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     run = row.run
     if run is None or run.result is None:
         return False
-    if not futile(run.result, t_narrowing(len(run.sessions), can_have, run.result.alpha)):
+    result, n = run.result, len(run.sessions)
+    if result.ci is None or can_have <= n:
+        return False  # the budget's own rule ends it
+    half = (math.log1p(result.ci[1]) - math.log1p(result.ci[0])) / 2
+    if not futile(result, half * t_narrowing(n, can_have, result.alpha), t_margin(n)):
         return False
     run.result = replace(run.result, futile=True)
     return True

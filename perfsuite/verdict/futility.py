@@ -3,17 +3,22 @@
 A sequential test stops at a decisive look; it can also stop at a look where no
 amount of the evidence left could be decisive. The interval is projected to the
 evidence the budget can still buy (:func:`reachable`: at the pace so far, within the
-seconds left) by how its width scales (:func:`sign_narrowing` for the sign-test
-interval of one pair of processes, :func:`t_narrowing` for the t interval across
-pairs of processes), then narrowed by ``FUTILITY_MARGIN``. If even that interval
-would hold 0 and reach past the threshold, the result stays ``inconclusive`` however
-long it goes on. Stopping without a verdict never adds a false alarm.
+seconds left): :func:`sign_half_width` reads the sign-test interval of one pair of
+processes off the pairs' central quantiles, and :func:`t_narrowing` scales the t
+interval across pairs of processes. The projection is then narrowed by a margin
+(``FUTILITY_MARGIN``; :func:`t_margin` where a t interval's spread rests on few
+pairs). If even that interval would hold 0 and reach past the threshold, the result
+stays ``inconclusive`` however long it goes on. Stopping without a verdict never
+adds a false alarm.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from perfsuite.verdict.paired import PairedResult
@@ -24,26 +29,28 @@ if TYPE_CHECKING:
 FUTILITY_MARGIN = 0.75
 
 
-def futile(result: PairedResult, narrowing: float, margin: float = FUTILITY_MARGIN) -> bool:
-    """Whether ``result`` could not become decisive with its interval ``narrowing``
-    times as wide (what the evidence its budget can still buy would do to it).
+def futile(result: PairedResult, half: float, margin: float = FUTILITY_MARGIN) -> bool:
+    """Whether ``result`` could not become decisive with an interval of half-width
+    ``half`` (in log-ratio: what the evidence its budget can still buy would give).
 
-    The half-width (in log-ratio) is narrowed by ``narrowing`` and then by ``margin``,
-    around the current estimate: futile when it still holds 0 (so neither ``slower``
-    nor ``faster``) and still reaches past ``-threshold`` or ``+threshold`` (so not
-    ``same``). An estimate beyond the threshold whose interval could clear 0 goes on,
-    as does one that could fit inside the threshold.
+    ``half`` is narrowed by ``margin`` and laid around the current estimate: futile
+    when it still holds 0 (so neither ``slower`` nor ``faster``) and still reaches past
+    ``-threshold`` or ``+threshold`` (so not ``same``). An estimate beyond the
+    threshold whose interval could clear 0 goes on, as does one that could fit inside
+    the threshold.
 
     >>> from perfsuite.verdict.paired import judge
-    >>> noisy = judge([0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4, 0.05, 0.001)
-    >>> futile(noisy, sign_narrowing(24, 40)), futile(noisy, sign_narrowing(24, 4000))
-    (True, False)
+    >>> noisy = [0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4
+    >>> result = judge(noisy, 0.05, 0.001)
+    >>> futile(result, sign_half_width(noisy, 0.001, 40))
+    True
+    >>> futile(result, sign_half_width(noisy, 0.001, 4000))
+    False
     """
-    if result.decisive or result.ci is None or not narrowing < 1:
+    if result.decisive or result.ci is None or not half < math.inf:
         return False
     center = math.log1p(result.change)
-    low, high = math.log1p(result.ci[0]), math.log1p(result.ci[1])
-    half = (high - low) / 2 * narrowing * margin
+    half *= margin
     holds_zero = center - half <= 0 <= center + half
     limit = math.log1p(result.threshold), math.log1p(-result.threshold)
     sticks_out = center + half >= limit[0] or center - half <= limit[1]
@@ -62,10 +69,34 @@ def reachable(most: int, done: int, elapsed: float, seconds: float | None) -> in
     return min(most, done + int(done / elapsed * max(0.0, seconds - elapsed)))
 
 
-def sign_narrowing(pairs: int, reachable: int) -> float:
-    """How a sign-test interval's width scales from ``pairs`` to ``reachable`` pairs:
-    ``sqrt(pairs / reachable)`` (1 when no more can be had)."""
-    return math.sqrt(pairs / reachable) if reachable > pairs > 0 else 1.0
+def sign_half_width(log_ratios: Sequence[float], alpha: float, pairs: int) -> float:
+    """The half-width (in log-ratio) that the exact ``1 - alpha`` sign-test interval of
+    the median would have with ``pairs`` pairs as spread as ``log_ratios``.
+
+    That interval runs between the order statistics of ranks ``k`` and ``pairs + 1 -
+    k`` (:func:`perfsuite.verdict.paired.sign_rank`), which sit near the quantiles
+    ``k / (pairs + 1)`` and ``1 - k / (pairs + 1)``; those are read off ``log_ratios``
+    (``method="weibull"``, the expected place of an order statistic). Central
+    quantiles, not the interval of the pairs so far scaled by ``sqrt(n / pairs)``: at
+    a first look the interval is the range of the pairs, which one wild pair sets.
+    With no more pairs than ``log_ratios`` it is the interval of ``log_ratios``
+    itself; ``inf`` when ``pairs`` are too few for any interval.
+
+    >>> spread = [-0.2, -0.02, -0.01, 0.0, 0.01, 0.02, 0.2, 0.0, 0.01, -0.01, 0.02, -0.02]
+    >>> round(sign_half_width(spread, 0.001, 12), 3), round(sign_half_width(spread, 0.001, 240), 3)
+    (0.2, 0.009)
+    """
+    from perfsuite.verdict.paired import sign_rank
+
+    d = np.sort(np.asarray(log_ratios, dtype=float))
+    k = sign_rank(max(pairs, int(d.size)), alpha)
+    if k is None or d.size == 0:
+        return math.inf
+    if pairs <= d.size:
+        return float(d[d.size - k] - d[k - 1]) / 2
+    level = k / (pairs + 1)
+    low, high = np.quantile(d, [level, 1 - level], method="weibull")
+    return float(high - low) / 2
 
 
 def t_narrowing(n: int, reachable: int, alpha: float) -> float:
@@ -82,3 +113,20 @@ def t_narrowing(n: int, reachable: int, alpha: float) -> float:
         return 1.0
     quantile = student_t.ppf(1 - alpha / 2, [n - 1, reachable - 1])
     return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
+
+
+def t_margin(n: int) -> float:
+    """The margin for a t interval of ``n`` estimates: ``FUTILITY_MARGIN``, or less
+    where their spread is known too poorly for it: the 90% lower confidence bound of
+    a standard deviation on ``n - 1`` degrees of freedom, as a fraction of the
+    estimate (``sqrt(df / chi2.ppf(0.9, df))``), whichever is smaller.
+
+    >>> round(t_margin(3), 2), round(t_margin(6), 2), t_margin(12)
+    (0.66, 0.74, 0.75)
+    """
+    from scipy.stats import chi2
+
+    if n < 2:
+        return 0.0
+    df = n - 1
+    return min(FUTILITY_MARGIN, math.sqrt(df / float(chi2.ppf(0.9, df))))

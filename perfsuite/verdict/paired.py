@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perfsuite.verdict.futility import futile, reachable, sign_narrowing
+from perfsuite.verdict.futility import futile, reachable, sign_half_width
 from perfsuite.verdict.stats import Verdict
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
@@ -110,9 +110,11 @@ def sign_rank(n: int, alpha: float) -> int | None:
     None when ``n`` pairs are too few for any interval at that level (the smallest
     two-sided error the sign test can reach is ``2 / 2**n``).
     """
-    k = 0
-    while k + 1 <= n // 2 and 2 * _binom_cdf(k, n) <= alpha:
+    k, term, below, total = 0, 1, 1, 1 << n  # below: sum of comb(n, i) for i <= k
+    while k + 1 <= n // 2 and 2 * (below / total) <= alpha:
         k += 1
+        term = term * (n - k + 1) // k
+        below += term
     return k if k >= 1 else None
 
 
@@ -308,7 +310,8 @@ class Sequential:
             return result
         if self.futility:
             most = reachable(self.budget.max_pairs, n, elapsed, self.budget.max_seconds)
-            if futile(result, sign_narrowing(n, most)):
+            half = sign_half_width(ratios, self.budget.alpha_per_look, most)
+            if most > n and futile(result, half):
                 return replace(result, futile=True)
         return None
 
