@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from perfsuite.harness import tfcluster as tfservice
-from perfsuite.harness.consumer import BoundedConsumer, ConsumerError
 from perfsuite.harness.supervisor import describe_exit
 from perfsuite.options import ServiceAddress
 
@@ -177,55 +176,6 @@ def test_local_worker_counts_are_powers_of_two_and_every_core(
 ) -> None:
     monkeypatch.setattr(tfservice, "usable_cores", lambda: cores)
     assert tfservice.local_worker_counts() == expected
-
-
-def test_consumer_returns_the_last_batch_of_each_call() -> None:
-    with BoundedConsumer(lambda: iter(range(10)), what="numbers") as consumer:
-        assert consumer.take(3) == 2
-        assert consumer.take(2) == 4
-
-
-def test_consumer_fails_a_stalled_pipeline_in_bounded_time() -> None:
-    release = threading.Event()
-
-    def stalled() -> Iterator[int]:
-        release.wait()
-        yield 1
-
-    consumer = BoundedConsumer(stalled, what="stalled pipeline", timeout=0.2)
-    with pytest.raises(ConsumerError, match=r"stalled pipeline: no batch within 0\.2 s"):
-        consumer.take()
-    with pytest.raises(ConsumerError, match="abandoned"):
-        consumer.take()
-    release.set()
-    consumer.close()
-
-
-def test_consumer_watch_aborts_the_wait() -> None:
-    def watch() -> None:
-        raise tfservice.ServiceLost("worker 1 went away")
-
-    release = threading.Event()
-
-    def stalled() -> Iterator[int]:
-        release.wait()
-        yield 1
-
-    consumer = BoundedConsumer(stalled, what="x", watch=watch)
-    with pytest.raises(tfservice.ServiceLost, match="worker 1 went away"):
-        consumer.take()
-    release.set()
-    consumer.close()
-
-
-def test_consumer_names_pipeline_errors_in_one_line() -> None:
-    def broken() -> Iterator[int]:
-        raise OSError("no such file: a.jpg\nmore detail")
-
-    consumer = BoundedConsumer(broken, what="svc", describe_error=lambda e: str(e).splitlines()[0])
-    with pytest.raises(ConsumerError, match=r"^svc: no such file: a\.jpg$"):
-        consumer.take()
-    consumer.close()
 
 
 def test_cluster_that_cannot_start_is_stopped_and_named(tmp_path: Path) -> None:
