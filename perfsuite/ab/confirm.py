@@ -39,13 +39,12 @@ of the planned looks, judged at the same ``alpha / k``, so the bound costs power
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.ab.report import Row, Verdicts
-from perfsuite.verdict.futility import futile, reachable, t_margin, t_narrowing
+from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.stats import Verdict
 
 #: the first look of a confirmation: the fewest pairs of processes a t interval of
@@ -94,11 +93,10 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     run = row.run
     if run is None or run.result is None:
         return False
-    result, n = run.result, len(run.sessions)
-    if result.ci is None or can_have <= n:
+    n = len(run.sessions)
+    if can_have <= n:
         return False  # the budget's own rule ends it
-    half = (math.log1p(result.ci[1]) - math.log1p(result.ci[0])) / 2
-    if not futile(result, half * t_narrowing(n, can_have, result.alpha), t_margin(n)):
+    if not futile(run.result, t_half_width(run.result, n, can_have), t_margin(n)):
         return False
     run.result = replace(run.result, futile=True)
     return True

@@ -4,7 +4,7 @@ A sequential test stops at a decisive look; it can also stop at a look where no
 amount of the evidence left could be decisive. The interval is projected to the
 evidence the budget can still buy (:func:`reachable`: at the pace so far, within the
 seconds left): :func:`sign_half_width` reads the sign-test interval of one pair of
-processes off the pairs' central quantiles, and :func:`t_narrowing` scales the t
+processes off the pairs' central quantiles, and :func:`t_half_width` scales the t
 interval across pairs of processes. The projection is then narrowed by a margin
 (``FUTILITY_MARGIN``; :func:`t_margin` where a t interval's spread rests on few
 pairs). If even that interval would hold 0 and reach past the threshold, the result
@@ -113,6 +113,24 @@ def t_narrowing(n: int, reachable: int, alpha: float) -> float:
         return 1.0
     quantile = student_t.ppf(1 - alpha / 2, [n - 1, reachable - 1])
     return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
+
+
+def t_half_width(result: PairedResult, n: int, reachable: int) -> float:
+    """The half-width (in log-ratio) that ``result``'s t interval of ``n`` estimates
+    would have with ``reachable`` of them, its spread taken as it is
+    (:func:`t_narrowing`); ``inf`` when it has no interval.
+
+    >>> from perfsuite.verdict.paired import PairedResult
+    >>> from perfsuite.verdict.stats import Verdict
+    >>> ci = (-0.5, 1.0)
+    >>> three = PairedResult(Verdict.INCONCLUSIVE, 0.0, ci, pairs=3, threshold=0.05, alpha=0.01)
+    >>> round(t_half_width(three, 3, 3), 3), round(t_half_width(three, 3, 12), 3)
+    (0.693, 0.108)
+    """
+    if result.ci is None:
+        return math.inf
+    half = (math.log1p(result.ci[1]) - math.log1p(result.ci[0])) / 2
+    return half * t_narrowing(n, reachable, result.alpha)
 
 
 def t_margin(n: int) -> float:

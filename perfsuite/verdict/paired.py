@@ -310,8 +310,9 @@ class Sequential:
             return result
         if self.futility:
             most = reachable(self.budget.max_pairs, n, elapsed, self.budget.max_seconds)
-            half = sign_half_width(ratios, self.budget.alpha_per_look, most)
-            if most > n and futile(result, half):
+            if most > n and futile(
+                result, sign_half_width(ratios, self.budget.alpha_per_look, most)
+            ):
                 return replace(result, futile=True)
         return None
 
