@@ -73,6 +73,15 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     assert "| `benches/bench_work.py::test_work[one]` | SLOWER |" in summary
     assert len(list(report.glob("*.png"))) == 2
     assert "passed" in (report / "B.log").read_text()
+    # How busy the machine was: in the terminal, summary.md and machine.json alike.
+    machine = json.loads((report / "machine.json").read_text())
+    assert set(machine) == {"cpus", "seconds", "own", "other", "steal"}
+    assert machine["cpus"] >= 1
+    assert machine["seconds"] > 0
+    assert machine["own"] > 0
+    said = re.search(r"machine during the A/B \(\d+ s, \d+ CPUs\): this A/B \d+%", summary)
+    assert said is not None
+    assert f"perfsuite ab: {said.group(0)}" in result.out
     assert not list(tmp_path.glob(".report-*"))  # no temporary folder left beside it
 
     # Nothing left: no side process, no held lock, the candidate ran in the repository.

@@ -13,8 +13,9 @@ first decode). Each case runs ``perfsuite ab base <case>`` ``--runs`` times and 
 every bench's verdict, measured change, pairs, its seconds of alternation and the wall
 time of the run. It prints, per case and bench, how many runs were slower / faster /
 same / inconclusive, the median measured change and its spread (min to max), the
-median seconds the bench alternated and the median wall time per A/B run,
-and writes every run to ``--out`` (JSON). Usage::
+median seconds the bench alternated and the median wall time per A/B run, and how
+much of the CPUs other work took during the runs (the report's ``machine.json``), and
+writes every run to ``--out`` (JSON). Usage::
 
     python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
                              [--select benches/bench_pil.py] [--out ab_power.json]
@@ -180,9 +181,30 @@ def run_ab(
         for entry in json.loads(pairs.read_text()):
             name = entry["nodeid"].split("::")[-1]
             benches[name] = {k: entry.get(k) for k in RECORDED}
+    machine_json = report / "machine.json"  # perfsuite.ab.load: how busy the machine was
+    machine = json.loads(machine_json.read_text()) if machine_json.is_file() else None
     shutil.rmtree(report.parent, ignore_errors=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
-    return {"code": proc.returncode, "seconds": seconds, "benches": benches, "tail": tail}
+    return {
+        "code": proc.returncode, "seconds": seconds, "benches": benches, "tail": tail,
+        "machine": machine,
+    }  # fmt: skip
+
+
+def machine_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Per case, the median and largest share of the CPUs other work took during a run."""
+    lines = []
+    for case, runs in results.items():
+        loads = [run["machine"] for run in runs if run.get("machine")]
+        if not loads:
+            continue
+        said = []
+        for key, name in (("other", "other processes"), ("steal", "steal")):
+            shares = [load[key] * 100 for load in loads]
+            said.append(f"{name} median {statistics.median(shares):.1f}% "
+                        f"(max {max(shares):.1f}%)")  # fmt: skip
+        lines.append(f"{case}: machine during a run: {', '.join(said)}")
+    return lines
 
 
 def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -266,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 if run["code"] == 2:
                     print("  " + "\n  ".join(run["tail"]), flush=True)
                 save(args.out, args.scale, args.runs, select, extra, results)  # every run kept
-        print("\n".join(summarize(results)))
+        print("\n".join(summarize(results) + machine_lines(results)))
         print(f"wrote {args.out}")
     finally:
         if args.keep is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import random
 import signal
 import sys
@@ -239,6 +240,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.confirm import confirm, looks, pick_suspects
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
+    from perfsuite.ab.load import measured, snapshot
     from perfsuite.ab.pairs import Pairs, key
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
@@ -272,6 +274,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     confirm_seconds = confirm_seconds_for(args, scale)
     suspect_kind = suspects_for(args, scale)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    start = snapshot()
     chosen = selection(root, pytest_args)
     # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
     subdir = Path.cwd().resolve().relative_to(root) if pytest_args else Path()
@@ -348,6 +351,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             checks = [check(None if groups == [None] else [f], ids) for f, ids in by_file.items()]
             verdicts = verdicts.confirmed(checks, "confirmation in {pairs} pairs of processes")
         print("\n".join(verdicts.text_lines()))
+        load = measured(start)
+        notes = [load.line()] if load else []
+        for note in notes:
+            print(f"perfsuite ab: {note}")
         if args.report is not None:
             side_json = [workdir / f"{name}.json" for name in "AB"]
             side_logs = [workdir / f"{name}.log" for name in "AB"]
@@ -356,6 +363,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 log_out.write_bytes(
                     b"".join(p.read_bytes() for p in pairs.logs[name] if p.is_file())
                 )
-            write_report(args.report, verdicts, side_json, side_logs)
+            machine = {"machine.json": json.dumps(load.as_dict()) + "\n"} if load else {}
+            write_report(args.report, verdicts, side_json, side_logs, notes, machine)
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

@@ -3,9 +3,9 @@
 ``--report DIR`` writes ``summary.md`` (fit for ``$GITHUB_STEP_SUMMARY``), one PNG per
 bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-benchmark
 run, which ``pytest-benchmark compare`` reads), ``A.log``/``B.log`` (each side's pytest
-output) and ``pairs.json`` (every block, and each
-bench's verdict, change and interval). The
-folder is written next to DIR and renamed into place, so it is whole or absent.
+output), ``pairs.json`` (every block, and each bench's verdict, change and interval)
+and ``machine.json`` (:mod:`perfsuite.ab.load`). The folder is written next to DIR and
+renamed into place, so it is whole or absent.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import shutil
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -351,14 +351,23 @@ def plot_ratios(run: BenchRun, path: Path) -> None:
 
 
 def write_report(
-    out: Path, verdicts: Verdicts, side_json: Sequence[Path], side_logs: Sequence[Path] = ()
+    out: Path,
+    verdicts: Verdicts,
+    side_json: Sequence[Path],
+    side_logs: Sequence[Path] = (),
+    notes: Sequence[str] = (),
+    files: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Write the report folder atomically (a temporary sibling renamed into place)."""
+    """Write the report folder atomically (a temporary sibling renamed into place):
+    ``notes`` end ``summary.md``, ``files`` (name: text) are written beside it."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        (tmp / "summary.md").write_text("\n".join(verdicts.markdown_lines()))
+        summary = [*verdicts.markdown_lines(), *(f"{note}\n" for note in notes)]
+        (tmp / "summary.md").write_text("\n".join(summary))
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text)
         for name, path in zip("AB", side_json, strict=True):
             if path.is_file():
                 shutil.copyfile(path, tmp / f"{name}.json")
