@@ -7,8 +7,10 @@ revision), and the plain run again. The ratio is the A/B's wall time over the me
 the two plain runs, taken within one invocation so a slow hour hits both; the two
 plain runs show their spread (a first plain run that generated the datasets shows as
 the slower one: warm the dataset cache first for a fair ratio). It prints each bench
-file's A/B seconds and verdicts, the slowest benches (seconds of alternation, pairs)
-and every verdict that was not ``same``, and writes the verdicts to ``--out``. Usage::
+file's A/B seconds and verdicts, the slowest benches (seconds of alternation, pairs),
+the suspects confirmed in fresh pairs of processes, every verdict that was not
+``same`` and how busy the machine was during the A/B (the report's ``machine.json``),
+and writes the verdicts to ``--out``. Usage::
 
     python tools/ab_suite_time.py [--rev HEAD] [--out ab_suite.json] [--ab-args "..."]
                                   [--plain "..."] [-- PYTEST_ARGS]
@@ -71,18 +73,37 @@ def split_report(ab_args: list[str], default: Path) -> tuple[Path, list[str]]:
     return default, ab_args
 
 
-def ab_run(rev: str, selection: list[str], ab_args: list[str], report: Path) -> float:
-    """One ``perfsuite ab REV REV`` over the selection, its report in ``report``; its
-    seconds."""
+#: what ``perfsuite ab`` prints when its first stage is over and confirmations start
+CONFIRMING = "measured again in up to"
+
+
+def ab_run(
+    rev: str, selection: list[str], ab_args: list[str], report: Path
+) -> tuple[float, float | None]:
+    """One ``perfsuite ab REV REV`` over the selection, its report in ``report``: its
+    seconds, and those of its first stage when confirmations followed (else None)."""
     command = [
         sys.executable, "-m", "perfsuite.cli", "ab", rev, rev, "--report", str(report),
         *ab_args, "--", *selection,
     ]  # fmt: skip
-    code, seconds, tail = timed(command)
-    print(f"perfsuite ab {rev} {rev}: exit {code}, {seconds:.0f} s", flush=True)
+    start = time.monotonic()
+    first_stage: float | None = None
+    lines: list[str] = []
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if first_stage is None and CONFIRMING in line:
+                first_stage = time.monotonic() - start
+    code, seconds = proc.returncode, time.monotonic() - start
+    stage = "" if first_stage is None else f" (first stage {first_stage:.0f} s)"
+    print(f"perfsuite ab {rev} {rev}: exit {code}, {seconds:.0f} s{stage}", flush=True)
     if code == 2 or not (report / "pairs.json").is_file():
+        tail = "\n".join(lines[-15:])
         raise SystemExit(f"perfsuite ab failed (exit {code}):\n{tail}")
-    return seconds
+    return seconds, first_stage
 
 
 def summary(entries: list[dict[str, Any]], slowest: int) -> list[str]:
@@ -102,6 +123,12 @@ def summary(entries: list[dict[str, Any]], slowest: int) -> list[str]:
     lines += [
         f"  {e.get('seconds') or 0:.1f} s  {e.get('pairs')}  {e.get('verdict')}  {e['nodeid']}"
         for e in ranked
+    ]
+    suspects = [e for e in entries if e.get("sessions")]
+    lines.append(f"suspects confirmed in fresh pairs of processes: {len(suspects)}")
+    lines += [
+        f"  {len(e['sessions'])} pairs  {e.get('verdict')} {e['change'] * 100:+.1f}%  {e['nodeid']}"
+        for e in suspects
     ]
     odd = [e for e in entries if e.get("verdict") not in ("same", None)]
     lines.append(f"not same: {len(odd)} of {len(entries)}")
@@ -129,23 +156,29 @@ def main(argv: list[str] | None = None) -> int:
     try:
         first = plain_run(plain_selection, work, 1)
         report, ab_args = split_report(shlex.split(args.ab_args), work / "ab")
-        ab = ab_run(args.rev, selection, ab_args, report)
+        ab, first_stage = ab_run(args.rev, selection, ab_args, report)
         second = plain_run(plain_selection, work, 2)
         entries = json.loads((report / "pairs.json").read_text())
         for entry in entries:  # the blocks are in the report; keep the verdicts
             for key in ("a_blocks", "b_blocks", "order", "drained", "warmup"):
                 entry.pop(key, None)
         plain = (first + second) / 2
+        machine_file = report / "machine.json"  # how busy the machine was (Linux only)
+        machine = json.loads(machine_file.read_text()) if machine_file.is_file() else None
         document = {
             "selection": selection, "ab_args": args.ab_args, "plain": plain_selection,
-            "plain_seconds": [first, second],
-            "ab_seconds": ab, "ratio": ab / plain, "benches": entries,
+            "plain_seconds": [first, second], "ab_seconds": ab, "ratio": ab / plain,
+            "first_stage_seconds": first_stage,
+            "machine": machine, "benches": entries,
         }  # fmt: skip
         args.out.write_text(json.dumps(document, indent=1))
         print("\n".join(summary(entries, args.slowest)))
         print(f"plain runs {first:.0f} s and {second:.0f} s; perfsuite ab {ab:.0f} s: "
               f"{ab / plain:.2f}x their mean ({ab / first:.2f}x and {ab / second:.2f}x "
               "each)")  # fmt: skip
+        if machine is not None:
+            print(f"machine during the A/B: this A/B {machine['own']:.0%}, other processes "
+                  f"{machine['other']:.0%}, steal {machine['steal']:.0%}")  # fmt: skip
         print(f"wrote {args.out}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
