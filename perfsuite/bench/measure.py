@@ -153,12 +153,14 @@ class Perf:
     Group, baseline and roofline are declared once per test with the ``perf`` marker,
     and the variant is the ``variant`` parameter (see :class:`perfsuite.config.PerfMarker`):
 
-    >>> @pytest.mark.perf(group="tfdata", baseline="baseline")
-    ... @pytest.mark.parametrize("variant", ["baseline", "parallel_map"])
-    ... def test_pipeline(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
-    ...     it = iter(build(variant, image_dataset))
-    ...     perf.measure(lambda: next(it), items=32, dataset=image_dataset,
-    ...                  params={"batch": 32})
+    Usage::
+
+        @pytest.mark.perf(group="tfdata", baseline="baseline")
+        @pytest.mark.parametrize("variant", ["baseline", "parallel_map"])
+        def test_pipeline(perf: Perf, image_dataset: ImageDataset, variant: str) -> None:
+            it = iter(build(variant, image_dataset))
+            perf.measure(lambda: next(it), items=32, dataset=image_dataset,
+                         params={"batch": 32})
     """
 
     def __init__(

@@ -35,9 +35,10 @@ MIN_SIDE = 224
 class ImageDataset:
     """A folder of JPEGs with labels, ready for tf.data, DALI or a torch Dataset.
 
-    >>> ds = make_image_dataset("imagenet-like", count=16)   # in a test or bench
-    >>> ds.count, ds.file_list.name
-    (16, 'file_list.txt')
+    Usage::
+
+        ds = make_image_dataset("imagenet-like", count=16)   # in a test or bench
+        ds.count, ds.file_list.name                              # (16, 'file_list.txt')
     """
 
     name: str

@@ -84,8 +84,10 @@ def materialize_shards(dataset: ImageDataset, data_dir: Path, shards: int) -> TF
     The count follows the dataset (:func:`shard_count`): a dataset of fewer images than
     ``shards`` gets one shard per image; ``len(result.paths)`` says how many.
 
-    >>> shards = materialize_shards(image_dataset, perf_settings.data_dir, 4)
-    >>> tf.data.TFRecordDataset([str(p) for p in shards.paths])
+    Usage::
+
+        shards = materialize_shards(image_dataset, perf_settings.data_dir, 4)
+        tf.data.TFRecordDataset([str(p) for p in shards.paths])
     """
     shards = shard_count(dataset.count, shards)
     ranges = shard_ranges(dataset.count, shards)

@@ -11,8 +11,10 @@ _Self = TypeVar("_Self", bound="Closing")
 class Closing:
     """``with obj:`` calls ``obj.close()`` on the way out, whatever happened inside.
 
-    >>> with LocalCluster() as cluster:   # stopped even if the block raises
-    ...     cluster.ensure_workers(2)
+    Usage::
+
+        with LocalCluster() as cluster:   # stopped even if the block raises
+            cluster.ensure_workers(2)
     """
 
     def close(self) -> None:

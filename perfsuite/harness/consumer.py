@@ -28,8 +28,10 @@ class BoundedConsumer(Closing):
     is abandoned. ``describe_error`` turns the pipeline's own errors into one-line
     :class:`ConsumerError` messages (perfsuite's errors and pytest's outcomes pass as they are).
 
-    >>> with BoundedConsumer(lambda: iter(ds), what="tf.data service") as consumer:
-    ...     perf.measure(lambda: consumer.take(4), items=4 * batch)
+    Usage::
+
+        with BoundedConsumer(lambda: iter(ds), what="tf.data service") as consumer:
+            perf.measure(lambda: consumer.take(4), items=4 * batch)
     """
 
     def __init__(

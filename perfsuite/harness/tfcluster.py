@@ -121,10 +121,12 @@ def running_processes() -> list[ServiceProcess]:
 class LocalCluster(Closing):
     """A dispatcher and workers as child processes on loopback; :meth:`stop` ends all of them.
 
-    >>> with LocalCluster() as cluster:
-    ...     cluster.ensure_workers(2)  # starts the dispatcher too
-    ...     ds = ds.apply(tf.data.experimental.service.distribute(
-    ...         "parallel_epochs", cluster.target))
+    Usage::
+
+        with LocalCluster() as cluster:
+            cluster.ensure_workers(2)  # starts the dispatcher too
+            ds = ds.apply(tf.data.experimental.service.distribute(
+                "parallel_epochs", cluster.target))
     """
 
     def __init__(
@@ -258,8 +260,10 @@ class ServicePool(Closing):
     dispatcher's workers read the dataset at the paths this machine uses, so it must be on
     a filesystem they share.
 
-    >>> with ServicePool(perf_settings.tfdata_service, max_workers=2) as pool:
-    ...     service = pool.connect(workers=1)
+    Usage::
+
+        with ServicePool(perf_settings.tfdata_service, max_workers=2) as pool:
+            service = pool.connect(workers=1)
     """
 
     def __init__(

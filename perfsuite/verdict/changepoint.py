@@ -86,6 +86,8 @@ def robust_sigma(logs: Sequence[float]) -> float:
     """Noise of a log series from its first differences, robust to steps and outliers.
 
     >>> round(robust_sigma([0.0, 0.1, 0.0, 0.1, 0.0]), 4)
+    0.1048
+    >>> robust_sigma([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])  # one step is not noise
     0.0
     """
     diffs = [b - a for a, b in itertools.pairwise(logs)]

@@ -104,10 +104,12 @@ class Storage:
     folder, as ``--benchmark-compare`` does inside pytest; ``None`` searches every
     machine folder, as ``pytest-benchmark compare`` does offline.
 
-    >>> storage = Storage.from_option("file:///ci/cache/benchmarks")
-    >>> storage.latest()                      # the newest saved run, any machine
-    >>> storage.before(run_path)              # saved before it, oldest first
-    >>> storage.resolve("0004")               # the file a run id names
+    Usage::
+
+        storage = Storage.from_option("file:///ci/cache/benchmarks")
+        storage.latest()                      # the newest saved run, any machine
+        storage.before(run_path)              # saved before it, oldest first
+        storage.resolve("0004")               # the file a run id names
     """
 
     def __init__(self, root: Path, machine_id: str | None = None) -> None:

@@ -76,9 +76,11 @@ def tf_cold_model(weights: Sequence[np.ndarray], size: int = wc.INPUT_SIZE) -> A
 class TfSwapServer:
     """One Keras model and one ``tf.function`` serving any weight set of the architecture.
 
-    >>> server = TfSwapServer()
-    >>> server.prepare((1, 240, 240, 3))      # traced once, on zeros
-    >>> server.serve(weight_sets[2], x)        # assign model 2's weights, then infer
+    Usage::
+
+        server = TfSwapServer()
+        server.prepare((1, 240, 240, 3))      # traced once, on zeros
+        server.serve(weight_sets[2], x)        # assign model 2's weights, then infer
     """
 
     def __init__(self, size: int = wc.INPUT_SIZE) -> None:

@@ -290,10 +290,12 @@ class TrainLoop:
     before any pipeline exists, so no batches pile up in a pipeline's prefetch buffer
     while it traces and the timed waits start from the pipeline's steady state.
 
-    >>> loop = TrainLoop(classifier("small_cnn", 10), batch=32, steps=4)
-    >>> loop.iterator = pipeline.warm(1.0)
-    >>> perf.measure(loop, items=4 * 32, ...)
-    >>> input_bound_share(loop.waits[-len(perf.timings()):], perf.timings())
+    Usage::
+
+        loop = TrainLoop(classifier("small_cnn", 10), batch=32, steps=4)
+        loop.iterator = pipeline.warm(1.0)
+        perf.measure(loop, items=4 * 32, ...)
+        input_bound_share(loop.waits[-len(perf.timings()):], perf.timings())
     """
 
     def __init__(self, model: Any, batch: int, steps: int) -> None:

@@ -74,8 +74,10 @@ class SmallCNN(nn.Module):
 class Trainer:
     """The study's training loop: NHWC uint8 batch -> NCHW float on the device, Adam lr 0.01.
 
-    >>> trainer = Trainer(SmallCNN(num_classes=10), "cpu")
-    >>> loss = trainer.steps(endless(loader), 4)
+    Usage::
+
+        trainer = Trainer(SmallCNN(num_classes=10), "cpu")
+        loss = trainer.steps(endless(loader), 4)
     """
 
     def __init__(self, model: nn.Module, device: str | torch.device, lr: float = 0.01) -> None:
