@@ -15,11 +15,11 @@ time of the run. It prints, per case and bench, how many runs were slower / fast
 same / inconclusive, the median measured change and its spread (min to max), the
 median seconds the bench alternated and the median wall time per A/B run, and how
 much of the CPUs other work took during the runs (the report's ``machine.json``), and
-writes every run to ``--out`` (JSON). Usage::
+writes every run to ``--out`` (JSON); ``--reports DIR`` keeps each run's report. Usage::
 
     python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
                              [--select benches/bench_pil.py] [--out ab_power.json]
-                             [--keep DIR] [-- EXTRA_AB_OPTIONS]
+                             [--keep DIR] [--reports DIR] [-- EXTRA_AB_OPTIONS]
 """
 
 from __future__ import annotations
@@ -164,8 +164,11 @@ def run_ab(
     data_dir: Path,
     extra: list[str],
     select: list[str],
+    keep_report: Path | None = None,
 ) -> dict[str, Any]:
-    """One ``perfsuite ab`` run: exit code, wall seconds, and each bench's result."""
+    """One ``perfsuite ab`` run: exit code, wall seconds, and each bench's result; its
+    report folder (every block, the PNGs, both sides' JSON) is moved to ``keep_report``
+    when given, else removed."""
     report = Path(tempfile.mkdtemp(prefix="ab-power-report-")) / "r"
     command = [
         sys.executable, "-m", "perfsuite.cli", "ab", base, head, "--report", str(report),
@@ -183,6 +186,8 @@ def run_ab(
             benches[name] = {k: entry.get(k) for k in RECORDED}
     machine_json = report / "machine.json"  # perfsuite.ab.load: how busy the machine was
     machine = json.loads(machine_json.read_text()) if machine_json.is_file() else None
+    if keep_report is not None and report.is_dir():
+        shutil.move(str(report), str(keep_report))
     shutil.rmtree(report.parent, ignore_errors=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
     return {
@@ -260,6 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("ab_power.json"))
     parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
     parser.add_argument(
+        "--reports",
+        type=Path,
+        help="keep each run's report folder here, as <case>-<run> (e.g. +10%%-20), so a "
+        "surprising verdict can be read block by block",
+    )
+    parser.add_argument(
         "--select",
         default="benches",
         help="comma-separated paths both sides run (default benches; benches/bench_pil.py "
@@ -270,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in cases if c not in EXTRA]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(EXTRA)})")
+    if args.reports is not None:
+        if args.reports.exists() and (not args.reports.is_dir() or any(args.reports.iterdir())):
+            parser.error(f"--reports {args.reports}: not an empty folder; name a new one")
+        args.reports.mkdir(parents=True, exist_ok=True)
     select = [p.strip() for p in args.select.split(",") if p.strip()]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ab-power-"))
     try:
@@ -278,9 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
         for i in range(args.runs):
             for case in cases:  # cases interleaved, so a slow hour hits all of them
+                keep = None if args.reports is None else args.reports / f"{case}-{i + 1}"
                 run = run_ab(
-                    work / "repo", shas["base"], shas[case], args.scale, data_dir, extra, select
-                )
+                    work / "repo", shas["base"], shas[case], args.scale, data_dir, extra,
+                    select, keep,
+                )  # fmt: skip
                 results[case].append(run)
                 verdicts = {b: e.get("verdict") for b, e in run["benches"].items()}
                 print(f"run {i + 1}/{args.runs} {case}: exit {run['code']} "
