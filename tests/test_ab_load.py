@@ -11,6 +11,7 @@ import pytest
 
 from perfsuite.ab.load import (
     BUSY,
+    MACHINE_JSON,
     CpuTimes,
     MachineLoad,
     Snapshot,
@@ -89,3 +90,17 @@ def test_cpu_time_of_a_reaped_child_counts_as_this_trees() -> None:
     load = measured(start)
     assert load is not None
     assert load.own > 0
+
+
+def test_machine_json_round_trips_through_a_report_folder(tmp_path: Path) -> None:
+    load = MachineLoad(cpus=2, seconds=32.0, own=0.92, other=0.0, steal=0.0)
+    (tmp_path / MACHINE_JSON).write_text(load.to_json())
+    assert MachineLoad.from_report(tmp_path) == load
+    assert MachineLoad.from_report(tmp_path / "none") is None
+    # the first version wrote the CPU count as a float
+    (tmp_path / MACHINE_JSON).write_text('{"cpus": 2.0, "seconds": 32.0, "own": 0.92, '
+                                         '"other": 0.0, "steal": 0.0}')  # fmt: skip
+    read = MachineLoad.from_report(tmp_path)
+    assert read == load
+    assert read is not None
+    assert "(32 s, 2 CPUs)" in read.line()

@@ -36,6 +36,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from perfsuite.ab.load import MachineLoad
+
 EXTRA = {"unchanged": 0.0, "+5%": 0.05, "+10%": 0.10, "+20%": 0.20}
 VERDICTS = ("slower", "faster", "same", "inconclusive")
 #: what each run keeps of a bench's entry in pairs.json
@@ -184,15 +186,14 @@ def run_ab(
         for entry in json.loads(pairs.read_text()):
             name = entry["nodeid"].split("::")[-1]
             benches[name] = {k: entry.get(k) for k in RECORDED}
-    machine_json = report / "machine.json"  # perfsuite.ab.load: how busy the machine was
-    machine = json.loads(machine_json.read_text()) if machine_json.is_file() else None
+    load = MachineLoad.from_report(report)  # how busy the machine was
     if keep_report is not None and report.is_dir():
         shutil.move(str(report), str(keep_report))
     shutil.rmtree(report.parent, ignore_errors=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
     return {
         "code": proc.returncode, "seconds": seconds, "benches": benches, "tail": tail,
-        "machine": machine,
+        "machine": load.as_dict() if load else None,
     }  # fmt: skip
 
 

@@ -36,6 +36,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from perfsuite.ab.load import MachineLoad
+
 DEFAULT_SELECTION = ["benches", "-m", "not gpu", "--perf-device=cpu"]
 
 
@@ -163,22 +165,20 @@ def main(argv: list[str] | None = None) -> int:
             for key in ("a_blocks", "b_blocks", "order", "drained", "warmup"):
                 entry.pop(key, None)
         plain = (first + second) / 2
-        machine_file = report / "machine.json"  # how busy the machine was (Linux only)
-        machine = json.loads(machine_file.read_text()) if machine_file.is_file() else None
+        load = MachineLoad.from_report(report)  # how busy the machine was (Linux only)
         document = {
             "selection": selection, "ab_args": args.ab_args, "plain": plain_selection,
             "plain_seconds": [first, second], "ab_seconds": ab, "ratio": ab / plain,
             "first_stage_seconds": first_stage,
-            "machine": machine, "benches": entries,
+            "machine": load.as_dict() if load else None, "benches": entries,
         }  # fmt: skip
         args.out.write_text(json.dumps(document, indent=1))
         print("\n".join(summary(entries, args.slowest)))
         print(f"plain runs {first:.0f} s and {second:.0f} s; perfsuite ab {ab:.0f} s: "
               f"{ab / plain:.2f}x their mean ({ab / first:.2f}x and {ab / second:.2f}x "
               "each)")  # fmt: skip
-        if machine is not None:
-            print(f"machine during the A/B: this A/B {machine['own']:.0%}, other processes "
-                  f"{machine['other']:.0%}, steal {machine['steal']:.0%}")  # fmt: skip
+        if load is not None:
+            print(load.line())
         print(f"wrote {args.out}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

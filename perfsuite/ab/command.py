@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import random
 import signal
 import sys
@@ -240,7 +239,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.confirm import confirm, looks, pick_suspects
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
-    from perfsuite.ab.load import measured, snapshot
+    from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
     from perfsuite.ab.pairs import Pairs, key
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
@@ -363,7 +362,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 log_out.write_bytes(
                     b"".join(p.read_bytes() for p in pairs.logs[name] if p.is_file())
                 )
-            machine = {"machine.json": json.dumps(load.as_dict()) + "\n"} if load else {}
+            machine = {MACHINE_JSON: load.to_json()} if load else {}
             write_report(args.report, verdicts, side_json, side_logs, notes, machine)
             print(f"perfsuite ab: report in {args.report}")
         return EXIT_REGRESSION if verdicts.regressed else EXIT_OK

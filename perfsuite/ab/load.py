@@ -12,6 +12,7 @@ machines (``steal``). It reads Linux's ``/proc/stat``; elsewhere it says nothing
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import time
@@ -25,6 +26,8 @@ from perfsuite.ab.procfs import cpu_seconds, descendants
 #: share of its CPUs: enough to leave a bench that is decided on a quiet machine
 #: ``inconclusive`` after its whole budget
 BUSY = 0.10
+#: the report folder's file of a :class:`MachineLoad`'s shares
+MACHINE_JSON = "machine.json"
 
 
 @dataclass(frozen=True)
@@ -142,14 +145,28 @@ class MachineLoad:
         return said
 
     def as_dict(self) -> dict[str, float]:
-        return {k: float(v) for k, v in asdict(self).items()}
+        return asdict(self)
+
+    def to_json(self) -> str:
+        """The text of a report's ``machine.json``."""
+        return json.dumps(self.as_dict()) + "\n"
+
+    @classmethod
+    def from_report(cls, folder: Path) -> MachineLoad | None:
+        """The load a report folder's ``machine.json`` holds (None without one: a run
+        off Linux, or a report of a perfsuite before it)."""
+        path = folder / MACHINE_JSON
+        if not path.is_file():
+            return None
+        shares = json.loads(path.read_text())
+        return cls(**{**shares, "cpus": int(shares["cpus"])})  # once written as 2.0
 
 
 def measured(
     start: Snapshot | None, now: Callable[[], Snapshot | None] = snapshot
 ) -> MachineLoad | None:
     """The load since ``start``, or None where it cannot be read."""
-    end = now() if start is not None else None
-    if start is None or end is None:
+    if start is None:
         return None
-    return MachineLoad.between(start, end)
+    end = now()
+    return None if end is None else MachineLoad.between(start, end)
