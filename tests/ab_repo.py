@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -10,6 +11,9 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+from perfsuite.ab.outcome import BenchRun
+from perfsuite.verdict.paired import ALPHA, judge
 
 PERFSUITE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -216,3 +220,14 @@ if __name__ == "__main__":
     from perfsuite.cli import main
 
     sys.exit(main())
+
+
+def bench_run(nodeid: str, ratios: list[float], threshold: float = 0.05) -> BenchRun:
+    """A bench's alternation whose pairs of blocks give exactly ``ratios`` (log B/A),
+    judged as the first stage judges it."""
+    run = BenchRun(nodeid, threshold)
+    run.a_blocks = [[1.0] for _ in ratios]
+    run.b_blocks = [[math.exp(r)] for r in ratios]
+    run.order = ["A", "B"] * len(ratios)
+    run.result = judge(run.ratios, threshold, ALPHA)
+    return run

@@ -14,11 +14,13 @@ import pytest
 from perfsuite.ab.command import CONFIRM_ALPHA
 from perfsuite.ab.confirm import pick_suspects
 from perfsuite.ab.outcome import BenchRun
-from perfsuite.ab.report import Row, Verdicts
+from perfsuite.ab.report import Verdicts
+from perfsuite.ab.rows import Row
 from perfsuite.ab.sides import SideSpec
 from perfsuite.verdict.paired import ALPHA, judge, judge_processes, log_ratios
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, read_log
+from tests.ab_repo import bench_run as _run
 
 
 def _sessions(offsets: list[float], effect: float, pairs: int = 12) -> list[list[float]]:
@@ -100,15 +102,6 @@ def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> No
     for side in ("A", "B"):
         saved = json.loads((report / f"{side}.json").read_text())
         assert [b["name"] for b in saved["benchmarks"]] == ["test_work[one]"]
-
-
-def _run(nodeid: str, ratios: list[float], threshold: float = 0.05) -> BenchRun:
-    run = BenchRun(nodeid, threshold)
-    run.a_blocks = [[1.0] for _ in ratios]
-    run.b_blocks = [[math.exp(r)] for r in ratios]
-    run.order = ["A", "B"] * len(ratios)
-    run.result = judge(run.ratios, threshold, ALPHA)
-    return run
 
 
 def test_suspects_and_a_confirmation_replacing_them() -> None:

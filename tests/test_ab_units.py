@@ -57,7 +57,7 @@ def test_budget_defaults_per_scale_and_validation() -> None:
 
 def test_confirm_seconds_default_by_scale_unless_given() -> None:
     assert [confirm_seconds_for(_args(), s) for s in ("smoke", "default", "full")] == [
-        60.0,
+        20.0,
         300.0,
         900.0,
     ]

@@ -52,6 +52,7 @@ RECORDED = (
     "sessions",
     "started",
     "first",  # a confirmed bench's first pair of processes
+    "second",  # a first-stage `same`'s second pair of processes
     "futile",  # the first pair stopped early: its budget could not decide
 )
 
@@ -213,6 +214,25 @@ def machine_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def stage_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Per case: how the final verdicts were reached. A first-stage `same` checked by a
+    second pair of processes (kept, or made a suspect), and suspects confirmed in fresh
+    pairs by the pairs of processes their confirmation took."""
+    lines = []
+    for case, runs in results.items():
+        entries = [e for run in runs for e in run["benches"].values()]
+        second = [e for e in entries if e.get("second")]
+        suspects = [e for e in second if e.get("sessions")]
+        confirmed = Counter(len(e["sessions"]) for e in entries if e.get("sessions"))
+        read = ", ".join(f"{e['second']['change'] * 100:+.1f}%" for e in suspects) or "-"
+        lines.append(
+            f"{case}: {len(second)} first-stage `same` checked in a second pair of "
+            f"processes, {len(suspects)} made suspects by it ({read}); "
+            f"confirmations by pairs of processes {dict(sorted(confirmed.items()))}"
+        )
+    return lines
+
+
 def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     header = [
         "case", "bench", *VERDICTS, "median change", "spread", "s alternating", "s per A/B run",
@@ -306,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 if run["code"] == 2:
                     print("  " + "\n  ".join(run["tail"]), flush=True)
                 save(args.out, args.scale, args.runs, select, extra, results)  # every run kept
-        print("\n".join(summarize(results) + machine_lines(results)))
+        print("\n".join(summarize(results) + stage_lines(results) + machine_lines(results)))
         print(f"wrote {args.out}")
     finally:
         if args.keep is None:

@@ -75,8 +75,9 @@ def split_report(ab_args: list[str], default: Path) -> tuple[Path, list[str]]:
     return default, ab_args
 
 
-#: what ``perfsuite ab`` prints when its first stage is over and confirmations start
-CONFIRMING = "measured again in up to"
+#: what ``perfsuite ab`` prints when its first stage is over and a second pair of
+#: processes (for a `same`) or a confirmation (for a suspect) starts
+CONFIRMING = "measured again in "
 
 
 def ab_run(
@@ -126,6 +127,8 @@ def summary(entries: list[dict[str, Any]], slowest: int) -> list[str]:
         f"  {e.get('seconds') or 0:.1f} s  {e.get('pairs')}  {e.get('verdict')}  {e['nodeid']}"
         for e in ranked
     ]
+    second = [e for e in entries if e.get("second")]
+    lines.append(f"first-stage `same` checked in a second pair of processes: {len(second)}")
     suspects = [e for e in entries if e.get("sessions")]
     lines.append(f"suspects confirmed in fresh pairs of processes: {len(suspects)}")
     lines += [

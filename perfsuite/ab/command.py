@@ -113,8 +113,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "the threshold with pairs leaning that way) again in up to N fresh "
                     "pairs of processes, and judge it on those alone, looking after 3, "
                     "6, 12, ... pairs and stopping at "
-                    f"a decisive look (default {DEFAULT_CONFIRM}; 0 turns it off; not with "
-                    "--processes, whose verdicts already stand on fresh pairs)")  # fmt: skip
+                    f"a decisive look (default {DEFAULT_CONFIRM}); each `same` is first "
+                    "measured again in a second pair of processes, and is a suspect if "
+                    "that pair leans beyond the threshold; 0 turns both off; not with "
+                    "--processes, whose verdicts already stand on fresh pairs")  # fmt: skip
     ab.add_argument("--suspects", choices=["leaning", "undecided"],
                     help="what --confirm measures again: leaning (slower or faster, or "
                     "inconclusive beyond the threshold with pairs leaning that way), or "
@@ -126,7 +128,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
                     help="the most seconds a bench file's confirmation goes on once its "
                     "first look is in; then the look due is taken on the pairs so far "
-                    "(default by --perf-scale: smoke 60, default 300, full 900)")  # fmt: skip
+                    "(default by --perf-scale: smoke 20, default 300, full 900)")  # fmt: skip
     ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
                     help="freeze (default): the idle side and the processes it started "
                     "are stopped (SIGSTOP) during the other side's block, so its threads "
@@ -240,7 +242,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
-    from perfsuite.ab.pairs import Pairs, key
+    from perfsuite.ab.pairs import Pairs, by_file, key
+    from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
     from perfsuite.ab.sides import SideProcess, SideSpec
@@ -319,6 +322,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         n = args.processes
         parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
         verdicts = Verdicts.merge(parts)
+        if args.confirm and args.processes == 1:  # one pair of processes said each `same`
+            verdicts = recheck(pairs, verdicts, groups == [None])
         alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, ALPHA)
         suspects = list(alphas)
         # with --processes N every verdict already stands on fresh pairs of processes
@@ -331,9 +336,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 + ", ".join(suspects),
                 flush=True,
             )
-            by_file: dict[str, list[str]] = {}
-            for nodeid in suspects:
-                by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
 
             def check(only: list[str] | None, ids: list[str]) -> Verdicts:
                 def again(i: int) -> Verdicts:
@@ -347,7 +349,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 
-            checks = [check(None if groups == [None] else [f], ids) for f, ids in by_file.items()]
+            checks = [
+                check(None if groups == [None] else [f], ids)
+                for f, ids in by_file(suspects).items()
+            ]
             verdicts = verdicts.confirmed(checks, "confirmation in {pairs} pairs of processes")
         print("\n".join(verdicts.text_lines()))
         load = measured(start)

@@ -43,7 +43,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from perfsuite.ab.report import Row, Verdicts
+from perfsuite.ab.report import Verdicts
+from perfsuite.ab.rows import Row
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.stats import Verdict
 

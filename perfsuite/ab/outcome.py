@@ -27,6 +27,7 @@ class BenchRun:
     session_pairs: list[int] = field(default_factory=list)  # ... and its pairs of blocks
     started: list[str] = field(default_factory=list)  # per pair of processes: side started first
     first: PairedResult | None = None  # a confirmed bench: what its first pair of processes read
+    second: PairedResult | None = None  # a rechecked `same`: what its second pair read
 
     def typical(self) -> float | None:
         """The drain's yardstick, one for both sides so both drain alike: the faster

@@ -119,3 +119,15 @@ def session_seed(seed: int, offset: int) -> tuple[int, bool]:
     would otherwise run it in one order, drawn, in every session.
     """
     return seed + offset - offset % 2, offset % 2 == 1
+
+
+def by_file(nodeids: Sequence[str]) -> dict[str, list[str]]:
+    """``nodeids`` grouped by bench file, in order.
+
+    >>> by_file(["a.py::x", "b.py::y", "a.py::z"])
+    {'a.py': ['a.py::x', 'a.py::z'], 'b.py': ['b.py::y']}
+    """
+    found: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        found.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
+    return found

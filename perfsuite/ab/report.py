@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, Outcome
+from perfsuite.ab.rows import HEADER, Row, against, pct
 from perfsuite.ab.sides import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.errors import PerfsuiteError
@@ -28,119 +29,6 @@ from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import ALPHA, PairedResult, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
-
-#: an inconclusive first estimate beyond the threshold is a suspect only when its pairs
-#: lean that way at least this much (two-sided sign test; 3 pairs of 3 give 0.25)
-SUSPECT_SIGN_P = 0.25
-
-HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
-
-
-def against(first: PairedResult, check: PairedResult) -> bool:
-    """Whether a confirmation's ``slower`` or ``faster`` points the other way from the
-    first estimate that made the bench a suspect.
-
-    A confirmation tests the suspicion: a bench whose first pair of processes read it
-    faster is not confirmed slower by fresh pairs that read it slower (nor the reverse).
-    Both stages must err, in the same direction, for a false alarm; in a whole-suite
-    A/A at smoke scale, two benches whose first pair read -6.4% and -5.7% were called
-    slower (+6.7%, +6.8%) by 3 fresh pairs each.
-    """
-    if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
-        return False
-    worse = (first.change > 0) != first.higher_is_better  # the first estimate leans slower
-    return (check.verdict is Verdict.SLOWER) != worse
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:+.1f}%"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One bench's line: the alternation and what each side's JSON recorded."""
-
-    nodeid: str
-    run: BenchRun | None
-    unit: str = "items"
-    counters: tuple[CounterChange, ...] = ()
-    status: str | None = None  # added / removed / skipped; or how a verdict was reached
-
-    @property
-    def suspect(self) -> bool:
-        """Judged slower or faster, or inconclusive with an estimate beyond the
-        threshold either way and pairs that lean that way (sign test p at most
-        ``SUSPECT_SIGN_P``): what ``--confirm`` measures again in fresh pairs of
-        processes (a claimed speedup deserves the same trust as a slowdown).
-
-        The lean keeps out a bench whose few pairs say nothing: one pair of a
-        one-round cold-start bench (its estimate a single ratio), or pairs split
-        evenly between slower and faster whose median happens to fall beyond the
-        threshold. In a whole-suite A/A at smoke scale, 13 one-pair torch.compile
-        benches were suspects, and 3 fresh pairs of processes decided none of them
-        (one pair each again). Leaving a bench out only ever removes a chance of a
-        false alarm; it costs power only where the first stage measured fewer than 3
-        pairs, or pairs with no lean.
-        """
-        result = self.run.result if self.run else None
-        if result is None:
-            return False
-        if result.verdict in (Verdict.SLOWER, Verdict.FASTER):
-            return True
-        # a `same` estimate lies inside its interval, so inside the threshold
-        leans = result.sign_p is None or result.sign_p <= SUSPECT_SIGN_P
-        return abs(result.change) > result.threshold and leans
-
-    @property
-    def undecided(self) -> bool:
-        """Inconclusive, its estimate on the slower side and its interval reaching past
-        the threshold there: a regression of at least the threshold that the first pair
-        of processes could not rule out. What ``--suspects undecided`` also measures
-        again; its confirmation stands on the fresh pairs alone, at the first stage's
-        error rate, and must point the way the estimate leaned (:func:`against`).
-
-        A bench with no interval (too few pairs) says nothing and is left out; so is an
-        inconclusive bench leaning faster: an unproven speedup fails no gate.
-        """
-        result = self.run.result if self.run else None
-        if result is None or result.verdict is not Verdict.INCONCLUSIVE or result.ci is None:
-            return False
-        if result.higher_is_better:
-            return result.change < 0 and result.ci[0] < -result.threshold
-        return result.change > 0 and result.ci[1] > result.threshold
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return self.run.result.verdict if self.run and self.run.result else None
-
-    @property
-    def regressed(self) -> bool:
-        return self.verdict is Verdict.SLOWER or any(c.rose for c in self.counters)
-
-    def cells(self) -> list[str]:
-        result = self.run.result if self.run else None
-        if result is None:
-            return [self.nodeid, self.status or "not measured", "-", "-", "-", self._counters()]
-        word = result.verdict.value
-        word = word.upper() if result.verdict is Verdict.SLOWER else word
-        if any(c.rose for c in self.counters):
-            word += " (counter rose)"
-        if self.status:
-            word += f" ({self.status})"
-        elif result.futile:
-            word += " (stopped early: its budget could not decide)"
-        time = f"{_pct(result.change)}"
-        if result.ci is not None:
-            time += f" [{_pct(result.ci[0])}, {_pct(result.ci[1])}]"
-        rate = f"{self.unit}/s {_pct(result.rate_change)}"
-        return [self.nodeid, word, time, rate, str(result.pairs), self._counters()]
-
-    def _counters(self) -> str:
-        parts = []
-        for change in self.counters:
-            mark = " ROSE" if change.rose else " fell" if change.fell else ""
-            parts.append(f"{change}{mark}")
-        return ", ".join(parts) or "-"
 
 
 def _load(path: Path) -> Run | None:
@@ -196,21 +84,24 @@ class Verdicts:
     def confirmed(self, checks: Sequence[Verdicts], how: str) -> Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
         again) replaced by its check's row, its status saying ``how`` and the first
-        estimate; the first estimate is never pooled in, as it was chosen for being
-        high. A check that says slower or faster the other way from the first estimate
-        (:func:`against`) makes the row inconclusive."""
+        estimate (and a rechecked `same`'s second); neither is ever pooled in, as the
+        bench was chosen for their being high. A check that says slower or faster the
+        other way from the estimate that made the bench a suspect (:attr:`Row.suspicion`,
+        :func:`against`) makes the row inconclusive."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
         rows = []
         for row in self.rows:
             new = again.get(row.nodeid)
-            first = row.run.result if row.run else None
-            if new is None or first is None:
+            first, lead = (row.run.result, row.suspicion) if row.run else (None, None)
+            if new is None or first is None or lead is None:
                 rows.append(row)
                 continue
             said = how.format(pairs=len(new.run.sessions) or 1) if new.run else how
-            status = f"{said}; first pair {_pct(first.change)}"
-            run = replace(new.run, first=first) if new.run else None
-            if run and run.result and against(first, run.result):
+            status = f"{said}; first pair {pct(first.change)}"
+            second = row.run.second if row.run else None
+            status += f", second pair {pct(second.change)}" if second else ""
+            run = replace(new.run, first=first, second=second) if new.run else None
+            if run and run.result and against(lead, run.result):
                 run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
                 status += ", the other way: not confirmed"
             elif run and run.result and run.result.futile:
@@ -383,7 +274,8 @@ def write_report(
                  "skipped": run.skipped, "seconds": round(run.seconds, 3),
                  "sessions": run.sessions, "session_pairs": run.session_pairs,
                  "started": run.started, **_result(run.result),
-                 **({"first": _result(run.first)} if run.first else {})}
+                 **({"first": _result(run.first)} if run.first else {}),
+                 **({"second": _result(run.second)} if run.second else {})}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

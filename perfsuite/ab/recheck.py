@@ -1,0 +1,90 @@
+"""A first-stage `same` measured again in a second, fresh pair of processes.
+
+A `same` from the first stage rests on one pair of processes, and a pair of processes
+can be off as a whole, for its life: in a power run of a PIL bench with 10% more work,
+one A/B read +0.9% [-2.6%, +5.0%] over 60 pairs of blocks and said `same`, where 59
+others read +5.3% to +18.0% (sd 2.5%). Its interval holds the noise between blocks,
+not that offset, which only another pair of processes shows (asv runs every benchmark
+in 2 processes for the same reason).
+
+So, whenever suspects are confirmed (``--confirm``, with one pair of processes per
+file), every first-stage `same` is measured again in one more pair of processes, over
+the file's `same` benches alone, at ``--min-pairs`` pairs of blocks. That pair is the
+first pair's mirror: the other side sets up first and every pair of blocks runs in the
+other order (:func:`perfsuite.ab.pairs.first_side`, ``session_seed``). The `same`
+stands when the second pair does not lean beyond the threshold
+(:func:`perfsuite.ab.rows.leans`); otherwise the bench becomes a suspect, tested by
+the confirmation on fresh pairs alone, which must point the way the second pair
+leaned. Neither of the first two pairs is pooled in.
+
+A second pair adds no false alarm of its own: it only makes a suspect, and a suspect
+is `slower` only when its confirmation says so, at ``CONFIRM_ALPHA`` and the way the
+second pair leaned. What it costs is one pair of processes per bench file with a
+`same` (at default scale, in an A/A, nearly every file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perfsuite.ab.pairs import Pairs, by_file, key
+from perfsuite.ab.report import Verdicts
+from perfsuite.ab.rows import Row, pct
+from perfsuite.verdict.stats import Verdict
+
+#: the offset of a file's second pair of processes (its first is at 0): odd, so it
+#: mirrors the first in which side starts and in the order of each pair of blocks
+SECOND = 1
+
+
+def same_benches(verdicts: Verdicts) -> list[str]:
+    """The first stage's `same` benches, in order: what a second pair measures again."""
+    return [
+        row.nodeid
+        for row in verdicts.rows
+        if row.run is not None and row.verdict is Verdict.SAME and row.run.second is None
+    ]
+
+
+def rechecked(verdicts: Verdicts, checks: list[Verdicts], ids: list[str]) -> Verdicts:
+    """``verdicts`` with each `same` of ``ids`` carrying what its second pair of
+    processes read (``checks``), shown in its status; a bench the second pair did not
+    measure keeps its `same`, its status saying so."""
+    again = {r.nodeid: r.run.result for part in checks for r in part.rows if r.run and r.run.result}
+    rows = []
+    for row in verdicts.rows:
+        if row.nodeid not in ids or row.run is None:
+            rows.append(row)
+            continue
+        second = again.get(row.nodeid)
+        if second is None:
+            rows.append(replace(row, status="the second pair of processes did not measure it"))
+            continue
+        run = replace(row.run, second=second)
+        said = f"second pair of processes {pct(second.change)}"
+        rows.append(Row(row.nodeid, run, row.unit, row.counters, said))
+    return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
+
+
+def recheck(pairs: Pairs, verdicts: Verdicts, whole: bool) -> Verdicts:
+    """Measure every first-stage `same` of ``verdicts`` again in a second pair of
+    processes per bench file (``whole``: one pair over the whole selection)."""
+    ids = same_benches(verdicts)
+    if not ids:
+        return verdicts
+    files = by_file(ids)
+    groups = [ids] if whole else list(files.values())
+    keys = [key(None, SECOND)] if whole else [key([f], SECOND) for f in files]
+    print(
+        f"perfsuite ab: {len(ids)} `same` verdict(s) in {len(files)} file(s) measured "
+        "again in a second pair of processes",
+        flush=True,
+    )
+    checks = []
+    try:
+        for i, (k, only) in enumerate(zip(keys, groups, strict=True)):
+            then = keys[i + 1] if i + 1 < len(keys) else None
+            checks.append(pairs.session(k, only, then))
+    finally:
+        pairs.drop_ahead()
+    return rechecked(verdicts, checks, ids)

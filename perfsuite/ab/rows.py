@@ -1,0 +1,140 @@
+"""One bench's row of the A/B: its verdict cells, and whether a confirmation measures
+it again (:attr:`Row.suspect`, :attr:`Row.undecided`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfsuite.ab.outcome import BenchRun
+from perfsuite.verdict.compare import CounterChange
+from perfsuite.verdict.paired import PairedResult
+from perfsuite.verdict.stats import Verdict
+
+#: an inconclusive first estimate beyond the threshold is a suspect only when its pairs
+#: lean that way at least this much (two-sided sign test; 3 pairs of 3 give 0.25)
+SUSPECT_SIGN_P = 0.25
+
+HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
+
+
+def against(first: PairedResult, check: PairedResult) -> bool:
+    """Whether a confirmation's ``slower`` or ``faster`` points the other way from the
+    first estimate that made the bench a suspect.
+
+    A confirmation tests the suspicion: a bench whose first pair of processes read it
+    faster is not confirmed slower by fresh pairs that read it slower (nor the reverse).
+    Both stages must err, in the same direction, for a false alarm; in a whole-suite
+    A/A at smoke scale, two benches whose first pair read -6.4% and -5.7% were called
+    slower (+6.7%, +6.8%) by 3 fresh pairs each.
+    """
+    if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
+        return False
+    worse = (first.change > 0) != first.higher_is_better  # the first estimate leans slower
+    return (check.verdict is Verdict.SLOWER) != worse
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:+.1f}%"
+
+
+def leans(result: PairedResult) -> bool:
+    """Slower or faster, or inconclusive with an estimate beyond the threshold either
+    way and pairs that lean that way (sign test p at most ``SUSPECT_SIGN_P``).
+
+    The lean keeps out an estimate whose few pairs say nothing: one pair of a
+    one-round cold-start bench (its estimate a single ratio), or pairs split evenly
+    between slower and faster whose median happens to fall beyond the threshold. In a
+    whole-suite A/A at smoke scale, 13 one-pair torch.compile benches were suspects,
+    and 3 fresh pairs of processes decided none of them (one pair each again). Leaving
+    a bench out only ever removes a chance of a false alarm; it costs power only where
+    the first stage measured fewer than 3 pairs, or pairs with no lean.
+    """
+    if result.verdict in (Verdict.SLOWER, Verdict.FASTER):
+        return True
+    # a `same` estimate lies inside its interval, so inside the threshold
+    lean = result.sign_p is None or result.sign_p <= SUSPECT_SIGN_P
+    return abs(result.change) > result.threshold and lean
+
+
+@dataclass(frozen=True)
+class Row:
+    """One bench's line: the alternation and what each side's JSON recorded."""
+
+    nodeid: str
+    run: BenchRun | None
+    unit: str = "items"
+    counters: tuple[CounterChange, ...] = ()
+    status: str | None = None  # added / removed / skipped; or how a verdict was reached
+
+    @property
+    def suspect(self) -> bool:
+        """Judged slower or faster, or inconclusive with an estimate beyond the
+        threshold either way and pairs that lean that way (:func:`leans`): what
+        ``--confirm`` measures again in fresh pairs of processes (a claimed speedup
+        deserves the same trust as a slowdown). A `same` measured again in a second
+        pair of processes (:mod:`perfsuite.ab.recheck`) is a suspect when that pair
+        leans so.
+        """
+        lead = self.suspicion
+        return lead is not None and leans(lead)
+
+    @property
+    def suspicion(self) -> PairedResult | None:
+        """The estimate a confirmation tests: the second pair of processes' for a
+        rechecked `same`, else the bench's own verdict's."""
+        if self.run is None or self.run.result is None:
+            return None
+        if self.run.second is not None and self.run.result.verdict is Verdict.SAME:
+            return self.run.second
+        return self.run.result
+
+    @property
+    def undecided(self) -> bool:
+        """Inconclusive, its estimate on the slower side and its interval reaching past
+        the threshold there: a regression of at least the threshold that the first pair
+        of processes could not rule out. What ``--suspects undecided`` also measures
+        again; its confirmation stands on the fresh pairs alone, at the first stage's
+        error rate, and must point the way the estimate leaned (:func:`against`).
+
+        A bench with no interval (too few pairs) says nothing and is left out; so is an
+        inconclusive bench leaning faster: an unproven speedup fails no gate.
+        """
+        result = self.run.result if self.run else None
+        if result is None or result.verdict is not Verdict.INCONCLUSIVE or result.ci is None:
+            return False
+        if result.higher_is_better:
+            return result.change < 0 and result.ci[0] < -result.threshold
+        return result.change > 0 and result.ci[1] > result.threshold
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.run.result.verdict if self.run and self.run.result else None
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict is Verdict.SLOWER or any(c.rose for c in self.counters)
+
+    def cells(self) -> list[str]:
+        result = self.run.result if self.run else None
+        if result is None:
+            return [self.nodeid, self.status or "not measured", "-", "-", "-", self._counters()]
+        word = result.verdict.value
+        word = word.upper() if result.verdict is Verdict.SLOWER else word
+        if any(c.rose for c in self.counters):
+            word += " (counter rose)"
+        if self.status:
+            word += f" ({self.status})"
+        elif result.futile:
+            word += " (stopped early: its budget could not decide)"
+        time = f"{pct(result.change)}"
+        if result.ci is not None:
+            time += f" [{pct(result.ci[0])}, {pct(result.ci[1])}]"
+        rate = f"{self.unit}/s {pct(result.rate_change)}"
+        return [self.nodeid, word, time, rate, str(result.pairs), self._counters()]
+
+    def _counters(self) -> str:
+        parts = []
+        for change in self.counters:
+            mark = " ROSE" if change.rose else " fell" if change.fell else ""
+            parts.append(f"{change}{mark}")
+        return ", ".join(parts) or "-"

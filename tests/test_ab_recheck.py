@@ -1,0 +1,174 @@
+"""A first-stage `same` is measured again in a second pair of processes (perfsuite.ab.recheck)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from perfsuite.ab.command import CONFIRM_ALPHA
+from perfsuite.ab.confirm import pick_suspects
+from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.pairs import first_side, key, session_seed
+from perfsuite.ab.recheck import SECOND, rechecked, same_benches
+from perfsuite.ab.report import Verdicts, write_report
+from perfsuite.ab.revisions import Revision
+from perfsuite.ab.rows import Row
+from perfsuite.ab.sides import SideSpec
+from perfsuite.verdict.paired import ALPHA
+from perfsuite.verdict.stats import Verdict
+from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
+from tests.ab_repo import bench_run as _run
+
+
+def _steady(effect: float, n: int = 12) -> list[float]:
+    """``n`` paired log-ratios around ``effect``, spread +-0.5%."""
+    return [effect + 0.005 * ((i % 3) - 1) for i in range(n)]
+
+
+def _verdicts(*runs: BenchRun) -> Verdicts:
+    return Verdicts([Row(r.nodeid, r) for r in runs], [], 1, list(runs))
+
+
+def test_only_a_first_stage_same_is_measured_again() -> None:
+    same = _run("b.py::same", _steady(0.009, 60))  # the miss: +0.9% over 60 pairs
+    slow = _run("b.py::slow", _steady(0.2))
+    unsure = _run("b.py::unsure", [0.3, -0.3] * 6)
+    first = _verdicts(same, slow, unsure)
+    assert [row.verdict for row in first.rows] == [
+        Verdict.SAME,
+        Verdict.SLOWER,
+        Verdict.INCONCLUSIVE,
+    ]
+    assert same_benches(first) == ["b.py::same"]
+    again = rechecked(first, [_verdicts(_run("b.py::same", _steady(0.0)))], ["b.py::same"])
+    assert same_benches(again) == []  # measured again once, never twice
+
+
+def test_a_second_pair_that_agrees_keeps_the_same_and_says_so() -> None:
+    first = _verdicts(_run("b.py::x", _steady(0.009, 60)))
+    check = _verdicts(_run("b.py::x", _steady(-0.004)))
+    (row,) = rechecked(first, [check], ["b.py::x"]).rows
+    assert row.verdict is Verdict.SAME
+    assert not row.suspect
+    assert "same (second pair of processes -0.4%)" in row.cells()[1]
+    assert row.run is not None
+    assert row.run.second is not None
+    assert row.run.second.change == pytest.approx(-0.004, abs=1e-3)
+    # the row's interval and pairs are still the first pair's: nothing is pooled
+    assert row.run.result is not None
+    assert row.run.result.pairs == 60
+
+
+def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() -> None:
+    first = _verdicts(_run("b.py::x", _steady(0.009, 60)))
+    check = _verdicts(_run("b.py::x", _steady(math.log(1.112))))
+    found = rechecked(first, [check], ["b.py::x"])
+    (row,) = found.rows
+    assert row.verdict is Verdict.SAME  # until a confirmation says otherwise
+    assert row.suspect
+    assert not row.undecided
+    assert row.suspicion is not None
+    assert row.suspicion.verdict is Verdict.SLOWER
+    # a suspect by leaning, under either kind: tested at the confirmation's error rate
+    for kind in ("leaning", "undecided"):
+        assert pick_suspects(found, kind, CONFIRM_ALPHA, ALPHA) == {"b.py::x": CONFIRM_ALPHA}
+    confirmation = _verdicts(_run("b.py::x", _steady(0.1)))
+    final = found.confirmed([confirmation], "confirmation in {pairs} pairs of processes")
+    (done,) = final.rows
+    assert done.verdict is Verdict.SLOWER
+    assert final.regressed
+    assert (
+        "(confirmation in 1 pairs of processes; first pair +0.9%, second pair +11.2%)"
+        in done.cells()[1]
+    )
+    assert done.run is not None
+    assert done.run.first is not None
+    assert done.run.second is not None
+    assert (done.run.first.verdict, done.run.second.verdict) == (Verdict.SAME, Verdict.SLOWER)
+
+
+def test_a_confirmation_must_point_the_way_the_second_pair_leaned() -> None:
+    # the first pair read -0.9% (leaning faster, inside the threshold), the second +11%:
+    # fresh pairs that say faster do not confirm that suspicion
+    first = _verdicts(_run("b.py::x", _steady(-0.009, 60)))
+    check = _verdicts(_run("b.py::x", _steady(0.11)))
+    found = rechecked(first, [check], ["b.py::x"])
+    final = found.confirmed([_verdicts(_run("b.py::x", _steady(-0.1)))], "confirmation")
+    (row,) = final.rows
+    assert row.verdict is Verdict.INCONCLUSIVE
+    assert "the other way: not confirmed" in row.cells()[1]
+    assert not final.regressed
+
+
+def test_a_bench_the_second_pair_did_not_measure_keeps_its_same_and_says_so() -> None:
+    first = _verdicts(_run("b.py::x", _steady(0.0, 60)))
+    (row,) = rechecked(first, [_verdicts()], ["b.py::x"]).rows
+    assert row.verdict is Verdict.SAME
+    assert not row.suspect
+    assert "the second pair of processes did not measure it" in row.cells()[1]
+
+
+def test_the_second_pair_mirrors_the_first() -> None:
+    for seed in range(20):
+        for files in (("benches/bench_a.py",), None):
+            assert first_side(seed, key(files, SECOND)) != first_side(seed, key(files, 0))
+        assert session_seed(seed, SECOND) == (seed, True)  # the first's order, mirrored
+        assert session_seed(seed, 0) == (seed, False)
+
+
+def test_pairs_json_keeps_the_second_pair_beside_the_first(tmp_path: Path) -> None:
+    first = _verdicts(_run("b.py::x", _steady(0.0, 60)), _run("b.py::y", _steady(0.2)))
+    found = rechecked(first, [_verdicts(_run("b.py::x", _steady(0.01)))], ["b.py::x"])
+    found.specs = [
+        SideSpec("A", Revision("main", "a" * 40), tmp_path),
+        SideSpec("B", Revision("working tree", None), tmp_path),
+    ]
+    write_report(tmp_path / "report", found, [tmp_path / "no.json"] * 2)
+    x, y = json.loads((tmp_path / "report" / "pairs.json").read_text())
+    assert x["verdict"] == "same"
+    assert x["second"]["verdict"] == "same"
+    assert x["second"]["change"] == pytest.approx(0.01, abs=1e-3)
+    assert x["second"]["pairs"] == 12
+    assert "second" not in y
+
+
+#: work.py of a candidate with twice the base's work, except in the first process that
+#: imports it in the A/B: a pair of processes that is off for its whole life
+OFF_FIRST = """
+import os
+import pathlib
+
+_first = pathlib.Path(os.environ["AB_TEST_FIRST"])
+if _first.exists():
+    LOOPS *= 2
+else:
+    _first.write_text(str(os.getpid()))
+"""
+
+
+def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    repo.set_work(300_000, "base")
+    base = repo.commit("base")
+    repo.set_work(300_000, "candidate")
+    repo.write("work.py", (repo.root / "work.py").read_text() + OFF_FIRST)
+    monkeypatch.setenv("AB_TEST_FIRST", str(tmp_path / "first-candidate-process"))
+    report = tmp_path / "report"
+    # a wide threshold: the first pair (equal work) says `same` on a busy machine too
+    args = [*SMALL, "--threshold", "0.3", "--confirm", "3", "--report", str(report)]
+    result = repo.ab(base, *args, *SIDE_ARGS, "-k", "one", timeout=240)
+    assert "1 `same` verdict(s) in 1 file(s) measured again in a second pair" in result.out
+    assert "1 suspect(s) measured again in up to 3 fresh pairs of processes" in result.out
+    (entry,) = json.loads((report / "pairs.json").read_text())
+    assert entry["first"]["verdict"] == "same"
+    assert entry["second"]["change"] > 0.3  # twice the work from the second pair on
+    assert entry["session_pairs"] == [10] * 3  # judged on the fresh pairs alone
+    assert entry["verdict"] == "slower"
+    assert result.code == 1, result.out + result.err
+    assert "first pair " in result.out
+    assert ", second pair +" in result.out
