@@ -154,6 +154,8 @@ def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
 ) -> None:
     repo = make_repo(tmp_path)
     repo.set_work(300_000, "base")
+    # a second bench file: each file runs in pairs of processes of its own
+    repo.write("benches/bench_more.py", (repo.root / "benches/bench_work.py").read_text())
     base = repo.commit("base")
     repo.set_work(300_000, "candidate")
     repo.write("work.py", (repo.root / "work.py").read_text() + OFF_FIRST)
@@ -162,13 +164,20 @@ def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
     # a wide threshold: the first pair (equal work) says `same` on a busy machine too
     args = [*SMALL, "--threshold", "0.3", "--confirm", "3", "--report", str(report)]
     result = repo.ab(base, *args, *SIDE_ARGS, "-k", "one", timeout=240)
+    assert "2 bench file(s), each in its own pair of processes" in result.out
     assert "1 `same` verdict(s) in 1 file(s) measured again in a second pair" in result.out
-    assert "1 suspect(s) measured again in up to 3 fresh pairs of processes" in result.out
-    (entry,) = json.loads((report / "pairs.json").read_text())
-    assert entry["first"]["verdict"] == "same"
-    assert entry["second"]["change"] > 0.3  # twice the work from the second pair on
-    assert entry["session_pairs"] == [10] * 3  # judged on the fresh pairs alone
-    assert entry["verdict"] == "slower"
+    assert "2 suspect(s) measured again in up to 3 fresh pairs of processes" in result.out
+    entries = json.loads((report / "pairs.json").read_text())
+    assert [e["verdict"] for e in entries] == ["slower", "slower"]
+    # the file whose first pair of processes was off: `same`, caught by its second pair
+    (off,) = [e for e in entries if "second" in e]
+    assert off["first"]["verdict"] == "same"
+    assert off["second"]["change"] > 0.3  # twice the work from the second pair on
+    assert off["second"]["pairs"] == 10  # --min-pairs
+    # the other file's first pair read the change: a suspect from the start
+    (plain,) = [e for e in entries if "second" not in e]
+    assert plain["first"]["verdict"] == "slower"
+    for entry in entries:
+        assert entry["session_pairs"] == [10] * 3  # judged on the fresh pairs alone
     assert result.code == 1, result.out + result.err
-    assert "first pair " in result.out
     assert ", second pair +" in result.out

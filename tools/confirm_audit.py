@@ -100,7 +100,9 @@ def audit(report: Path) -> list[Audit]:
     found = []
     for entry in entries:
         sessions = entry.get("sessions") or []
-        first = (entry.get("first") or {}).get("change", shown.get(entry["nodeid"]))
+        # the estimate that made it a suspect: a rechecked `same`'s second pair, else its first
+        lead = entry.get("second") or entry.get("first") or {}
+        first = lead.get("change", shown.get(entry["nodeid"]))
         if len(sessions) < FIRST_LOOK or first is None or not entry.get("a_blocks"):
             continue
         sd = predicted_sd(entry)

@@ -17,10 +17,18 @@ stands when the second pair does not lean beyond the threshold
 the confirmation on fresh pairs alone, which must point the way the second pair
 leaned. Neither of the first two pairs is pooled in.
 
-A second pair adds no false alarm of its own: it only makes a suspect, and a suspect
-is `slower` only when its confirmation says so, at ``CONFIRM_ALPHA`` and the way the
-second pair leaned. What it costs is one pair of processes per bench file with a
-`same` (at default scale, in an A/A, nearly every file).
+A first-stage `same` could never end `slower`; now it can, at most at the chance that
+its second pair leans slower beyond the threshold times that of the confirmation then
+erring the same way (``CONFIRM_ALPHA``, shared by its looks): the two-stage risk of any
+other suspect. What it costs is one pair of processes per bench file with a `same` (at
+default scale, in an A/A, nearly every file).
+
+Only a lean makes a suspect of a `same`, not an undecided second pair (an interval
+still reaching past the threshold, which ``--suspects undecided`` takes from the first
+stage): the second pair reads only ``--min-pairs`` pairs of blocks, whose sign-test
+interval at 12 pairs spans nearly their whole range, so it would send most `same`
+verdicts of an A/A on to a confirmation. It checks for a pair of processes that is
+off by the threshold or more; it is not a second first stage.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from dataclasses import replace
 
 from perfsuite.ab.pairs import Pairs, by_file, key
 from perfsuite.ab.report import Verdicts
-from perfsuite.ab.rows import Row, pct
+from perfsuite.ab.rows import Row, leans, pct
 from perfsuite.verdict.stats import Verdict
 
 #: the offset of a file's second pair of processes (its first is at 0): odd, so it
@@ -62,6 +70,7 @@ def rechecked(verdicts: Verdicts, checks: list[Verdicts], ids: list[str]) -> Ver
             continue
         run = replace(row.run, second=second)
         said = f"second pair of processes {pct(second.change)}"
+        said += ", a suspect" if leans(second) else ""
         rows.append(Row(row.nodeid, run, row.unit, row.counters, said))
     return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
 

@@ -197,7 +197,8 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
 
 def _result(result: PairedResult | None) -> dict[str, Any]:
     """The verdict fields of one bench (or of a confirmed bench's first pair of
-    processes, under ``first``), as pairs.json keeps them."""
+    processes, under ``first``, or a rechecked `same`'s second, under ``second``), as
+    pairs.json keeps them."""
     if result is None:
         return {"verdict": None}
     return {
