@@ -181,3 +181,15 @@ def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
         assert entry["session_pairs"] == [10] * 3  # judged on the fresh pairs alone
     assert result.code == 1, result.out + result.err
     assert ", second pair +" in result.out
+
+
+def test_a_rechecked_suspect_confirmed_same_is_no_longer_a_suspect() -> None:
+    first = _verdicts(_run("b.py::x", _steady(0.009, 60)))
+    found = rechecked(first, [_verdicts(_run("b.py::x", _steady(0.11)))], ["b.py::x"])
+    assert found.rows[0].suspect
+    final = found.confirmed([_verdicts(_run("b.py::x", _steady(0.0)))], "confirmation")
+    (row,) = final.rows
+    assert row.verdict is Verdict.SAME
+    assert not row.suspect  # judged on its confirmation now, not on the second pair
+    assert row.run is not None
+    assert row.run.second is not None  # still kept for pairs.json

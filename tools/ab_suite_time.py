@@ -41,12 +41,22 @@ from perfsuite.ab.load import MachineLoad
 DEFAULT_SELECTION = ["benches", "-m", "not gpu", "--perf-device=cpu"]
 
 
-def timed(command: list[str]) -> tuple[int, float, str]:
-    """(exit status, wall seconds, the output's last lines) of one command."""
+def timed(command: list[str], mark: str | None = None) -> tuple[int, float, str, float | None]:
+    """(exit status, wall seconds, the output's last lines, the seconds when a line
+    holding ``mark`` first came out, if one did) of one command, its output read as it
+    comes."""
     start = time.monotonic()
-    proc = subprocess.run(command, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    return proc.returncode, seconds, "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+    seen: float | None = None
+    lines: list[str] = []
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if seen is None and mark is not None and mark in line:
+                seen = time.monotonic() - start
+    return proc.returncode, time.monotonic() - start, "\n".join(lines[-15:]), seen
 
 
 def plain_run(selection: list[str], work: Path, index: int) -> float:
@@ -57,7 +67,7 @@ def plain_run(selection: list[str], work: Path, index: int) -> float:
         "--benchmark-autosave", "--benchmark-compare", f"--benchmark-storage={folder / 'b'}",
         f"--perf-report={folder / 'report'}",
     ]  # fmt: skip
-    code, seconds, tail = timed(command)
+    code, seconds, tail, _ = timed(command)
     print(f"plain run {index}: exit {code}, {seconds:.0f} s", flush=True)
     if code not in (0, 1):
         raise SystemExit(f"plain run {index} failed (exit {code}):\n{tail}")
@@ -89,22 +99,10 @@ def ab_run(
         sys.executable, "-m", "perfsuite.cli", "ab", rev, rev, "--report", str(report),
         *ab_args, "--", *selection,
     ]  # fmt: skip
-    start = time.monotonic()
-    first_stage: float | None = None
-    lines: list[str] = []
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line.rstrip("\n"))
-            if first_stage is None and CONFIRMING in line:
-                first_stage = time.monotonic() - start
-    code, seconds = proc.returncode, time.monotonic() - start
+    code, seconds, tail, first_stage = timed(command, CONFIRMING)
     stage = "" if first_stage is None else f" (first stage {first_stage:.0f} s)"
     print(f"perfsuite ab {rev} {rev}: exit {code}, {seconds:.0f} s{stage}", flush=True)
     if code == 2 or not (report / "pairs.json").is_file():
-        tail = "\n".join(lines[-15:])
         raise SystemExit(f"perfsuite ab failed (exit {code}):\n{tail}")
     return seconds, first_stage
 

@@ -37,7 +37,7 @@ from dataclasses import replace
 
 from perfsuite.ab.pairs import Pairs, by_file, key
 from perfsuite.ab.report import Verdicts
-from perfsuite.ab.rows import Row, leans, pct
+from perfsuite.ab.rows import leans, pct
 from perfsuite.verdict.stats import Verdict
 
 #: the offset of a file's second pair of processes (its first is at 0): odd, so it
@@ -68,10 +68,9 @@ def rechecked(verdicts: Verdicts, checks: list[Verdicts], ids: list[str]) -> Ver
         if second is None:
             rows.append(replace(row, status="the second pair of processes did not measure it"))
             continue
-        run = replace(row.run, second=second)
         said = f"second pair of processes {pct(second.change)}"
         said += ", a suspect" if leans(second) else ""
-        rows.append(Row(row.nodeid, run, row.unit, row.counters, said))
+        rows.append(replace(row, run=replace(row.run, second=second), status=said))
     return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
 
 
@@ -89,11 +88,4 @@ def recheck(pairs: Pairs, verdicts: Verdicts, whole: bool) -> Verdicts:
         "again in a second pair of processes",
         flush=True,
     )
-    checks = []
-    try:
-        for i, (k, only) in enumerate(zip(keys, groups, strict=True)):
-            then = keys[i + 1] if i + 1 < len(keys) else None
-            checks.append(pairs.session(k, only, then))
-    finally:
-        pairs.drop_ahead()
-    return rechecked(verdicts, checks, ids)
+    return rechecked(verdicts, pairs.series(keys, groups), ids)

@@ -91,22 +91,21 @@ class Verdicts:
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
         rows = []
         for row in self.rows:
-            new = again.get(row.nodeid)
-            first, lead = (row.run.result, row.suspicion) if row.run else (None, None)
-            if new is None or first is None or lead is None:
+            new, before = again.get(row.nodeid), row.run
+            if new is None or new.run is None or before is None or before.result is None:
                 rows.append(row)
                 continue
-            said = how.format(pairs=len(new.run.sessions) or 1) if new.run else how
-            status = f"{said}; first pair {pct(first.change)}"
-            second = row.run.second if row.run else None
-            status += f", second pair {pct(second.change)}" if second else ""
-            run = replace(new.run, first=first, second=second) if new.run else None
-            if run and run.result and against(lead, run.result):
+            first, second = before.result, before.second
+            lead = row.suspicion or first
+            status = f"{how.format(pairs=len(new.run.sessions) or 1)}; first pair "
+            status += pct(first.change) + (f", second pair {pct(second.change)}" if second else "")
+            run = replace(new.run, first=first, second=second)
+            if run.result and against(lead, run.result):
                 run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
                 status += ", the other way: not confirmed"
-            elif run and run.result and run.result.futile:
+            elif run.result and run.result.futile:
                 status += ", stopped early: more could not decide"
-            rows.append(Row(row.nodeid, run, row.unit, row.counters, status))
+            rows.append(replace(row, run=run, status=status))
         runs = [r.run for r in rows if r.run is not None]
         return Verdicts(rows, self.specs, self.seed, runs)
 

@@ -81,10 +81,11 @@ class Row:
     @property
     def suspicion(self) -> PairedResult | None:
         """The estimate a confirmation tests: the second pair of processes' for a
-        rechecked `same`, else the bench's own verdict's."""
+        rechecked `same` not yet confirmed (``first`` is set by the confirmation), else
+        the bench's own verdict's."""
         if self.run is None or self.run.result is None:
             return None
-        if self.run.second is not None and self.run.result.verdict is Verdict.SAME:
+        if self.run.second is not None and self.run.first is None:
             return self.run.second
         return self.run.result
 
