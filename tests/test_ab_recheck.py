@@ -135,7 +135,7 @@ def test_pairs_json_keeps_the_second_pair_beside_the_first(tmp_path: Path) -> No
     assert "second" not in y
 
 
-#: work.py of a candidate with twice the base's work, except in the first process that
+#: work.py of a candidate with 4x the base's work, except in the first process that
 #: imports it in the A/B: a pair of processes that is off for its whole life
 OFF_FIRST = """
 import os
@@ -143,7 +143,7 @@ import pathlib
 
 _first = pathlib.Path(os.environ["AB_TEST_FIRST"])
 if _first.exists():
-    LOOPS *= 2
+    LOOPS *= 4
 else:
     _first.write_text(str(os.getpid()))
 """
@@ -161,9 +161,16 @@ def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
     repo.write("work.py", (repo.root / "work.py").read_text() + OFF_FIRST)
     monkeypatch.setenv("AB_TEST_FIRST", str(tmp_path / "first-candidate-process"))
     report = tmp_path / "report"
-    # a wide threshold: the first pair (equal work) says `same` on a busy machine too
-    args = [*SMALL, "--threshold", "0.3", "--confirm", "3", "--report", str(report)]
+    # A wide threshold, and pairs enough to narrow the interval inside it: the first
+    # pair (equal work) must say `same` on a busy machine too. With 12 pairs at 0.3, two
+    # busy loops beside it left it `inconclusive` [-46.8%, +7.2%] (stopped early).
+    args = [*SMALL, "--threshold", "0.6", "--max-pairs", "24", "--confirm", "3"]
+    args += ["--report", str(report)]
     result = repo.ab(base, *args, *SIDE_ARGS, "-k", "one", timeout=240)
+    if "1 `same` verdict(s)" not in result.out and "busy with other work" in result.out:
+        # the premise (equal work read `same`) needs a machine not taken by other work
+        line = next(x for x in result.out.splitlines() if "machine during the A/B" in x)
+        pytest.skip(f"no first-stage `same` to check on a busy machine: {line[:120]}")
     assert "2 bench file(s), each in its own pair of processes" in result.out
     assert "1 `same` verdict(s) in 1 file(s) measured again in a second pair" in result.out
     assert "2 suspect(s) measured again in up to 3 fresh pairs of processes" in result.out
@@ -172,7 +179,7 @@ def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
     # the file whose first pair of processes was off: `same`, caught by its second pair
     (off,) = [e for e in entries if "second" in e]
     assert off["first"]["verdict"] == "same"
-    assert off["second"]["change"] > 0.3  # twice the work from the second pair on
+    assert off["second"]["change"] > 0.3  # 4x the work from the second pair on
     assert off["second"]["pairs"] == 10  # --min-pairs
     # the other file's first pair read the change: a suspect from the start
     (plain,) = [e for e in entries if "second" not in e]
