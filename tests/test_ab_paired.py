@@ -19,6 +19,7 @@ from perfsuite.verdict.futility import (
 )
 from perfsuite.verdict.paired import (
     ALPHA,
+    LEAN_PAIRS,
     Budget,
     Sequential,
     alpha_per_look,
@@ -28,6 +29,7 @@ from perfsuite.verdict.paired import (
     look_schedule,
     median_interval,
     min_pairs_for,
+    seconds_leave,
     sign_rank,
     sign_test_p,
 )
@@ -149,6 +151,36 @@ def test_sequential_looks_only_at_the_schedule() -> None:
             break
     assert stopped_at == 12  # decisive from the start, judged only at the first look
     assert seq.looks_taken == [12]
+
+
+def _pairs_run(seq: Sequential, pace: float) -> tuple[int, bool]:
+    """Feed pairs of ``pace`` seconds each until the bench stops: (pairs, futile)."""
+    ratios: list[float] = []
+    while True:
+        ratios.append(0.3 if len(ratios) % 2 else -0.3)
+        result = seq.look(ratios, elapsed=pace * len(ratios))
+        if result is not None:
+            return len(ratios), result.futile
+
+
+def test_a_bench_whose_seconds_cannot_bring_it_to_three_pairs_stops_after_its_first() -> None:
+    # 12 s a bench: pairs of 6 s would end at 6 and 12 s, two pairs that can neither
+    # decide nor lean; pairs of 5.9 s reach a third (ending at 17.7 s, as before)
+    assert LEAN_PAIRS == 3
+    assert _pairs_run(Sequential(Budget(10, 20, 12.0), threshold=0.05), 6.0) == (1, True)
+    assert _pairs_run(Sequential(Budget(10, 20, 12.0), threshold=0.05), 10.0) == (1, True)
+    assert _pairs_run(Sequential(Budget(10, 20, 12.0), threshold=0.05), 5.9) == (3, False)
+    # futility off: the budget's own rule ends it, after the pair that crosses 12 s
+    off = Sequential(Budget(10, 20, 12.0), threshold=0.05, futility=False)
+    assert _pairs_run(off, 10.0) == (2, False)
+    # a fast bench is judged at its looks as before: the first at 10 pairs
+    assert _pairs_run(Sequential(Budget(10, 20, 12.0), threshold=0.05), 0.5)[0] >= 10
+
+
+def test_seconds_leave_counts_the_pair_that_crosses_the_budget() -> None:
+    assert [seconds_leave(1, t, 12.0) for t in (4.0, 5.9, 6.0, 12.0)] == [2, 2, 1, 0]
+    with pytest.raises(ValueError, match="no pace"):
+        seconds_leave(0, 1.0, 12.0)
 
 
 def test_sequential_runs_to_max_pairs_then_inconclusive() -> None:

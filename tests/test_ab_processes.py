@@ -141,6 +141,37 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     assert "confirmation in 3 pairs of processes; first pair +35.0%" in final.rows[1].cells()[1]
 
 
+def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None:
+    # inconclusive both, beyond the threshold with 9 pairs of 12 leaning one way
+    up = _run("b.py::up", [0.3] * 9 + [-0.2] * 3)
+    down = _run("b.py::down", [-0.3] * 9 + [0.2] * 3)
+    fast = _run("b.py::fast", [-0.2] * 12)  # a `faster` verdict: a claim to check
+    slow = _run("b.py::slow", [0.2] * 12)
+    rows = [Row(r.nodeid, r) for r in (up, down, fast, slow)]
+    assert [r.verdict for r in rows] == [Verdict.INCONCLUSIVE] * 2 + [
+        Verdict.FASTER,
+        Verdict.SLOWER,
+    ]
+    first = Verdicts(rows, [], 1, [])
+    assert list(pick_suspects(first, "leaning", 0.05, 0.01)) == [
+        "b.py::up", "b.py::down", "b.py::fast", "b.py::slow"
+    ]  # fmt: skip
+    assert list(pick_suspects(first, "leaning-slower", 0.05, 0.01)) == [
+        "b.py::up", "b.py::fast", "b.py::slow"
+    ]  # fmt: skip
+    # more items/s is better: a rise leans faster, a fall slower
+    rise = _run("b.py::rise", [0.3] * 9 + [-0.2] * 3)
+    assert rise.result is not None
+    rise.result = judge(rise.ratios, 0.05, ALPHA, higher_is_better=True)
+    fall = _run("b.py::fall", [-0.3] * 9 + [0.2] * 3)
+    assert fall.result is not None
+    fall.result = judge(fall.ratios, 0.05, ALPHA, higher_is_better=True)
+    rates = Verdicts([Row(r.nodeid, r) for r in (rise, fall)], [], 1, [])
+    assert list(pick_suspects(rates, "leaning-slower", 0.05, 0.01)) == ["b.py::fall"]
+    with pytest.raises(ValueError, match="unknown kind"):
+        pick_suspects(first, "slower", 0.05, 0.01)
+
+
 def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() -> None:
     # 25 pairs spread from -15% to +19%: median +2%, the interval reaches both ways
     wide = [-0.15 + 0.34 * i / 24 for i in range(25)]

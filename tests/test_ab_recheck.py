@@ -72,8 +72,8 @@ def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() 
     assert not row.undecided
     assert row.suspicion is not None
     assert row.suspicion.verdict is Verdict.SLOWER
-    # a suspect by leaning, under either kind: tested at the confirmation's error rate
-    for kind in ("leaning", "undecided"):
+    # a suspect by leaning slower, under every kind: tested at the confirmation's error rate
+    for kind in ("leaning-slower", "leaning", "undecided"):
         assert pick_suspects(found, kind, CONFIRM_ALPHA, ALPHA) == {"b.py::x": CONFIRM_ALPHA}
     confirmation = _verdicts(_run("b.py::x", _steady(0.1)))
     final = found.confirmed([confirmation], "confirmation in {pairs} pairs of processes")
@@ -88,6 +88,19 @@ def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() 
     assert done.run.first is not None
     assert done.run.second is not None
     assert (done.run.first.verdict, done.run.second.verdict) == (Verdict.SAME, Verdict.SLOWER)
+
+
+def test_a_second_pair_leaning_faster_is_no_suspect_of_the_leaning_slower_kind() -> None:
+    first = _verdicts(_run("b.py::x", _steady(0.009, 60)))
+    # inconclusive, -26% with 9 pairs of 12 faster: a lean towards faster only
+    check = _verdicts(_run("b.py::x", [-0.3] * 9 + [0.2] * 3))
+    assert check.rows[0].verdict is Verdict.INCONCLUSIVE
+    gate = rechecked(first, [check], ["b.py::x"], "leaning-slower")
+    assert "same (second pair of processes -25.9%)" in gate.rows[0].cells()[1]
+    assert pick_suspects(gate, "leaning-slower", CONFIRM_ALPHA, ALPHA) == {}
+    leaning = rechecked(first, [check], ["b.py::x"], "leaning")
+    assert "same (second pair of processes -25.9%, a suspect)" in leaning.rows[0].cells()[1]
+    assert pick_suspects(leaning, "leaning", CONFIRM_ALPHA, ALPHA) == {"b.py::x": CONFIRM_ALPHA}
 
 
 def test_a_confirmation_must_point_the_way_the_second_pair_leaned() -> None:

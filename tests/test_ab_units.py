@@ -66,7 +66,7 @@ def test_confirm_seconds_default_by_scale_unless_given() -> None:
 
 def test_suspects_default_by_scale_unless_given() -> None:
     kinds = [suspects_for(_args(), s) for s in ("smoke", "default", "full")]
-    assert kinds == ["leaning", "undecided", "undecided"]
+    assert kinds == ["leaning-slower", "undecided", "undecided"]
     assert suspects_for(_args(suspects="leaning"), "full") == "leaning"
     assert suspects_for(_args(suspects="undecided"), "smoke") == "undecided"
 

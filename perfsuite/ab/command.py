@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from perfsuite.ab.budget import (
+    SUSPECT_KINDS,
     budget_for,
     confirm_seconds_for,
     scale_of,
@@ -117,14 +118,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "measured again in a second pair of processes, and is a suspect if "
                     "that pair leans beyond the threshold; 0 turns both off; not with "
                     "--processes, whose verdicts already stand on fresh pairs")  # fmt: skip
-    ab.add_argument("--suspects", choices=["leaning", "undecided"],
+    ab.add_argument("--suspects", choices=SUSPECT_KINDS,
                     help="what --confirm measures again: leaning (slower or faster, or "
-                    "inconclusive beyond the threshold with pairs leaning that way), or "
-                    "undecided (those, and an inconclusive bench leaning slower whose "
+                    "inconclusive beyond the threshold with pairs leaning that way); "
+                    "leaning-slower (those, but an inconclusive one only when it leans "
+                    "slower: an unproven speedup fails no gate); or undecided (leaning, "
+                    "and an inconclusive bench leaning slower whose "
                     "interval reaches past the threshold: a regression the first pair "
                     "could not rule out, judged on the fresh pairs alone at the first "
-                    "stage's error rate); default by --perf-scale: smoke leaning, default "
-                    "and full undecided")  # fmt: skip
+                    "stage's error rate); default by --perf-scale: smoke leaning-slower, "
+                    "default and full undecided")  # fmt: skip
     ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
                     help="the most seconds a bench file's confirmation goes on once its "
                     "first look is in; then the look due is taken on the pairs so far "
@@ -323,7 +326,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
         verdicts = Verdicts.merge(parts)
         if args.confirm and args.processes == 1:  # one pair of processes said each `same`
-            verdicts = recheck(pairs, verdicts, groups == [None])
+            verdicts = recheck(pairs, verdicts, groups == [None], suspect_kind)
         alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, ALPHA)
         suspects = list(alphas)
         # with --processes N every verdict already stands on fresh pairs of processes

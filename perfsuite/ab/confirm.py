@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.report import Verdicts
 from perfsuite.ab.rows import Row
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
@@ -74,14 +75,16 @@ def pick_suspects(
 ) -> dict[str, float]:
     """The benches a confirmation measures again, each with its error rate, in order.
 
-    ``kind`` is ``--suspects``: ``leaning`` takes :attr:`Row.suspect` at ``lean_alpha``;
-    ``undecided`` also takes :attr:`Row.undecided` at ``undecided_alpha``.
+    ``kind`` is ``--suspects``: ``leaning`` takes :attr:`Row.suspect` at ``lean_alpha``,
+    ``leaning-slower`` those of them that are decisive or lean slower
+    (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
+    :attr:`Row.undecided` at ``undecided_alpha``.
     """
-    if kind not in ("leaning", "undecided"):
+    if kind not in SUSPECT_KINDS:
         raise ValueError(f"unknown kind of suspects {kind!r}")
     chosen: dict[str, float] = {}
     for row in verdicts.rows:
-        if row.suspect:
+        if row.suspect_of(kind):
             chosen[row.nodeid] = lean_alpha
         elif kind == "undecided" and row.undecided:
             chosen[row.nodeid] = undecided_alpha

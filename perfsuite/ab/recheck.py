@@ -13,9 +13,10 @@ the file's `same` benches alone, at ``--min-pairs`` pairs of blocks. That pair i
 first pair's mirror: the other side sets up first and every pair of blocks runs in the
 other order (:func:`perfsuite.ab.pairs.first_side`, ``session_seed``). The `same`
 stands when the second pair does not lean beyond the threshold
-(:func:`perfsuite.ab.rows.leans`); otherwise the bench becomes a suspect, tested by
-the confirmation on fresh pairs alone, which must point the way the second pair
-leaned. Neither of the first two pairs is pooled in.
+(:func:`perfsuite.ab.rows.leans`; with ``--suspects leaning-slower``, the smoke
+default, when it does not lean slower: :func:`perfsuite.ab.rows.suspicious`);
+otherwise the bench becomes a suspect, tested by the confirmation on fresh pairs
+alone, which must point the way the second pair leaned. Neither of the first two pairs is pooled in.
 
 A first-stage `same` could never end `slower`; now it can, at most at the chance that
 its second pair leans slower beyond the threshold times that of the confirmation then
@@ -37,7 +38,7 @@ from dataclasses import replace
 
 from perfsuite.ab.pairs import Pairs, by_file, key
 from perfsuite.ab.report import Verdicts
-from perfsuite.ab.rows import leans, pct
+from perfsuite.ab.rows import pct, suspicious
 from perfsuite.verdict.stats import Verdict
 
 #: the offset of a file's second pair of processes (its first is at 0): odd, so it
@@ -54,10 +55,13 @@ def same_benches(verdicts: Verdicts) -> list[str]:
     ]
 
 
-def rechecked(verdicts: Verdicts, checks: list[Verdicts], ids: list[str]) -> Verdicts:
+def rechecked(
+    verdicts: Verdicts, checks: list[Verdicts], ids: list[str], kind: str = "leaning"
+) -> Verdicts:
     """``verdicts`` with each `same` of ``ids`` carrying what its second pair of
-    processes read (``checks``), shown in its status; a bench the second pair did not
-    measure keeps its `same`, its status saying so."""
+    processes read (``checks``), shown in its status, which says when that makes it a
+    suspect of ``--suspects kind``; a bench the second pair did not measure keeps its
+    `same`, its status saying so."""
     again = {r.nodeid: r.run.result for part in checks for r in part.rows if r.run and r.run.result}
     rows = []
     for row in verdicts.rows:
@@ -69,14 +73,15 @@ def rechecked(verdicts: Verdicts, checks: list[Verdicts], ids: list[str]) -> Ver
             rows.append(replace(row, status="the second pair of processes did not measure it"))
             continue
         said = f"second pair of processes {pct(second.change)}"
-        said += ", a suspect" if leans(second) else ""
+        said += ", a suspect" if suspicious(second, kind) else ""
         rows.append(replace(row, run=replace(row.run, second=second), status=said))
     return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
 
 
-def recheck(pairs: Pairs, verdicts: Verdicts, whole: bool) -> Verdicts:
+def recheck(pairs: Pairs, verdicts: Verdicts, whole: bool, kind: str) -> Verdicts:
     """Measure every first-stage `same` of ``verdicts`` again in a second pair of
-    processes per bench file (``whole``: one pair over the whole selection)."""
+    processes per bench file (``whole``: one pair over the whole selection); ``kind``
+    is ``--suspects``."""
     ids = same_benches(verdicts)
     if not ids:
         return verdicts
@@ -88,4 +93,4 @@ def recheck(pairs: Pairs, verdicts: Verdicts, whole: bool) -> Verdicts:
         "again in a second pair of processes",
         flush=True,
     )
-    return rechecked(verdicts, pairs.series(keys, groups), ids)
+    return rechecked(verdicts, pairs.series(keys, groups), ids, kind)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import PairedResult
@@ -15,6 +16,11 @@ from perfsuite.verdict.stats import Verdict
 SUSPECT_SIGN_P = 0.25
 
 HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
+
+
+def worse(result: PairedResult) -> bool:
+    """Whether ``result``'s estimate points the slower way (the way a gate fails)."""
+    return result.change != 0 and (result.change > 0) != result.higher_is_better
 
 
 def against(first: PairedResult, check: PairedResult) -> bool:
@@ -29,8 +35,7 @@ def against(first: PairedResult, check: PairedResult) -> bool:
     """
     if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
         return False
-    worse = (first.change > 0) != first.higher_is_better  # the first estimate leans slower
-    return (check.verdict is Verdict.SLOWER) != worse
+    return (check.verdict is Verdict.SLOWER) != worse(first)
 
 
 def pct(value: float) -> str:
@@ -56,6 +61,23 @@ def leans(result: PairedResult) -> bool:
     return abs(result.change) > result.threshold and lean
 
 
+def suspicious(result: PairedResult, kind: str) -> bool:
+    """Whether ``result`` makes its bench a suspect of ``--suspects kind``: it
+    :func:`leans`, and with ``leaning-slower`` it is either decisive or leans slower.
+
+    ``leaning-slower`` (the smoke default) leaves out an inconclusive estimate that only
+    leans faster: an unproven speedup fails no gate, and a smoke A/B is a gate's screen
+    (in a whole-suite A/A at smoke scale, 3 of 6 suspects were such, each costing its
+    bench file 3 fresh pairs of processes to end `inconclusive`). A `faster` verdict is
+    still measured again: a claimed speedup deserves the same trust as a slowdown.
+    """
+    if kind not in SUSPECT_KINDS:
+        raise ValueError(f"unknown kind of suspects {kind!r}")
+    if not leans(result):
+        return False
+    return kind != "leaning-slower" or result.decisive or worse(result)
+
+
 @dataclass(frozen=True)
 class Row:
     """One bench's line: the alternation and what each side's JSON recorded."""
@@ -75,8 +97,13 @@ class Row:
         pair of processes (:mod:`perfsuite.ab.recheck`) is a suspect when that pair
         leans so.
         """
+        return self.suspect_of("leaning")
+
+    def suspect_of(self, kind: str) -> bool:
+        """A suspect of ``--suspects kind`` by its estimate (:func:`suspicious`); for
+        ``undecided`` this is the leaning part, :attr:`undecided` the rest."""
         lead = self.suspicion
-        return lead is not None and leans(lead)
+        return lead is not None and suspicious(lead, kind)
 
     @property
     def suspicion(self) -> PairedResult | None:

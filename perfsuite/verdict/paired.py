@@ -40,6 +40,10 @@ the remaining ones, so at most ``L`` looks are ever taken. A look may also stop 
 bench for futility (:mod:`perfsuite.verdict.futility`): one whose interval, narrowed
 to what its remaining budget can buy, would still hold 0 and reach past the
 threshold can be neither called nor cleared, and more pairs are time spent for ``inconclusive``.
+So may any pair of a bench whose rounds are so slow that its seconds cannot bring it
+to ``LEAN_PAIRS`` pairs (:func:`seconds_leave`): fewer pairs can neither decide nor
+lean, so they are time spent for nothing (a cold-start bench of 10 s a pair under a
+12-s budget ran a second pair, 20 s in all, for a verdict that was never possible).
 Stopping without a verdict never adds a false alarm. ``ALPHA`` is two-sided;
 a false ``slower`` on an unchanged bench also needs an estimated change beyond the
 threshold, so its rate is well below ``ALPHA / 2``.
@@ -63,6 +67,24 @@ from perfsuite.verdict.stats import Verdict
 ALPHA = 0.01
 #: the fewest pairs between two looks at a bench
 LOOK_EVERY = 4
+#: the fewest pairs whose sign test can lean one way (3 of 3: p = 0.25, the most that
+#: makes a suspect, ``perfsuite.ab.rows.SUSPECT_SIGN_P``); fewer can never go below 0.5
+LEAN_PAIRS = 3
+
+
+def seconds_leave(done: int, elapsed: float, seconds: float) -> int:
+    """How many more pairs a bench runs, at the pace of its ``done`` pairs so far, before
+    ``elapsed`` reaches ``seconds`` (the pair that crosses it included, as the budget
+    lets it finish).
+
+    >>> seconds_leave(1, 10.0, 12.0), seconds_leave(1, 5.0, 12.0), seconds_leave(2, 12.0, 12.0)
+    (1, 2, 0)
+    """
+    if done <= 0 or elapsed <= 0:
+        raise ValueError(f"no pace from {done} pairs in {elapsed} s")
+    if elapsed >= seconds:
+        return 0
+    return math.ceil((seconds - elapsed) / (elapsed / done))
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
@@ -290,14 +312,22 @@ class Sequential:
         stops when the result is decisive, when ``max_pairs`` is reached, when
         ``elapsed`` seconds reach the time budget or ``last`` says no more pairs can be
         had (a final look there instead of the scheduled ones left), or when the pairs
-        the budget can still buy at this pace could not make it decisive (``futile``,
-        unless ``futility`` is off; the result then says ``futile``).
+        the budget can still buy at this pace could not make it decisive, nor (after
+        any pair) bring it to ``LEAN_PAIRS`` (``futile``, unless ``futility`` is off; the
+        result then says ``futile``).
         """
         n = len(ratios)
-        out_of_time = last or elapsed >= self.budget.max_seconds
-        if n not in self._looks and not out_of_time:
-            return None
         if n == 0:
+            return None
+        out_of_time = last or elapsed >= self.budget.max_seconds
+        hopeless = (
+            self.futility
+            and not out_of_time
+            and n < LEAN_PAIRS
+            and elapsed > 0
+            and n + seconds_leave(n, elapsed, self.budget.max_seconds) < LEAN_PAIRS
+        )
+        if n not in self._looks and not out_of_time and not hopeless:
             return None
         self.looks_taken.append(n)
         result = judge(
@@ -308,6 +338,8 @@ class Sequential:
         )
         if result.decisive or out_of_time or n >= self.budget.max_pairs:
             return result
+        if hopeless:
+            return replace(result, futile=True)
         if self.futility:
             most = reachable(self.budget.max_pairs, n, elapsed, self.budget.max_seconds)
             if most > n and futile(
