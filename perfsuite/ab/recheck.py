@@ -16,7 +16,8 @@ stands when the second pair does not lean beyond the threshold
 (:func:`perfsuite.ab.rows.leans`; with ``--suspects leaning-slower``, the smoke
 default, when it does not lean slower: :func:`perfsuite.ab.rows.suspicious`);
 otherwise the bench becomes a suspect, tested by the confirmation on fresh pairs
-alone, which must point the way the second pair leaned. Neither of the first two pairs is pooled in.
+alone, which must point the way the second pair leaned. Neither of the first two
+pairs is pooled in.
 
 A first-stage `same` could never end `slower`; now it can, at most at the chance that
 its second pair leans slower beyond the threshold times that of the confirmation then
