@@ -13,6 +13,7 @@ from scipy.stats import binom, binomtest
 from perfsuite.verdict.futility import (
     FUTILITY_MARGIN,
     futile,
+    seconds_leave,
     sign_half_width,
     t_margin,
     t_narrowing,
@@ -29,7 +30,6 @@ from perfsuite.verdict.paired import (
     look_schedule,
     median_interval,
     min_pairs_for,
-    seconds_leave,
     sign_rank,
     sign_test_p,
 )

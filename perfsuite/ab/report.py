@@ -96,7 +96,7 @@ class Verdicts:
                 rows.append(row)
                 continue
             first, second = before.result, before.second
-            lead = row.suspicion or first
+            lead = second or first  # Row.suspicion: what made it a suspect
             status = f"{how.format(pairs=len(new.run.sessions) or 1)}; first pair "
             status += pct(first.change) + (f", second pair {pct(second.change)}" if second else "")
             run = replace(new.run, first=first, second=second)

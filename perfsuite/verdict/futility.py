@@ -59,7 +59,8 @@ def futile(result: PairedResult, half: float, margin: float = FUTILITY_MARGIN) -
 
 def reachable(most: int, done: int, elapsed: float, seconds: float | None) -> int:
     """How much evidence (pairs of blocks, or pairs of processes) a test can have in
-    all: up to ``most``, or as much as ``seconds`` leave time for at the pace so far.
+    all: up to ``most``, or as much as ``seconds`` leave time for at the pace so far
+    (whole pairs only; :func:`seconds_leave` counts the one that crosses ``seconds``).
 
     >>> reachable(240, 12, 6.0, 60.0), reachable(240, 12, 0.0, 60.0), reachable(12, 3, 60.0, 90.0)
     (120, 240, 4)
@@ -67,6 +68,22 @@ def reachable(most: int, done: int, elapsed: float, seconds: float | None) -> in
     if seconds is None or elapsed <= 0:
         return most
     return min(most, done + int(done / elapsed * max(0.0, seconds - elapsed)))
+
+
+def seconds_leave(done: int, elapsed: float, seconds: float) -> int:
+    """How many more pairs a bench runs, at the pace of its ``done`` pairs so far, before
+    ``elapsed`` reaches ``seconds`` (the pair that crosses it included, as the budget
+    lets it finish). :func:`reachable` counts only the pairs that fit whole: it
+    projects what a test can still have, this what a bench will still run.
+
+    >>> seconds_leave(1, 10.0, 12.0), seconds_leave(1, 5.0, 12.0), seconds_leave(2, 12.0, 12.0)
+    (1, 2, 0)
+    """
+    if done <= 0 or elapsed <= 0:
+        raise ValueError(f"no pace from {done} pairs in {elapsed} s")
+    if elapsed >= seconds:
+        return 0
+    return math.ceil((seconds - elapsed) / (elapsed / done))
 
 
 def sign_half_width(log_ratios: Sequence[float], alpha: float, pairs: int) -> float:

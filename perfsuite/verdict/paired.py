@@ -41,9 +41,10 @@ bench for futility (:mod:`perfsuite.verdict.futility`): one whose interval, narr
 to what its remaining budget can buy, would still hold 0 and reach past the
 threshold can be neither called nor cleared, and more pairs are time spent for ``inconclusive``.
 So may any pair of a bench whose rounds are so slow that its seconds cannot bring it
-to ``LEAN_PAIRS`` pairs (:func:`seconds_leave`): fewer pairs can neither decide nor
-lean, so they are time spent for nothing (a cold-start bench of 10 s a pair under a
-12-s budget ran a second pair, 20 s in all, for a verdict that was never possible).
+to ``LEAN_PAIRS`` pairs (:func:`perfsuite.verdict.futility.seconds_leave`): fewer
+pairs can neither decide nor lean, so they are time spent for nothing (a cold-start
+bench of 10 s a pair under a 12-s budget ran a second pair, 20 s in all, for a
+verdict that was never possible).
 Stopping without a verdict never adds a false alarm. ``ALPHA`` is two-sided;
 a false ``slower`` on an unchanged bench also needs an estimated change beyond the
 threshold, so its rate is well below ``ALPHA / 2``.
@@ -60,7 +61,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from perfsuite.verdict.futility import futile, reachable, sign_half_width
+from perfsuite.verdict.futility import futile, reachable, seconds_leave, sign_half_width
 from perfsuite.verdict.stats import Verdict
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
@@ -70,21 +71,6 @@ LOOK_EVERY = 4
 #: the fewest pairs whose sign test can lean one way (3 of 3: p = 0.25, the most that
 #: makes a suspect, ``perfsuite.ab.rows.SUSPECT_SIGN_P``); fewer can never go below 0.5
 LEAN_PAIRS = 3
-
-
-def seconds_leave(done: int, elapsed: float, seconds: float) -> int:
-    """How many more pairs a bench runs, at the pace of its ``done`` pairs so far, before
-    ``elapsed`` reaches ``seconds`` (the pair that crosses it included, as the budget
-    lets it finish).
-
-    >>> seconds_leave(1, 10.0, 12.0), seconds_leave(1, 5.0, 12.0), seconds_leave(2, 12.0, 12.0)
-    (1, 2, 0)
-    """
-    if done <= 0 or elapsed <= 0:
-        raise ValueError(f"no pace from {done} pairs in {elapsed} s")
-    if elapsed >= seconds:
-        return 0
-    return math.ceil((seconds - elapsed) / (elapsed / done))
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
