@@ -7,7 +7,8 @@ naming the path and the option that chose it:
 
 * ``--benchmark-storage`` (file storages only) and its machine folder, when
   ``--benchmark-save``/``--benchmark-autosave`` will write into it;
-* ``--benchmark-json``: its folder must exist and take a new file;
+* ``--benchmark-json``: its folder must exist and take a new file (a path; an already
+  open file, as pytest-benchmark 5.2.3 passes it, is writable by construction);
 * ``--perf-report``: a folder holding nothing but an earlier report (it is replaced as
   a unit), or a place where one can be created;
 * ``--perf-data-dir`` (or the ``perf_data_dir`` ini key), where it is given: a folder,
@@ -92,6 +93,18 @@ def _storage_folder(option: str) -> Path | None:
     return Path(option.removeprefix("file://")).expanduser()
 
 
+def _json_path(value: object) -> Path | None:
+    """The path ``--benchmark-json`` will write, or ``None`` when there is nothing to check.
+
+    pytest-benchmark 5.1 hands over the path as a string; 5.2.3 opens it at parse time
+    (``argparse.FileType('wb')``) and hands over the open file, which proves the place
+    writable already: there is nothing left to check before the run.
+    """
+    if not value or not isinstance(value, str | os.PathLike):
+        return None
+    return Path(value).expanduser()
+
+
 def session_outputs(config: pytest.Config, cfg: PerfConfig) -> Iterator[Output]:
     """The places this session will write to."""
     saving = config.getoption("benchmark_save", None) or config.getoption(
@@ -107,9 +120,9 @@ def session_outputs(config: pytest.Config, cfg: PerfConfig) -> Iterator[Output]:
 
                 machine: str = get_machine_id()  # type: ignore[no-untyped-call]
                 yield Output("--benchmark-storage", storage / machine)
-    json_path = config.getoption("benchmark_json", None)
-    if json_path:
-        yield Output("--benchmark-json", Path(json_path).expanduser(), is_file=True)
+    json_path = _json_path(config.getoption("benchmark_json", None))
+    if json_path is not None:
+        yield Output("--benchmark-json", json_path, is_file=True)
     if cfg.report is not None:
         yield Output("--perf-report", cfg.report)
     if config.getoption("perf_data_dir", None) is not None or config.getini("perf_data_dir"):
