@@ -7,13 +7,16 @@
 * 1: a regression (a bench slower, or an exact counter rose),
 * 2: bad input (a file that is not a pytest-benchmark run, a run id that does not exist),
 * 3: nothing could be judged: the runs come from different machines or stacks
-  (``--allow-machine-mismatch`` judges them anyway), or no bench was comparable (another
-  ``--perf-scale`` or ``--perf-images`` folder, an empty baseline, timings all zero).
+  (``--allow-machine-mismatch`` judges them anyway), or no bench was judged (another
+  ``--perf-scale`` or ``--perf-images`` folder, an empty baseline, timings all zero, too
+  few raw samples to decide any bench).
+
+Every perfsuite command shares these statuses (:mod:`perfsuite.exitcodes`).
 
 A bench's threshold: ``--threshold`` given on the command line wins over the thresholds
 recorded per bench (from ``perf`` markers, ``--perf-threshold`` or ini), which win over
-the default 5%. Medians that moved with too few samples for a rank test are shown
-("too few samples to judge") and never make a regression on their own.
+the default 5%. Medians that moved with too few raw samples for a rank test are shown
+and never judged.
 
 ``perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]`` alternates the benches of two git
 revisions in one session and judges them on paired ratios (see :mod:`perfsuite.ab`).
@@ -38,10 +41,8 @@ from perfsuite.errors import PerfsuiteError
 if TYPE_CHECKING:
     from perfsuite.verdict.storage import Storage
 
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
-EXIT_MACHINE_MISMATCH = 3
+from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
+from perfsuite.exitcodes import OK as EXIT_OK
 
 DEFAULT_STORAGE = ".benchmarks"
 
@@ -137,7 +138,7 @@ def _storage(args: argparse.Namespace) -> Storage:
 
 def run_compare(args: argparse.Namespace) -> int:
     """``perfsuite compare BASELINE CURRENT``: the verdict table and the gate's exit status."""
-    from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+    from perfsuite.verdict.compare import compare_runs, gate_decision
     from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.table import markdown_lines, text_lines
 
@@ -160,12 +161,7 @@ def run_compare(args: argparse.Namespace) -> int:
     )
     lines.append(f"perfsuite compare: {decision.outcome.value}: {decision.message}")
     print("\n".join(lines))
-    return {
-        Outcome.PASS: EXIT_OK,
-        Outcome.REGRESSION: EXIT_REGRESSION,
-        Outcome.MISMATCH: EXIT_MACHINE_MISMATCH,
-        Outcome.NOTHING_JUDGED: EXIT_MACHINE_MISMATCH,
-    }[decision.outcome]
+    return decision.exit_status
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -30,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +66,8 @@ class VerdictPlugin:
         # Runs saved before this moment are this session's history (Storage's one order).
         self._started = dt.datetime.now(dt.timezone.utc)
         self._storage: Storage | None = None
+        self._saved_commit: dict[str, Any] | None = None
+        self._confirmation_dir: Path | None = None  # the confirming A/B's report
 
     @classmethod
     def from_config(cls, config: pytest.Config, settings: PerfConfig) -> VerdictPlugin:
@@ -143,6 +147,12 @@ class VerdictPlugin:
         spec = self.compare_spec
         if not self.active or spec is None:
             return
+        root = self.storage.root
+        if root.exists() and not root.is_dir():
+            raise pytest.UsageError(
+                f"--benchmark-storage {root}: is a file, not a folder of saved runs; "
+                "pass a folder (--benchmark-compare reads its runs from there)"
+            )
         try:
             self.baseline = self._load_baseline(spec)
         except PerfsuiteError as exc:
@@ -188,9 +198,24 @@ class VerdictPlugin:
         machine_info = output_json.get("machine_info")
         if isinstance(machine_info, dict):
             self._machine_info = machine_info
+        commit_info = output_json.get("commit_info")
+        if isinstance(commit_info, dict):
+            self._saved_commit = commit_info
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.active or (self.baseline is None and self.settings.report is None):
+        if not self.active:
+            return
+        if self.baseline is None and self.settings.gate:
+            from perfsuite.verdict.compare import GateDecision, Outcome
+
+            self.decision = GateDecision(
+                Outcome.NOTHING_JUDGED,
+                "cannot judge: no baseline to compare with; a gate that judged nothing "
+                "does not pass (save a run with --benchmark-autosave, then gate the next)",
+            )
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = self.decision.exit_status
+        if self.baseline is None and self.settings.report is None:
             return
         current = self.current_run()
         if self.baseline is not None:
@@ -200,11 +225,87 @@ class VerdictPlugin:
                 self.baseline, current, self.settings.threshold, self._history()
             )
             if self.settings.gate:
-                self.decision = gate_decision(self.comparison, self.settings.allow_machine_mismatch)
+                allow = self.settings.allow_machine_mismatch
+                if allow or not self.comparison.mismatch:
+                    self.comparison = self._confirm(self.comparison)
+                self.decision = gate_decision(self.comparison, allow)
                 if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                    session.exitstatus = self.decision.exit_status
         if self.settings.report is not None:
             self._write_report(self.settings.report, current)
+            if self._confirmation_dir is not None:
+                with contextlib.suppress(OSError):
+                    shutil.copytree(self._confirmation_dir, self.settings.report / "confirmation")
+        if self._confirmation_dir is not None:
+            shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
+
+    def _confirm(self, comparison: RunComparison) -> RunComparison:
+        """Each time suspect of ``comparison`` decided by :mod:`perfsuite.suspects`: the
+        machine's move on unchanged code, else an A/B of the baseline's commit against
+        the working tree."""
+        import tempfile
+
+        from perfsuite.suspects import (
+            Commit,
+            decide,
+            machine_move,
+            passed_options,
+            run_ab,
+            same_code,
+        )
+
+        suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
+        if not suspects:
+            return comparison
+        base = Commit.of(comparison.baseline.commit_info)
+        current = Commit.of(self._commit_info())
+        if same_code(base, current):
+            decided = {v.fullname: machine_move(base) for v in suspects}
+        else:
+            scratch = Path(tempfile.mkdtemp(prefix="perfsuite-gate-"))
+            self._confirmation_dir = scratch / "ab"
+            nodeids = [v.fullname for v in suspects]
+            self._say(
+                f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
+                f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
+            )
+            ab = run_ab(
+                base,
+                nodeids,
+                passed_options(list(self.config.invocation_params.args)),
+                self.config.rootpath,
+                self._confirmation_dir,
+                scratch / "ab.log",
+            )
+            decided = {n: decide(n, ab) for n in nodeids}
+            if ab.status is not None:
+                tally: dict[str, int] = {}
+                for outcome in decided.values():
+                    tally[outcome.outcome] = tally.get(outcome.outcome, 0) + 1
+                counts = ", ".join(f"{n} {word}" for word, n in tally.items())
+                self.notes.append(
+                    f"perfsuite gate: confirmations took {ab.seconds:.0f} s "
+                    f"({len(nodeids)} suspect(s): {counts})"
+                )
+        verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
+        return replace(comparison, verdicts=verdicts)
+
+    def _commit_info(self) -> dict[str, Any]:
+        """This run's commit, as pytest-benchmark saves it (asked now when not saved)."""
+        if self._saved_commit is not None:
+            return self._saved_commit
+        try:
+            from pytest_benchmark.utils import get_commit_info
+
+            info = get_commit_info()  # type: ignore[no-untyped-call]
+        except Exception:  # a failing git says nothing of the commit
+            return {}
+        return info if isinstance(info, dict) else {}
+
+    def _say(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
 
     def _history(self) -> list[Run]:
         """The runs saved on this machine before this session, oldest first."""
@@ -259,8 +360,8 @@ class VerdictPlugin:
             return
         terminalreporter.section("perfsuite verdict")
         for line in lines:
-            red = line.startswith("perfsuite gate: FAILED") or line.startswith(
-                "perfsuite gate: REFUSED"
+            red = line.startswith(
+                ("perfsuite gate: FAILED", "perfsuite gate: REFUSED", "perfsuite gate: UNCONF")
             )
             terminalreporter.write_line(line, red=red, bold=red)
 
@@ -279,6 +380,7 @@ class VerdictPlugin:
                 Outcome.REGRESSION: "FAILED",
                 Outcome.MISMATCH: "REFUSED",
                 Outcome.NOTHING_JUDGED: "REFUSED",
+                Outcome.UNCONFIRMED: "UNCONFIRMED",
             }[self.decision.outcome]
             lines.append(f"perfsuite gate: {status}: {self.decision.message}")
         if self.report_files:

@@ -123,18 +123,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
     return module
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without pytest-benchmark, skip the benches (they take ``perf``) with the reason."""
-    if has_benchmark(config):
-        return
-    skip = pytest.mark.skip(reason=NO_BENCHMARK)
-    for item in items:
-        if "perf" in getattr(item, "fixturenames", ()):
-            item.add_marker(skip)
-
-
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip tests whose framework is missing, or that need a GPU the session lacks."""
+    """A bench (it takes ``perf``) errors without pytest-benchmark, as a ``benchmark``
+    test does, with one line saying why; skip tests whose framework is missing, or that
+    need a GPU the session lacks."""
+    if "perf" in getattr(item, "fixturenames", ()) and not has_benchmark(item.config):
+        pytest.fail(NO_BENCHMARK, pytrace=False)
     for marker, module in MARKER_MODULES.items():
         if item.get_closest_marker(marker) and not is_installed(module):
             pytest.skip(f"{module} is not installed: {install_hint(module)}")
@@ -201,12 +196,15 @@ def pytest_benchmark_update_json(
     config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]
 ) -> None:
     """Saved runs keep perfsuite benches' raw per-round timings, so verdicts compare
-    distributions; other benches are saved as ``--benchmark-save-data`` says."""
+    distributions; under ``--perf-gate`` every bench's (a ``benchmark``-fixture bench's
+    too), so the run can be the next one's baseline; other runs save other benches as
+    ``--benchmark-save-data`` says."""
     ours = {record.nodeid for record in session_results(config).records}
+    every = perf_config(config).gate
     data = {
         bench.fullname: list(bench.stats.data)
         for bench in benchmarks
-        if getattr(bench, "fullname", None) in ours and getattr(bench, "stats", None)
+        if (every or getattr(bench, "fullname", None) in ours) and getattr(bench, "stats", None)
     }
     for entry in output_json.get("benchmarks", []):
         stats = entry.get("stats")

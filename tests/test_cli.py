@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfsuite.cli import EXIT_BAD_INPUT, EXIT_MACHINE_MISMATCH, EXIT_OK, EXIT_REGRESSION, main
+from perfsuite.cli import main
+from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
+from perfsuite.exitcodes import NOT_JUDGED as EXIT_MACHINE_MISMATCH
+from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
 from perfsuite.verdict.result import BenchResult, Role
 
 MACHINE = "Linux-CPython-3.11-64bit"

@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 import perfsuite.verdict.report as report_module
-from perfsuite.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from perfsuite.cli import main
 from perfsuite.data import fsutil
 from perfsuite.data.fsutil import atomic_write_bytes
 from perfsuite.errors import PerfsuiteError
+from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
+from perfsuite.exitcodes import OK as EXIT_OK
 from perfsuite.verdict.report import write_report
 from tests.test_report import run
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.utils import get_machine_id
 
+from perfsuite.exitcodes import NOT_JUDGED
 from tests.fake_timer import FAKE_TIMER
 
 pytest_plugins = ["pytester"]
@@ -78,16 +79,19 @@ def save_baseline(
     assert result.ret == 0, result.stdout.str()
 
 
-def test_gate_fails_when_slower(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gate_outside_git_leaves_a_slowdown_unconfirmed(
+    bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     save_baseline(bench, monkeypatch, delay=0.01)
     result = run(bench, monkeypatch, "--benchmark-compare", "--perf-gate", delay=0.04)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == NOT_JUDGED, result.stdout.str()
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert "perfsuite verdict" in out
-    assert "sleep/nap" in out
-    assert "SLOWER" in out
-    assert "perfsuite gate: FAILED: 1 regression: sleep/nap (slower)" in out
+    assert "SLOWER? unconfirmed" in out
+    assert "perfsuite gate: UNCONFIRMED: 1 suspect(s) slower on the screen" in out
+    assert "the baseline run has no commit id" in out
+    assert "to confirm: perfsuite ab" in out
 
 
 def test_gate_passes_when_same(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,7 +130,7 @@ def test_gate_refuses_another_machine(
 ) -> None:
     save_baseline(bench, monkeypatch, cpu="Some Other CPU")
     result = run(bench, monkeypatch, "--benchmark-compare", "--perf-gate")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == NOT_JUDGED
     out = result.stdout.str()
     assert "baseline is from a different machine or stack: cpu_model Some Other CPU ->" in out
     assert "perfsuite gate: REFUSED" in out
@@ -140,7 +144,8 @@ def test_gate_refuses_another_machine(
 
 def test_no_baseline_yet_is_a_note(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(bench, monkeypatch, "--benchmark-autosave", "--benchmark-compare", "--perf-gate")
-    assert result.ret == 0, result.stdout.str()
+    assert result.ret == NOT_JUDGED, result.stdout.str()
+    assert "perfsuite gate: REFUSED: cannot judge: no baseline" in result.stdout.str()
     result.stdout.fnmatch_lines(
         ["*no baseline in *store* yet: this run becomes the first baseline"]
     )
@@ -237,5 +242,5 @@ def test_storage_outside_the_working_directory(
     assert "perfsuite gate: passed" in same.stdout.str()
     assert str(saved) in (out / "summary.md").read_text()
     slower = run(bench, monkeypatch, "--benchmark-compare=0001", "--perf-gate", uri, delay=0.04)
-    assert slower.ret == pytest.ExitCode.TESTS_FAILED
-    assert "perfsuite gate: FAILED: 1 regression: sleep/nap (slower)" in slower.stdout.str()
+    assert slower.ret == NOT_JUDGED, slower.stdout.str()
+    assert "perfsuite gate: UNCONFIRMED: 1 suspect(s)" in slower.stdout.str()

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from perfsuite.cli import EXIT_OK, EXIT_REGRESSION, main
+from perfsuite.cli import main
 from perfsuite.errors import PerfsuiteError
+from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
 from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.result import RESULT_KEY, SCHEMA_VERSION, BenchResult, DatasetRef, Role
 from perfsuite.verdict.runs import load_run, parse_run
@@ -244,5 +246,6 @@ def test_a_plain_bench_that_counted_saves_a_loadable_run(
     out = pytester.path / "out.json"
     pytester.runpytest(*inner_args, f"--benchmark-json={out}").assert_outcomes(passed=1)
     (bench,) = load_run(out).benches.values()
-    assert bench.result is None  # a draft: judged on its timings alone
+    assert bench.result is None  # a draft: judged on its timings, and its counters
+    assert bench.counters() == {"traces": 2}
     assert len(bench.data) == 3

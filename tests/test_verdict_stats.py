@@ -157,18 +157,25 @@ def test_a_removed_bench_beside_judged_ones_does_not_fail_the_gate() -> None:
     assert gate_decision(comparison, allow_mismatch=False).passed
 
 
-def test_baseline_without_raw_samples_falls_back_and_says_so() -> None:
+def test_baseline_without_raw_samples_is_never_judged_from_medians() -> None:
     base = run_doc([bench_doc("a", normal(0.10, 0.001), with_data=False)])
     cur = run_doc([bench_doc("a", normal(0.13, 0.001, seed=1))])
     comparison = compare_docs(base, cur)
     (item,) = comparison.verdicts
-    assert item.verdict is Verdict.SLOWER
+    assert item.verdict is Verdict.INCONCLUSIVE
+    assert not item.judged
+    assert not item.regressed
     assert item.time is not None
+    assert item.time.change == pytest.approx(0.3, abs=0.02)
     assert item.time.fallback is not None
     assert "baseline has no raw samples" in item.time.fallback
+    assert "--benchmark-save-data" in item.time.fallback
     text = "\n".join(text_lines(comparison))
-    assert "SLOWER [1]" in text
+    assert "inconclusive [1]" in text
     assert "[1] baseline has no raw samples" in text
+    decision = gate_decision(comparison, allow_mismatch=False)
+    assert decision.outcome is Outcome.NOTHING_JUDGED
+    assert decision.exit_status == 3
 
 
 def test_machine_mismatch_lists_what_differs() -> None:

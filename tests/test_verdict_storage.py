@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from perfsuite.cli import EXIT_OK, EXIT_REGRESSION, main
+from perfsuite.cli import main
 from perfsuite.errors import PerfsuiteError
+from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
 from perfsuite.verdict.result import BenchResult, Role
 from perfsuite.verdict.storage import Storage, storage_path, this_machine_id
 

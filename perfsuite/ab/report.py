@@ -137,6 +137,40 @@ class Verdicts:
     def regressed(self) -> bool:
         return any(row.regressed for row in self.rows)
 
+    @property
+    def judged(self) -> list[Row]:
+        """The rows measured on both sides and decided: a verdict other than
+        `inconclusive`."""
+        return [row for row in self.rows if row.judged]
+
+    def not_judged(self) -> str | None:
+        """Why no bench was judged (one line, with what would judge one), or ``None``."""
+        if self.judged or self.regressed:
+            return None
+        if not self.rows:
+            return "no bench in the selection (check the pytest arguments after --)"
+        reasons: dict[str, int] = {}
+        for row in self.rows:
+            reason = row.unjudged_reason()
+            reasons[reason] = reasons.get(reason, 0) + 1
+        listed = "; ".join(f"{n} {why}" for why, n in reasons.items())
+        hints = []
+        if any("only" in why for why in reasons):
+            hints.append(
+                "benches found on one side only: their node ids differ between A and B "
+                "(renamed or moved?)"
+            )
+        if any("without measuring" in why for why in reasons):
+            hints.append(
+                "a bench that passed without measuring used neither the perf nor the "
+                "benchmark fixture"
+            )
+        if any(why.startswith("inconclusive") for why in reasons):
+            hints.append(
+                "more pairs (--max-pairs, --max-seconds) or a quieter machine would decide"
+            )
+        return listed + "".join(f"; {hint}" for hint in hints)
+
     def title(self) -> str:
         a, b = self.specs
         return f"A = {a.revision.label}, B = {b.revision.label}"
@@ -145,7 +179,13 @@ class Verdicts:
         bad = [row.nodeid for row in self.rows if row.regressed]
         if bad:
             return f"REGRESSION in {len(bad)} bench(es): {', '.join(bad)}"
-        return "no regression"
+        why = self.not_judged()
+        if why is not None:
+            return f"NOTHING JUDGED: {why}"
+        judged = len(self.judged)
+        left = len(self.rows) - judged
+        rest = f"; {left} not judged (see their rows)" if left else ""
+        return f"no regression in {judged} judged bench(es){rest}"
 
     def text_lines(self) -> list[str]:
         lines = [f"perfsuite ab: {self.title()} (B against A; seed {self.seed})"]

@@ -142,6 +142,19 @@ class Row:
     def regressed(self) -> bool:
         return self.verdict is Verdict.SLOWER or any(c.rose for c in self.counters)
 
+    @property
+    def judged(self) -> bool:
+        """Measured on both sides and decided (not `inconclusive`). An exact counter
+        that rose is a regression whatever the time's verdict, but an unchanged one
+        does not make a bench judged."""
+        return self.verdict is not None and self.verdict is not Verdict.INCONCLUSIVE
+
+    def unjudged_reason(self) -> str:
+        """What this row's status says of why it was not judged."""
+        if self.verdict is Verdict.INCONCLUSIVE:
+            return "inconclusive"
+        return self.status or "not measured"
+
     def cells(self) -> list[str]:
         result = self.run.result if self.run else None
         if result is None:

@@ -1,14 +1,19 @@
 """The gate's rules: what a comparison of two runs concludes, and why.
 
-* **regression**: a bench slower by a test of significance, or an exact counter rose;
+* **regression**: a bench slower by a test of significance (under ``--perf-gate``, and
+  confirmed by a same-session A/B: :mod:`perfsuite.gate_confirm`), or an exact counter
+  rose;
+* **unconfirmed**: a suspect whose confirmation could not run or decide;
 * **machine mismatch**: the baseline comes from another machine or stack (refused
   unless allowed);
 * **nothing judged**: no bench could be compared, because the baseline was saved at
   another ``--perf-scale`` or on another ``--perf-images`` folder, holds no benches, has
-  timings all zero, or none of its benches ran: a gate that judged nothing does not pass;
-* **pass** otherwise. Benches with too few samples for the rank test are shown with
-  their median move but never fail on their own (the history and ``perfsuite ab``
-  judge them).
+  timings all zero, none of its benches ran, or none could be decided (too few raw
+  samples, every one inconclusive): a gate that judged nothing does not pass;
+* **pass** otherwise: at least one bench judged, none regressed. Benches with too few
+  samples for the rank test are shown with their median move but never judged.
+
+Each outcome has one exit status (``EXIT_STATUS``), shared by every command.
 
 :mod:`perfsuite.verdict.compare` re-exports :class:`Outcome`, :class:`GateDecision`
 and :func:`gate_decision`.
@@ -20,10 +25,11 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from perfsuite.verdict.stats import Verdict
+from perfsuite import exitcodes
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
+    from perfsuite.verdict.judge import BenchVerdict
 
 
 class Outcome(enum.Enum):
@@ -33,6 +39,17 @@ class Outcome(enum.Enum):
     REGRESSION = "regression"
     MISMATCH = "machine mismatch"
     NOTHING_JUDGED = "nothing judged"
+    UNCONFIRMED = "unconfirmed"
+
+
+#: each outcome's exit status (:mod:`perfsuite.exitcodes`), the same for every command
+EXIT_STATUS = {
+    Outcome.PASS: exitcodes.OK,
+    Outcome.REGRESSION: exitcodes.REGRESSION,
+    Outcome.MISMATCH: exitcodes.NOT_JUDGED,
+    Outcome.NOTHING_JUDGED: exitcodes.NOT_JUDGED,
+    Outcome.UNCONFIRMED: exitcodes.NOT_JUDGED,
+}
 
 
 @dataclass(frozen=True)
@@ -46,13 +63,27 @@ class GateDecision:
     def passed(self) -> bool:
         return self.outcome is Outcome.PASS
 
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.outcome]
+
+
+def _why(item: BenchVerdict) -> str:
+    why = [item.verdict.value] if item.suspect and item.verdict is not None else []
+    if item.confirmation is not None and item.suspect:
+        why = [item.confirmation.text]
+    why.extend(str(c) for c in item.counters_rose)
+    return f"{item.label} ({', '.join(why)})"
+
 
 def gate_decision(
     comparison: RunComparison,
     allow_mismatch: bool,
     allow_flag: str = "--perf-allow-machine-mismatch",
 ) -> GateDecision:
-    """Regression if any bench is slower or a counter rose; refused on a machine mismatch."""
+    """Regression if a bench is slower (and, where confirmed, the confirmation agreed) or
+    a counter rose; unconfirmed when a suspect's confirmation could not decide; refused
+    on a machine mismatch or when nothing was judged; pass otherwise."""
     if comparison.mismatch and not allow_mismatch:
         what = "; ".join(str(d) for d in comparison.mismatch)
         return GateDecision(
@@ -66,31 +97,35 @@ def gate_decision(
             Outcome.NOTHING_JUDGED,
             f"cannot judge: {nothing}; a gate that judged nothing does not pass",
         )
-    regressions = comparison.regressions
+    regressions = [v for v in comparison.regressions if not v.unconfirmed or v.counters_rose]
     if regressions:
-        parts = []
-        for item in regressions:
-            why = [item.verdict.value] if item.verdict is Verdict.SLOWER else []
-            why.extend(str(c) for c in item.counters_rose)
-            parts.append(f"{item.label} ({', '.join(why)})")
+        count = len(regressions)
         return GateDecision(
             Outcome.REGRESSION,
-            f"{len(regressions)} regression{'s' if len(regressions) > 1 else ''}: "
-            + "; ".join(parts),
+            f"{count} regression{'s' if count > 1 else ''}: "
+            + "; ".join(_why(item) for item in regressions),
         )
-    unjudged = [v.label for v in comparison.verdicts if v.too_few_samples]
-    message = "no bench slower, no exact counter rose"
+    unconfirmed = [v for v in comparison.verdicts if v.unconfirmed]
+    if unconfirmed:
+        return GateDecision(
+            Outcome.UNCONFIRMED,
+            f"{len(unconfirmed)} suspect(s) slower on the screen could not be confirmed: "
+            + "; ".join(_why(item) for item in unconfirmed),
+        )
+    judged = sum(1 for v in comparison.verdicts if v.judged)
+    message = f"no regression in {judged} judged bench{'es' if judged != 1 else ''}"
+    cleared = [v.label for v in comparison.verdicts if v.suspect and v.confirmation is not None]
+    if cleared:
+        message += f"; {len(cleared)} suspect(s) cleared ({', '.join(cleared)})"
+    unjudged = [v.label for v in comparison.verdicts if not v.judged and not v.not_comparable]
     if unjudged:
-        message += (
-            f" ({len(unjudged)} with too few samples to judge, left to perfsuite history "
-            "and perfsuite ab)"
-        )
+        message += f"; {len(unjudged)} not judged (see their rows)"
     return GateDecision(Outcome.PASS, message)
 
 
 def nothing_judged(comparison: RunComparison) -> str | None:
     """Why no bench of ``comparison`` could be judged, or ``None`` when one was."""
-    if any(not v.not_comparable for v in comparison.verdicts):
+    if any(v.judged for v in comparison.verdicts):
         return None
     baseline, current = comparison.baseline, comparison.current
     if not baseline.benches:
@@ -109,6 +144,14 @@ def nothing_judged(comparison: RunComparison) -> str | None:
     for item in comparison.verdicts:
         reason = item.not_comparable or ""
         reasons[reason] = reasons.get(reason, 0) + 1
+    undecided = [v for v in comparison.verdicts if not v.not_comparable]
+    if undecided and len(undecided) == len(comparison.verdicts):
+        fallbacks = {v.time.fallback for v in undecided if v.time is not None and v.time.fallback}
+        why = "; ".join(sorted(fallbacks)) or "every comparison inconclusive"
+        return (
+            f"none of the {len(undecided)} benches could be decided ({why}); more rounds "
+            "(--perf-rounds) or a quieter machine would decide"
+        )
     listed = "; ".join(f"{n} x {why}" for why, n in reasons.items())
     hint = ""
     if any("scale" in why for why in reasons):

@@ -89,21 +89,64 @@ class BenchVerdict:
     def counters_rose(self) -> list[CounterChange]:
         return [c for c in self.counters if c.rose]
 
+    confirmation: Confirmed | None = None  # what an A/B said of a screened suspect
+
     @property
     def too_few_samples(self) -> bool:
-        """Judged on medians only: too few samples on a side for a test of significance."""
+        """Not judged: too few raw samples on a side for a test of significance."""
         return self.time is not None and self.time.fallback is not None
 
     @property
-    def regressed(self) -> bool:
-        """Slower by a test of significance, or an exact counter rose.
+    def judged(self) -> bool:
+        """Its time decided by the rank test (``same``, ``slower``, ``faster``). Exact
+        counters are compared whatever the time's verdict, but an unchanged counter
+        does not make a bench judged: its time would go unjudged."""
+        decided = self.time is not None and self.time.fallback is None
+        return decided and self.verdict is not Verdict.INCONCLUSIVE
 
-        A median that moved past the threshold without enough samples for the rank test
-        (``too_few_samples``) is shown, never a regression on its own: the history and
-        ``perfsuite ab`` judge it.
-        """
-        slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
-        return slower or bool(self.counters_rose)
+    @property
+    def suspect(self) -> bool:
+        """Slower by the rank test: a regression on a screen, a suspect where the
+        command confirms (``--perf-gate``)."""
+        return self.verdict is Verdict.SLOWER and not self.too_few_samples
+
+    @property
+    def regressed(self) -> bool:
+        """Slower by a test of significance (and not cleared by a confirmation), or an
+        exact counter rose."""
+        cleared = self.confirmation is not None and not self.confirmation.regressed
+        return (self.suspect and not cleared) or bool(self.counters_rose)
+
+    @property
+    def unconfirmed(self) -> bool:
+        """A suspect whose confirmation could not decide (or could not run)."""
+        return self.confirmation is not None and self.confirmation.outcome == UNCONFIRMED
+
+
+#: outcomes of a suspect's confirmation
+CONFIRMED = "confirmed"
+CLEARED = "cleared"
+MACHINE = "machine"
+UNCONFIRMED = "unconfirmed"
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """What confirming a suspect concluded, and the line that says how.
+
+    ``outcome`` is ``confirmed`` (the A/B found it slower: a regression), ``cleared``
+    (the A/B found it not slower), ``machine`` (both runs are of one commit on a clean
+    tree: the move is the machine's) or ``unconfirmed`` (no A/B could decide; ``text``
+    holds the command that would)."""
+
+    outcome: str
+    text: str
+
+    @property
+    def regressed(self) -> bool:
+        """A confirmed suspect regressed; so does an unconfirmed one, until an A/B says
+        otherwise (the gate reports it apart, with its own exit status)."""
+        return self.outcome in (CONFIRMED, UNCONFIRMED)
 
 
 def _threshold(
@@ -243,7 +286,8 @@ def _compare_times(baseline: Bench, current: Bench, threshold: float) -> Compari
         old,
         new,
         threshold,
-        reason=f"{side} has no raw samples: medians compared against the threshold only",
+        reason=f"{side} has no raw samples: medians alone are not judged; save runs with "
+        "--benchmark-save-data (perfsuite adds it under --perf-gate)",
         n_baseline=len(baseline.data),
         n_current=len(current.data),
     )

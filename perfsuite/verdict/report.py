@@ -287,10 +287,19 @@ def _mark_steps(axes: Any, fullname: str, history: Sequence[Run], names: list[st
         )
 
 
-def report_entry(name: str) -> bool:
-    """Whether a top-level name in a report folder is one :func:`write_report` writes."""
-    return name in (SUMMARY_NAME, "history") or (
-        name.startswith("throughput-") and name.endswith(".png")
+#: folders a report holds: its history plots, a gate's confirming A/B
+REPORT_FOLDERS = ("history", "confirmation")
+
+
+def report_entry(entry: Path) -> bool:
+    """Whether a top-level entry of a report folder is one a report writes, of its kind
+    (a file named ``history`` is not the report's folder of plots)."""
+    name = entry.name
+    if name in REPORT_FOLDERS:
+        return entry.is_dir() and not entry.is_symlink()
+    is_file = entry.is_file() and not entry.is_symlink()
+    return is_file and (
+        name == SUMMARY_NAME or (name.startswith("throughput-") and name.endswith(".png"))
     )
 
 
@@ -300,7 +309,7 @@ def check_replaceable(out: Path) -> None:
         return
     if not out.is_dir():
         raise PerfsuiteError(f"{out}: is a file; choose a folder for the report")
-    foreign = sorted(entry.name for entry in out.iterdir() if not report_entry(entry.name))
+    foreign = sorted(entry.name for entry in out.iterdir() if not report_entry(entry))
     if foreign:
         raise PerfsuiteError(
             f"{out}: holds {', '.join(foreign[:3])}"

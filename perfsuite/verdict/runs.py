@@ -38,6 +38,8 @@ class Bench:
     result: BenchResult | None
     data: tuple[float, ...]
     median: float | None
+    #: exact counters of a bench perfsuite did not measure (:func:`plain_counters`)
+    plain: tuple[tuple[str, int], ...] = ()
 
     @property
     def items(self) -> int | None:
@@ -68,7 +70,7 @@ class Bench:
 
     def counters(self) -> dict[str, int]:
         """The exact counters this bench recorded."""
-        return dict(self.result.counters) if self.result is not None else {}
+        return dict(self.result.counters) if self.result is not None else dict(self.plain)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,37 @@ def read_result(extra_info: dict[str, Any], where: str) -> BenchResult | None:
     return None
 
 
+#: integers under these ``extra_info`` keys are exact counters of a plain bench
+COUNTER_NAMES = ("traces", "recompiles")
+#: the ``extra_info`` key listing more counter names (the ``perf`` marker's ``counters``)
+COUNTERS_KEY = "perfsuite_counters"
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def plain_counters(extra_info: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The exact counters of a bench perfsuite did not measure (a ``benchmark``-fixture
+    bench): its draft's ``counters`` (the ``trace_counter`` fixture), then the integers
+    under ``COUNTER_NAMES`` and the names listed under ``COUNTERS_KEY``.
+
+    >>> plain_counters({"traces": 2, "label": "x", "perfsuite_counters": ["hits"], "hits": 5})
+    (('traces', 2), ('hits', 5))
+    """
+    found: dict[str, int] = {}
+    draft = extra_info.get(RESULT_KEY)
+    counted = draft.get("counters") if isinstance(draft, dict) and is_draft(draft) else None
+    if isinstance(counted, dict):
+        found.update((str(k), v) for k, v in counted.items() if _integer(v))
+    declared = extra_info.get(COUNTERS_KEY)
+    names = [*COUNTER_NAMES, *(declared if isinstance(declared, list) else [])]
+    for name in names:
+        if isinstance(name, str) and _integer(extra_info.get(name)):
+            found.setdefault(name, extra_info[name])
+    return tuple(found.items())
+
+
 def parse_bench(entry: Any, source: str, index: int) -> Bench:
     """One entry of a run's ``benchmarks`` list (pytest-benchmark's ``as_dict`` form)."""
     where = f"benchmark #{index + 1}"
@@ -161,16 +194,17 @@ def parse_bench(entry: Any, source: str, index: int) -> Bench:
         data = tuple(float(x) for x in raw_data)
     median: Any = stats.get("median")
     extra = entry.get("extra_info")
+    extra = extra if isinstance(extra, dict) else {}
     group = entry.get("group")
+    result = read_result(extra, f"{source}: bench {entry['fullname']}")
     return Bench(
         fullname=entry["fullname"],
         name=str(entry.get("name") or entry["fullname"]),
         group=group if isinstance(group, str) else None,
-        result=read_result(
-            extra if isinstance(extra, dict) else {}, f"{source}: bench {entry['fullname']}"
-        ),
+        result=result,
         data=data,
         median=float(median) if _number(median) and float(median) > 0 else None,
+        plain=plain_counters(extra) if result is None else (),
     )
 
 

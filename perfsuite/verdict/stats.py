@@ -33,8 +33,8 @@ slowdown: a bench needs at least 7 rounds on each side (``MIN_RANK_SAMPLES``). S
 only suffices for a complete separation; more rounds give the test power on noisy
 machines. perfsuite's defaults are 7 rounds at ``--perf-scale smoke``, 12 at
 ``default`` and 20 at ``full``. With fewer samples on either side (``--perf-rounds``,
-a marker, or a baseline saved without raw samples) the verdict falls back to comparing
-the medians against the threshold only, and the verdict table says so.
+a marker, or a baseline saved without raw samples) the change of the medians is shown
+but never judged: the verdict is ``inconclusive`` and the table says what is missing.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def compare_samples(
         fewest = min(base.size, cur.size)
         reason = (
             f"rank test needs >= {min_samples} rounds per side to reach p < {alpha}"
-            f" (has {fewest}): medians compared against the threshold only"
+            f" (has {fewest}): medians alone are not judged; raise the rounds"
         )
         return compare_aggregates(
             float(np.median(base)),
@@ -194,13 +194,20 @@ def compare_aggregates(
     threshold: float,
     *,
     higher_is_better: bool = False,
-    reason: str = "baseline has no raw samples: medians compared against the threshold only",
+    reason: str = "baseline has no raw samples: medians alone are not judged",
     n_baseline: int = 0,
     n_current: int = 0,
 ) -> Comparison:
-    """The fallback without raw samples: the change of the median against the threshold."""
+    """The fallback without enough raw samples: the change of the median, shown, never
+    judged. Two medians carry no spread, so the verdict is ``inconclusive`` whatever the
+    change, and ``reason`` (in ``fallback``) says what is missing.
+
+    >>> compare_aggregates(1.0, 1.5, 0.05).verdict
+    <Verdict.INCONCLUSIVE: 'inconclusive'>
+    """
     if baseline_median <= 0 or current_median <= 0:
         raise ValueError("medians must be positive")
     change = current_median / baseline_median - 1
-    verdict = _directed(change, higher_is_better) if abs(change) > threshold else Verdict.SAME
-    return Comparison(verdict, change, None, None, threshold, n_baseline, n_current, reason)
+    return Comparison(
+        Verdict.INCONCLUSIVE, change, None, None, threshold, n_baseline, n_current, reason
+    )

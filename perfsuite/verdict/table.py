@@ -2,7 +2,8 @@
 
 Each row names the direction in words: ``time +30.0%`` is a longer median call time,
 ``images/s -23.1%`` a lower median throughput, and the verdict column says ``SLOWER``
-(upper case, a regression) or ``faster``/``same``/``inconclusive``.
+(upper case, a regression) or ``faster``/``same``/``inconclusive``; under ``--perf-gate``
+a slower bench says what its confirmation concluded (``CONFIRMED_WORDS``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ from perfsuite.verdict.judge import BenchVerdict
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.textable import format_table
 
-TOO_FEW_NOTE = (
-    "too few samples to judge: not a regression on its own (perfsuite history and "
-    "perfsuite ab judge it)"
-)
 HEADER = ["bench", "verdict", "median time [99% CI]", "throughput", "p", "rounds", "counters"]
 
 
@@ -25,9 +22,20 @@ def _pct(value: float) -> str:
     return f"{value * 100:+.1f}%"
 
 
+#: the verdict word of a confirmed suspect, by the confirmation's outcome
+CONFIRMED_WORDS = {
+    "confirmed": "SLOWER (confirmed)",
+    "cleared": "slower, cleared",
+    "machine": "slower, the machine's",
+    "unconfirmed": "SLOWER? unconfirmed",
+}
+
+
 def _verdict_word(item: BenchVerdict) -> str:
     if item.verdict is None:
         return "not comparable"
+    if item.confirmation is not None and item.suspect:
+        return CONFIRMED_WORDS[item.confirmation.outcome]
     word = item.verdict.value
     return word.upper() if item.verdict is Verdict.SLOWER else word
 
@@ -77,8 +85,8 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
             continue
         word = _verdict_word(item)
         assert item.time is not None
-        unjudged = TOO_FEW_NOTE if item.too_few_samples and item.verdict is Verdict.SLOWER else None
-        for note in (item.time.fallback, unjudged, item.note):
+        confirmation = item.confirmation.text if item.confirmation is not None else None
+        for note in (item.time.fallback, item.note, confirmation):
             if note:
                 if note not in notes:
                     notes.append(note)

@@ -1,0 +1,22 @@
+"""The exit statuses every perfsuite verdict ends with: ``--perf-gate``, ``perfsuite
+compare``, ``ab``, ``nightly`` and ``history`` share them.
+
+* ``OK`` (0): at least one bench was judged, and none regressed;
+* ``REGRESSION`` (1): a bench is slower (confirmed where the command confirms), or an
+  exact counter rose;
+* ``BAD_INPUT`` (2): a file, run id, option or revision is wrong (the line names it);
+* ``NOT_JUDGED`` (3): no verdict could be reached: nothing was judged on both sides, the
+  runs come from different machines or stacks, or a suspect could not be confirmed;
+  the line says why and what would judge it;
+* ``INTERRUPTED`` (130).
+
+A command that judged nothing never exits 0.
+"""
+
+from __future__ import annotations
+
+OK = 0
+REGRESSION = 1
+BAD_INPUT = 2
+NOT_JUDGED = 3
+INTERRUPTED = 130

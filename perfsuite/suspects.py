@@ -1,0 +1,195 @@
+"""Suspects of a screen, confirmed by ``perfsuite ab`` in a child process.
+
+A screen (``--perf-gate``'s comparison with the saved baseline) only picks suspects:
+benches slower by the rank test. Each is then decided in these steps:
+
+1. Both runs are of one commit and neither was taken on a tree with uncommitted
+   changes: no code changed, so the move is the machine's (``machine``); no A/B runs.
+2. Otherwise, where the folder is a git checkout holding the baseline's commit,
+   ``perfsuite ab BASE --report DIR -- NODEIDS OPTIONS`` measures the suspects alone,
+   the baseline's commit (A) against the working tree (B, uncommitted changes
+   included), interleaved in one session. Each suspect takes its row's verdict from the
+   report's ``pairs.json``: ``slower`` confirms it (a regression), ``same`` or
+   ``faster`` clears it, anything else (inconclusive, not measured) leaves it
+   ``unconfirmed``, with the command that would decide it.
+3. Where no A/B can run (the baseline has no commit id, the folder is not a git
+   checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
+   command that would confirm it once it can.
+
+Nothing of ``perfsuite ab`` is imported: the command line and its report are the
+contract.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Confirmed
+
+AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
+#: perfsuite options a confirmation must not pass on to the A/B's sides
+NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch")
+#: perfsuite options that take no value
+FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A run's commit, as pytest-benchmark's ``commit_info`` saved it."""
+
+    sha: str | None
+    dirty: bool
+
+    @classmethod
+    def of(cls, commit_info: Mapping[str, Any]) -> Commit:
+        sha = commit_info.get("id")
+        usable = isinstance(sha, str) and sha not in ("", "unversioned", "unknown")
+        return cls(sha if usable else None, bool(commit_info.get("dirty")))
+
+
+@dataclass(frozen=True)
+class AbRun:
+    """One confirmation: the command, its exit status, its seconds and each bench's row."""
+
+    command: tuple[str, ...]
+    shown: str  # the command as a user would type it
+    status: int | None  # None: not run
+    seconds: float = 0.0
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    why_not: str | None = None  # why the A/B was not run
+
+
+def passed_options(args: Sequence[str]) -> list[str]:
+    """The ``--perf-*`` options of ``args``, with their values, that an A/B's sides need
+    (scale, data, device, threshold, recipes...); never the gate's own options.
+
+    >>> passed_options(["benches", "--perf-gate", "--perf-scale", "smoke", "-x"])
+    ['--perf-scale=smoke']
+    """
+    kept: list[str] = []
+    i = 0
+    while i < len(args):
+        name, eq, value = args[i].partition("=")
+        if name.startswith("--perf-") and name not in FLAGS and not eq and i + 1 < len(args):
+            value, eq = args[i + 1], "="
+            i += 1
+        if name.startswith("--perf-") and name not in NOT_PASSED:
+            kept.append(f"{name}={value}" if eq else name)
+        i += 1
+    return kept
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        check=False,
+    )  # fmt: skip
+
+
+def cannot_run(cwd: Path, base: Commit) -> str | None:
+    """Why no A/B of ``base`` against the working tree can run from ``cwd``, or None."""
+    if base.sha is None:
+        return "the baseline run has no commit id (saved outside a git checkout)"
+    try:
+        top = _git(cwd, "rev-parse", "--show-toplevel")
+    except OSError as exc:
+        return f"git cannot run ({exc})"
+    if top.returncode != 0:
+        return f"{cwd} is not a git checkout"
+    if _git(cwd, "cat-file", "-e", f"{base.sha}^{{commit}}").returncode != 0:
+        return f"the baseline's commit {base.sha[:12]} is not in this repository (fetch it)"
+    return None
+
+
+def run_ab(
+    base: Commit,
+    nodeids: Sequence[str],
+    options: Sequence[str],
+    cwd: Path,
+    report: Path,
+    log: Path,
+    command: Sequence[str] = AB_COMMAND,
+) -> AbRun:
+    """Run the A/B of the suspects (its output into ``log``), or say why it cannot run."""
+    sha = base.sha or "BASE"
+    line = (*command, sha, "--report", str(report), "--", *nodeids, *options)
+    shown = shlex.join(["perfsuite", "ab", sha, "--", *nodeids, *options])
+    why = cannot_run(cwd, base)
+    if why is not None:
+        return AbRun(tuple(line), shown, None, why_not=why)
+    start = time.monotonic()
+    try:
+        with log.open("wb") as out:
+            status = subprocess.run(
+                line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                check=False,
+            ).returncode  # fmt: skip
+    except OSError as exc:
+        return AbRun(tuple(line), shown, None, why_not=f"could not start perfsuite ab: {exc}")
+    seconds = time.monotonic() - start
+    rows: dict[str, dict[str, Any]] = {}
+    pairs = report / "pairs.json"
+    if pairs.is_file():
+        try:
+            loaded = json.loads(pairs.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = []
+        for entry in loaded if isinstance(loaded, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
+                rows[entry["nodeid"]] = entry
+    return AbRun(tuple(line), shown, status, seconds, rows)
+
+
+def _pct(value: Any) -> str:
+    return f"{float(value) * 100:+.1f}%" if isinstance(value, int | float) else "?"
+
+
+def decide(nodeid: str, ab: AbRun) -> Confirmed:
+    """One suspect's outcome from the A/B's row for it."""
+    shown = ab.shown
+    if ab.status is None:
+        return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}; to confirm: {shown}")
+    row = ab.rows.get(nodeid) or next(
+        (r for n, r in ab.rows.items() if n.endswith("/" + nodeid)), None
+    )
+    if row is None or ab.status not in (0, 1, 3):
+        why = "not measured by the A/B" if row is None else f"the A/B failed ({ab.status})"
+        return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
+    verdict = row.get("verdict")
+    ci = row.get("ci")
+    interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
+    measured = f"{_pct(row.get('change'))}{interval} in {row.get('pairs', '?')} pairs"
+    if verdict == "slower":
+        return Confirmed(CONFIRMED, f"confirmed by A/B: {measured}")
+    if verdict in ("same", "faster"):
+        return Confirmed(CLEARED, f"cleared by A/B ({verdict}): {measured}")
+    return Confirmed(
+        UNCONFIRMED,
+        f"unconfirmed: A/B {verdict or 'not measured'} ({measured}); more pairs "
+        f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
+    )
+
+
+def same_code(baseline: Commit, current: Commit) -> bool:
+    """Both runs are of one commit, neither with uncommitted changes."""
+    return (
+        baseline.sha is not None
+        and baseline.sha == current.sha
+        and not baseline.dirty
+        and not current.dirty
+    )
+
+
+MACHINE_TEXT = "the machine's move: both runs are of commit {sha} on a clean tree"
+
+
+def machine_move(commit: Commit) -> Confirmed:
+    return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
