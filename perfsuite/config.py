@@ -23,6 +23,14 @@ from perfsuite.options import OPTIONS, Device, Scale, ServiceAddress
 #: and full leave room for power on noisy runners.
 ROUNDS: dict[Scale, int] = {Scale.SMOKE: 7, Scale.DEFAULT: 12, Scale.FULL: 20}
 WARMUP_ROUNDS: dict[Scale, int] = {Scale.SMOKE: 1, Scale.DEFAULT: 2, Scale.FULL: 3}
+#: the fewest rounds a bench's own default gives on a GPU (a ``gpu``-marked bench, or any
+#: bench under ``--perf-device gpu``) at default and full scale. Benches lower their
+#: default where a round costs seconds of a 2-core CPU (a fresh compile, a fresh
+#: process); on a GPU runner those rounds are cheap enough, and below 7 a rank test
+#: cannot decide at all (see ROUNDS). 10 leaves the test room for a few overlapping
+#: rounds (at 10 against 10 it still reaches p < 0.002 with up to 10 of the 100 pairs
+#: out of order). ``--perf-rounds`` and ``perf(rounds=...)`` are taken as given.
+GPU_MIN_ROUNDS: dict[Scale, int] = {Scale.SMOKE: 1, Scale.DEFAULT: 10, Scale.FULL: 12}
 
 _T = TypeVar("_T")
 
@@ -45,6 +53,7 @@ class PerfConfig:
     rounds: int | None = None
     threshold: float = 0.05
     gate: bool = False
+    ab_args: tuple[str, ...] = ()  # perfsuite ab options for the gate's confirmation
     allow_machine_mismatch: bool = False
     report: Path | None = None
     tfdata_service: ServiceAddress | None = None
@@ -196,8 +205,12 @@ class BenchSettings:
         marker = PerfMarker.from_item(item)
         rounds = _for_scale(marker.rounds, cfg.scale, where, "rounds")
         own = _for_scale(marker.default_rounds, cfg.scale, where, "default_rounds")
-        if rounds is None:
-            rounds = cfg.rounds if cfg.rounds is not None else own or cfg.default_rounds
+        if rounds is None and cfg.rounds is not None:
+            rounds = cfg.rounds
+        elif rounds is None:
+            rounds = own or cfg.default_rounds
+            if cfg.device is Device.GPU or item.get_closest_marker("gpu") is not None:
+                rounds = max(rounds, GPU_MIN_ROUNDS[cfg.scale])
         warmup = marker.warmup_rounds
         if warmup is not None and not _is_count(warmup, 0):
             raise pytest.UsageError(f"{where}: perf(warmup_rounds={warmup!r}) must be an int >= 0")

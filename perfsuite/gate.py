@@ -276,6 +276,7 @@ class VerdictPlugin:
                 self.config.rootpath,
                 self._confirmation_dir,
                 scratch / "ab.log",
+                self.settings.ab_args,
             )
             decided = {n: decide(n, ab) for n in nodeids}
             if ab.status is not None:

@@ -118,6 +118,22 @@ class ServiceAddress:
         return self.target
 
 
+def parse_ab_args(value: str) -> tuple[str, ...]:
+    """``perfsuite ab`` options, as one shell-quoted string (``"--max-pairs 40"``)."""
+    import shlex
+
+    try:
+        words = tuple(shlex.split(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"invalid perfsuite ab options {value!r}: {exc}") from None
+    if "--" in words:
+        raise argparse.ArgumentTypeError(
+            f"invalid perfsuite ab options {value!r}: the pytest arguments come from the "
+            "gated run; give perfsuite ab's own options only"
+        )
+    return words
+
+
 def parse_service_address(value: str) -> ServiceAddress:
     """``grpc://HOST:PORT`` with a port in 1..65535."""
     match = _ADDRESS.match(value.strip())
@@ -211,6 +227,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "exit non-zero when a compared bench is slower, an exact "
         "counter rose, the baseline's machine differs, or nothing could be judged "
         "(needs --benchmark-compare)",
+    ),
+    OptionSpec(
+        "--perf-ab-args",
+        parse_ab_args,
+        "perfsuite ab options for the A/B that confirms a gate's suspects "
+        '(e.g. "--max-pairs 40 --max-seconds 30"; default: its budget at --perf-scale)',
+        metavar="ARGS",
     ),
     OptionSpec(
         "--perf-allow-machine-mismatch",

@@ -36,7 +36,7 @@ from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Co
 
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
 #: perfsuite options a confirmation must not pass on to the A/B's sides
-NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch")
+NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
 
@@ -65,6 +65,7 @@ class AbRun:
     seconds: float = 0.0
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     why_not: str | None = None  # why the A/B was not run
+    last_line: str = ""  # the A/B's last line of output, for a failure
 
 
 def passed_options(args: Sequence[str]) -> list[str]:
@@ -116,12 +117,14 @@ def run_ab(
     cwd: Path,
     report: Path,
     log: Path,
+    ab_args: Sequence[str] = (),
     command: Sequence[str] = AB_COMMAND,
 ) -> AbRun:
-    """Run the A/B of the suspects (its output into ``log``), or say why it cannot run."""
+    """Run the A/B of the suspects (``ab_args``: its own options; its output into
+    ``log``), or say why it cannot run."""
     sha = base.sha or "BASE"
-    line = (*command, sha, "--report", str(report), "--", *nodeids, *options)
-    shown = shlex.join(["perfsuite", "ab", sha, "--", *nodeids, *options])
+    line = (*command, sha, *ab_args, "--report", str(report), "--", *nodeids, *options)
+    shown = shlex.join(["perfsuite", "ab", sha, *ab_args, "--", *nodeids, *options])
     why = cannot_run(cwd, base)
     if why is not None:
         return AbRun(tuple(line), shown, None, why_not=why)
@@ -145,7 +148,8 @@ def run_ab(
         for entry in loaded if isinstance(loaded, list) else []:
             if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
                 rows[entry["nodeid"]] = entry
-    return AbRun(tuple(line), shown, status, seconds, rows)
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    return AbRun(tuple(line), shown, status, seconds, rows, last_line=lines[-1] if lines else "")
 
 
 def _pct(value: Any) -> str:
@@ -161,7 +165,9 @@ def decide(nodeid: str, ab: AbRun) -> Confirmed:
         (r for n, r in ab.rows.items() if n.endswith("/" + nodeid)), None
     )
     if row is None or ab.status not in (0, 1, 3):
-        why = "not measured by the A/B" if row is None else f"the A/B failed ({ab.status})"
+        why = f"the A/B failed (exit {ab.status}: {ab.last_line})"
+        if ab.status in (0, 1, 3):
+            why = "not measured by the A/B"
         return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
     verdict = row.get("verdict")
     ci = row.get("ci")

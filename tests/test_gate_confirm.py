@@ -1,0 +1,178 @@
+"""``--perf-gate`` confirms its screen's suspects: in temporary git repositories with no
+pytest configuration file, a bench at the root (pytest-benchmark's ``benchmark`` fixture
+or perfsuite's ``perf``) is saved, then gated after a commit. A committed slowdown is
+confirmed by an A/B (exit 1); a move with unchanged code is cleared by one (exit 0); on
+one commit and a clean tree no A/B runs (the machine's move, exit 0); a baseline whose
+commit is not in the repository leaves the suspect unconfirmed (exit 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsuite.exitcodes import NOT_JUDGED, OK, REGRESSION
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0,
+    reason="git is not installed",
+)
+
+#: the code under test: it sleeps DELAY (the environment's, so the machine can "move")
+#: times FACTOR (the committed code's)
+WORK = """
+import os
+import time
+
+FACTOR = {factor}
+
+
+def run() -> int:
+    time.sleep(float(os.environ.get("GATE_TEST_DELAY", "0.01")) * FACTOR)
+    return 7
+"""
+
+BENCHES = {
+    "benchmark": """
+import work
+
+
+def test_sleep(benchmark):
+    assert benchmark(work.run) == 7
+""",
+    "perf": """
+import work
+
+
+def test_sleep(perf):
+    perf.measure(work.run, items=1)
+""",
+}
+
+#: a small A/B: at a 30% threshold, sleeps of 10 and 20 ms decide within 10-40 pairs
+AB_ARGS = "--perf-ab-args=--min-pairs 10 --max-pairs 40 --max-seconds 30 --confirm 0"
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def commit(repo: Path, message: str, **files: str) -> None:
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture(params=sorted(BENCHES))
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "gate@example.invalid")
+    git(root, "config", "user.name", "gate test")
+    commit(
+        root,
+        "bench",
+        **{"work.py": WORK.format(factor=1.0), "test_bench.py": BENCHES[request.param]},
+        **{"README.md": "a bench\n"},
+    )
+    return root
+
+
+def pytest_run(repo: Path, *args: str, delay: float = 0.01) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, GATE_TEST_DELAY=str(delay))
+    env.pop("PYTEST_ADDOPTS", None)
+    store = repo.parent / "store"
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perf-scale=smoke",
+        "--perf-rounds=12", "--perf-threshold=0.3", "--benchmark-min-rounds=12",
+        "--benchmark-max-time=0.2",
+        f"--benchmark-storage={store}", *args,
+    ]  # fmt: skip
+    return subprocess.run(
+        command, cwd=repo, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def save(repo: Path, delay: float = 0.01) -> None:
+    proc = pytest_run(repo, "--benchmark-autosave", "--benchmark-save-data", delay=delay)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def gate(repo: Path, delay: float) -> subprocess.CompletedProcess[str]:
+    return pytest_run(repo, "--benchmark-compare", "--perf-gate", AB_ARGS, delay=delay)
+
+
+def test_a_committed_slowdown_is_confirmed(repo: Path) -> None:
+    save(repo)
+    commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
+    proc = gate(repo, delay=0.01)
+    out = proc.stdout
+    assert proc.returncode == REGRESSION, out + proc.stderr
+    assert "SLOWER (confirmed)" in out
+    assert "confirmed by A/B: +" in out
+    assert "perfsuite gate: FAILED: 1 regression: " in out
+    assert "test_sleep" in out.split("perfsuite gate: FAILED")[1]
+    assert "perfsuite gate: confirmations took" in out
+
+
+def test_a_move_with_unchanged_code_is_cleared(repo: Path) -> None:
+    save(repo)
+    commit(repo, "docs", **{"README.md": "a bench, described\n"})
+    proc = gate(repo, delay=0.02)  # the machine got slower; the code did not
+    out = proc.stdout
+    assert proc.returncode == OK, out + proc.stderr
+    assert "slower, cleared" in out
+    assert "cleared by A/B (same)" in out
+    assert "perfsuite gate: passed: no regression in 1 judged bench; 1 suspect(s) cleared" in out
+
+
+def test_one_commit_on_a_clean_tree_is_the_machines_move(repo: Path) -> None:
+    save(repo)
+    proc = gate(repo, delay=0.02)
+    out = proc.stdout
+    assert proc.returncode == OK, out + proc.stderr
+    assert "slower, the machine's" in out
+    assert "both runs are of commit" in out
+    assert "confirmations took" not in out  # no A/B ran
+    # a tracked file changed: the same commit no longer means the same code
+    (repo / "README.md").write_text("edited\n")
+    dirty = gate(repo, delay=0.02)
+    assert dirty.returncode == OK, dirty.stdout + dirty.stderr
+    assert "cleared by A/B (same)" in dirty.stdout
+
+
+def test_a_baseline_commit_not_in_the_repository_is_unconfirmed(repo: Path) -> None:
+    save(repo)
+    (saved,) = (repo.parent / "store").rglob("0001_*.json")
+    document = json.loads(saved.read_text())
+    document["commit_info"]["id"] = "f" * 40
+    saved.write_text(json.dumps(document))
+    proc = gate(repo, delay=0.02)
+    out = proc.stdout
+    assert proc.returncode == NOT_JUDGED, out + proc.stderr
+    assert "SLOWER? unconfirmed" in out
+    assert "the baseline's commit ffffffffffff is not in this repository" in out
+    assert "to confirm: perfsuite ab ffffffffffffffffffffffffffffffffffffffff" in out
+    assert "perfsuite gate: UNCONFIRMED" in out
+
+
+def test_a_baseline_without_raw_samples_says_how_to_get_them(repo: Path) -> None:
+    plain = pytest_run(repo, "--benchmark-autosave")  # pytest-benchmark's default save
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    proc = gate(repo, delay=0.02)
+    out = proc.stdout
+    if "def test_sleep(perf)" in (repo / "test_bench.py").read_text():
+        # perfsuite's own benches always keep their rounds: judged as usual
+        assert "no raw samples" not in out
+        return
+    assert proc.returncode == NOT_JUDGED, out + proc.stderr
+    assert "baseline has no raw samples" in out
+    assert "--benchmark-save-data" in out
+    assert "perfsuite gate: REFUSED: cannot judge" in out
