@@ -112,10 +112,23 @@ def test_an_ab_fault_exits_2(
     assert nightly(tmp_path, ab) == 2
 
 
-def test_no_confirm_lists_suspects_and_passes(tmp_path: Path, ab: list[str]) -> None:
+def test_no_confirm_lists_suspects_and_says_they_are_unconfirmed(
+    tmp_path: Path, ab: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     make_history(tmp_path, nights=15, step_at=14, step=0.3, noise=0.03)
-    assert nightly(tmp_path, ab, "--no-confirm") == 0
+    assert nightly(tmp_path, ab, "--no-confirm") == 3
     assert not (tmp_path / "ab-args.json").exists()
+    assert "**UNCONFIRMED**: 2 suspect(s) could not be confirmed (--no-confirm)" in (
+        capsys.readouterr().out
+    )
+
+
+def test_an_ab_that_judged_nothing_leaves_the_suspects_unconfirmed(
+    tmp_path: Path, ab: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_history(tmp_path, nights=15, step_at=14, step=0.3, noise=0.03)
+    monkeypatch.setenv("AB_STATUS", "3")
+    assert nightly(tmp_path, ab) == 3
 
 
 def test_a_risen_counter_fails_without_confirmation(tmp_path: Path, ab: list[str]) -> None:

@@ -9,8 +9,10 @@ after the last accepted run (see :mod:`perfsuite.verdict.history`), 2 bad input.
 ``perfsuite nightly [--storage URI] [--report DIR] [--no-confirm] [-- PYTEST_ARGS]``
 screens the newest saved run (:mod:`perfsuite.nightly.screen`), confirms the suspects
 with ``perfsuite ab`` (:mod:`perfsuite.nightly.confirm`) and exits 1 on a confirmed
-regression or a risen exact counter, 0 otherwise, 2 on bad input or when ``perfsuite
-ab`` fails.
+regression or a risen exact counter, 2 on bad input or when ``perfsuite ab`` fails, 3
+when tonight's run screened no bench or a suspect could not be confirmed (``--no-confirm``,
+no commit to compare, or an A/B that could not decide), 0 otherwise
+(:mod:`perfsuite.exitcodes`).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsuite.errors import PerfsuiteError
+from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
+from perfsuite.exitcodes import NOT_JUDGED as EXIT_NOT_JUDGED
+from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
 
 if TYPE_CHECKING:
     from perfsuite.verdict.runs import Run
 
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
 
 _KEYWORDS = {"and", "or", "not", "(", ")"}
 
@@ -213,6 +216,10 @@ def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = Non
             ab_command or AB_COMMAND,
         )
     status = EXIT_OK
+    if screening.screened == 0 or (
+        screening.suspects and (confirmation is None or confirmation.unconfirmed)
+    ):
+        status = EXIT_NOT_JUDGED
     if confirmation is not None and confirmation.fault:
         status = EXIT_BAD_INPUT
     if screening.counters or (confirmation is not None and confirmation.confirmed):

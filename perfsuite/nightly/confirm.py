@@ -17,6 +17,7 @@ from pathlib import Path
 from perfsuite.nightly.screen import Suspect
 
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
+SAME_COMMIT = "same commit"
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,18 @@ class Confirmation:
 
     @property
     def fault(self) -> bool:
-        return self.status is not None and self.status not in (0, 1)
+        return self.status is not None and self.status not in (0, 1, 3)
+
+    @property
+    def machine(self) -> bool:
+        """Not run: both runs are of one commit, so a move is the machine's."""
+        return self.status is None and self.skipped is not None and SAME_COMMIT in self.skipped
+
+    @property
+    def unconfirmed(self) -> bool:
+        """The suspects stay undecided: no A/B could run (other than on one commit), or
+        it judged nothing (exit 3)."""
+        return self.status == 3 or (self.status is None and not self.machine)
 
 
 def keyword_expression(suspects: Sequence[Suspect], user_k: str | None = None) -> str:
@@ -101,7 +113,7 @@ def confirm(
             (),
             None,
             "",
-            f"tonight's run is of the same commit as the baseline run ({base_commit[:10]}): "
+            f"tonight's run is of the {SAME_COMMIT} as the baseline run ({base_commit[:10]}): "
             "no code change to confirm, the move is the machine's",
         )
     command = ab_command_line(base_commit, suspects, pytest_args, report, ab_command)

@@ -26,14 +26,19 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
         if confirmation is not None and confirmation.confirmed:
             parts.append("perfsuite ab confirmed a regression")
         return "**FAILED**: " + "; ".join(parts)
+    if status == 3 and screening.screened == 0:
+        return "**NOTHING JUDGED**: tonight's run screened no bench"
+    if status == 3:
+        count = len(screening.suspects)
+        why = "--no-confirm" if confirmation is None else confirmation.skipped
+        why = why or "perfsuite ab could not decide"
+        return f"**UNCONFIRMED**: {count} suspect(s) could not be confirmed ({why})"
     if status != 0:
         return "**ERROR**: the suspects could not be confirmed (perfsuite ab failed)"
     if not screening.suspects:
         return f"passed: no suspect among {screening.screened} benches"
     count = f"{len(screening.suspects)} suspect{'s' if len(screening.suspects) != 1 else ''}"
-    if confirmation is None:
-        return f"passed: {count}, not confirmed (--no-confirm)"
-    if confirmation.skipped:
+    if confirmation is not None and confirmation.skipped:
         return f"passed: {count}, not confirmed: {confirmation.skipped}"
     return f"passed: {count}, perfsuite ab found no regression"
 
@@ -71,7 +76,7 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
         elif confirmation.skipped:
             lines.append(f"Not run: {confirmation.skipped}.")
         else:
-            words = {0: "no regression", 1: "regression confirmed"}
+            words = {0: "no regression", 1: "regression confirmed", 3: "nothing judged"}
             outcome = words.get(confirmation.status or 0, f"fault (exit {confirmation.status})")
             lines.append(f"`{' '.join(confirmation.command)}`: {outcome}.")
             if confirmation.summary:
