@@ -1,7 +1,9 @@
 """``perfsuite ab BASE [CANDIDATE] [options] [-- PYTEST_ARGS]``: the command line entry.
 
-Exit status: 0 no regression, 1 a regression (a bench slower, or an exact counter
-rose), 2 bad input or a side fault, 130 interrupted.
+Exit status (:mod:`perfsuite.exitcodes`): 0 no regression among the benches judged, 1 a
+regression (a bench slower, or an exact counter rose), 2 bad input or a side fault,
+3 nothing judged (every bench skipped, unmeasured, inconclusive or on one side only),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -25,16 +27,15 @@ from perfsuite.ab.budget import (
     suspects_for,
 )
 from perfsuite.errors import PerfsuiteError
+from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
+from perfsuite.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
+from perfsuite.exitcodes import NOT_JUDGED as EXIT_NOT_JUDGED
+from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
     from perfsuite.ab.revisions import Revision, WorktreeCache
     from perfsuite.ab.sides import SideSpec
-
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-
 
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
@@ -81,9 +82,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="interleaved same-session A/B of two git revisions; exit 1 on a regression",
         description="Run the benches of BASE and CANDIDATE (default: the working tree) in "
         "two warm pytest processes, alternating blocks of rounds, and judge each bench on "
-        "its paired ratios. Arguments after -- go to both pytest runs (default: benches/ "
-        "if it exists, else the repository root). Exit status: 0 no regression, "
-        "1 regression, 2 bad input or a side fault.",
+        "its paired ratios. Arguments after -- go to both pytest runs, each rooted at its "
+        "checkout (default: benches/ if it exists, else pytest's default from the "
+        "repository root: its testpaths, else the root). Exit status: 0 no regression among the "
+        "benches judged, 1 regression, 2 bad input or a side fault, 3 nothing judged.",
     )
     ab.add_argument("base", metavar="BASE", nargs="?", help="git revision of the baseline")
     ab.add_argument(
@@ -160,10 +162,12 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
-    """What both sides run: the given pytest arguments, else benches/ or the root."""
+    """What both sides run: the given pytest arguments; else benches/ where the root has
+    one; else none, so pytest's own default applies (started at the root: the
+    ``testpaths`` of its configuration, else the root)."""
     if pytest_args:
         return list(pytest_args)
-    return ["benches"] if (root / "benches").is_dir() else ["."]
+    return ["benches"] if (root / "benches").is_dir() else []
 
 
 #: pytest options that spread a session over worker processes, which lockstep cannot drive
@@ -171,6 +175,10 @@ PARALLEL_OPTIONS = ("-n", "--numprocesses", "--dist", "--tx")
 
 
 def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
+    """Both sides' pytest arguments; options lockstep cannot honour raise one line."""
+    from perfsuite.ab.rootdir import refuse_rootdir
+
+    refuse_rootdir(pytest_args)
     for arg in pytest_args:
         if arg.split("=", 1)[0] in PARALLEL_OPTIONS or (arg.startswith("-n") and arg[2:].isdigit()):
             raise PerfsuiteError(
@@ -297,7 +305,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if first_budget.min_pairs == first_budget.max_pairs:
             pair_counts = str(first_budget.min_pairs)
         print(
-            f"perfsuite ab: A = {base.label}, B = {candidate.label}; pytest {' '.join(chosen)}; "
+            f"perfsuite ab: A = {base.label}, B = {candidate.label}; "
+            f"pytest {' '.join(chosen) or '(its default: testpaths, else the root)'}; "
             f"seed {seed}; budget {pair_counts} pairs of {args.block_rounds}-round blocks, "
             f"{budget.max_seconds:g} s per bench",
             flush=True,
@@ -373,4 +382,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             machine = {MACHINE_JSON: load.to_json()} if load else {}
             write_report(args.report, verdicts, side_json, side_logs, notes, machine)
             print(f"perfsuite ab: report in {args.report}")
-        return EXIT_REGRESSION if verdicts.regressed else EXIT_OK
+        if verdicts.regressed:
+            return EXIT_REGRESSION
+        return EXIT_NOT_JUDGED if verdicts.not_judged() is not None else EXIT_OK

@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,36 +31,48 @@ COLLECT_OUT_ENV = "PERFSUITE_AB_COLLECT_OUT"
 COLLECTED = (0, 5)
 
 
+class _Listed(pytest.File):
+    """A test module in the listing: its node id is noted when pytest collects it (it is
+    in the selection, not merely beside it), and it yields nothing, so the module is
+    never imported."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        out = os.environ.get(COLLECT_OUT_ENV)
+        if out:
+            with open(out, "a") as listing:
+                listing.write(f"{self.nodeid}\n")
+        return []
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[None, Any, Any]:
-    """Plugin hook (``-p perfsuite.ab.isolate``): note each file pytest would collect as
-    a test module, and collect nothing from it, so no bench module (nor the framework
-    it imports) is imported just to learn which files the selection holds."""
+    """Plugin hook (``-p perfsuite.ab.isolate``): each file pytest would collect as a test
+    module becomes a :class:`_Listed` node, so no bench module (nor the framework it
+    imports) is imported just to learn which files the selection holds."""
     found = yield
-    out = os.environ.get(COLLECT_OUT_ENV)
-    if not out:
+    if not os.environ.get(COLLECT_OUT_ENV):
         return found
-    modules = [node.nodeid for node in found if isinstance(node, pytest.Module)]
-    if modules:
-        with open(out, "a") as listing:
-            listing.writelines(f"{nodeid}\n" for nodeid in modules)
-    return [node for node in found if not isinstance(node, pytest.Module)]
-
-
-def _listing_command(pytest_args: Sequence[str]) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate", *pytest_args,
-        "--collect-only", "-q",
+        _Listed.from_parent(parent, path=node.path) if isinstance(node, pytest.Module) else node
+        for node in found
+    ]
+
+
+def _listing_command(spec: SideSpec, pytest_args: Sequence[str]) -> list[str]:
+    return [
+        sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate",
+        *spec.pytest_args(pytest_args), "--collect-only", "-q",
     ]  # fmt: skip
 
 
 def collect_files(
     specs: Sequence[SideSpec], pytest_args: Sequence[str], workdir: Path
 ) -> list[list[str] | None]:
-    """The bench files each side's pytest would collect from ``pytest_args`` (rootdir-
-    relative, in pytest's order), listed by both sides at once without importing any
-    bench module; None for a side whose listing fails or names a test inside a file
-    (the lockstep run then reports any failure with the side's name)."""
+    """The bench files each side's pytest would collect from ``pytest_args`` (relative to
+    the repository root, in pytest's order), listed by both sides at once, each rooted
+    as it runs (:meth:`SideSpec.pytest_args`), without importing any bench module; None
+    for a side whose listing fails or names a test inside a file (the lockstep run then
+    reports any failure with the side's name)."""
     procs: list[tuple[subprocess.Popen[bytes], Path]] = []
     try:
         for spec in specs:
@@ -69,7 +81,7 @@ def collect_files(
             env = spec.env()
             env[COLLECT_OUT_ENV] = str(listing)
             proc = subprocess.Popen(
-                _listing_command(pytest_args),
+                _listing_command(spec, pytest_args),
                 cwd=spec.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,

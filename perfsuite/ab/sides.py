@@ -1,12 +1,13 @@
 """The two pytest processes of an A/B: started, connected, watched and stopped.
 
-Each side is ``python -m pytest`` in its revision's folder, in a process group of its
-own (in the controller's session, so Ctrl-C at a terminal reaches the controller
-alone) and, on Linux, with ``PR_SET_PDEATHSIG`` so it dies with the controller even
-when the controller is killed outright. A process the side started in its group then
-belongs to an orphaned group, which Linux sends SIGHUP and SIGCONT: none is left
-stopped by :meth:`SideProcess.freeze`. Its stdout and stderr go to a log file whose
-tail is quoted when the side fails.
+Each side is ``python -m pytest`` in its revision's folder, rooted there
+(:mod:`perfsuite.ab.rootdir`), in a process group of its own (in the controller's
+session, so Ctrl-C at a terminal reaches the controller alone) and, on Linux, with
+``PR_SET_PDEATHSIG`` so it dies with the controller even when the controller is
+killed outright. A process the side started in its group then belongs to an
+orphaned group, which Linux sends SIGHUP and SIGCONT: none is left stopped by
+:meth:`SideProcess.freeze`. Its stdout and stderr go to a log file whose tail is
+quoted when the side fails.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from perfsuite.ab.procfs import all_stopped, cpu_seconds, descendants, process_group
 from perfsuite.ab.protocol import FILES_ENV, SIDE_ENV, SOCKET_ENV, Channel
 from perfsuite.ab.revisions import Revision
+from perfsuite.ab.rootdir import rooted
 from perfsuite.errors import PerfsuiteError
 
 PR_SET_PDEATHSIG = 1
@@ -95,6 +97,11 @@ class SideSpec:
         role = "base" if self.name == "A" else "candidate"
         return f"side {self.name} ({role}, {self.revision.label})"
 
+    def pytest_args(self, args: Sequence[str]) -> list[str]:
+        """``args`` for this side's pytest, rooted at its folder: node ids are relative to
+        the repository root whatever the arguments (:mod:`perfsuite.ab.rootdir`)."""
+        return [*rooted(self.cwd, self.root, args), *args]
+
     def env(self) -> dict[str, str]:
         """This environment, with the side's own code first on ``PYTHONPATH``."""
         env = dict(os.environ)
@@ -135,7 +142,7 @@ class SideProcess:
             sys.executable,
             "-m",
             "pytest",
-            *pytest_args,
+            *self.spec.pytest_args(pytest_args),
             f"--benchmark-json={self.json_path}",
             "--benchmark-save-data",
         ]

@@ -29,10 +29,12 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
     if status == 3 and screening.screened == 0:
         return "**NOTHING JUDGED**: tonight's run screened no bench"
     if status == 3:
-        count = len(screening.suspects)
         why = "--no-confirm" if confirmation is None else confirmation.skipped
         why = why or "perfsuite ab could not decide"
-        return f"**UNCONFIRMED**: {count} suspect(s) could not be confirmed ({why})"
+        return (
+            f"**UNCONFIRMED**: {len(screening.suspects)} suspect(s) could not be confirmed "
+            f"({why})"
+        )
     if status != 0:
         return "**ERROR**: the suspects could not be confirmed (perfsuite ab failed)"
     if not screening.suspects:

@@ -1,0 +1,140 @@
+"""Where each side's pytest is rooted: its checkout's root, so node ids match between sides.
+
+pytest derives its rootdir, and where it looks for a configuration file, from the
+common folder of every argument naming an existing path, an option's value given
+after a space included (``--perf-data-dir /data``). Left to that, a side's node ids
+could start anywhere above its checkout, with the checkout's own path in them, and
+name the same bench differently on the two sides. So each side's pytest starts with
+
+* ``--rootdir=<its checkout's root>``: node ids are relative to the repository root,
+  the same on both sides, from whichever folder pytest starts and whatever the
+  arguments;
+* ``--config-file=<file>``: the configuration file pytest finds when its arguments
+  name only paths inside the checkout: the first of pytest's configuration files in
+  the common folder of those paths (the folder pytest starts in when there are none),
+  or in a folder above it up to the checkout's root. With none there, pytest looks on
+  by itself. Given ``-c``/``--config-file``, pytest takes the user's file (a relative
+  path names each side's own copy).
+
+A ``--rootdir`` of the user's would move one side's node ids or both away from the
+repository root: :func:`refuse_rootdir` rejects it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import iniconfig
+
+from perfsuite.errors import PerfsuiteError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+#: pytest's configuration files, in the order it prefers them within one folder
+CONFIG_NAMES = (
+    "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
+    "tox.ini", "setup.cfg",
+)  # fmt: skip
+#: the section that makes an ini-style file a pytest configuration
+INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+CONFIG_OPTIONS = ("-c", "--config-file")
+
+
+def refuse_rootdir(pytest_args: Sequence[str]) -> None:
+    """Raise :class:`PerfsuiteError` (one line) when the arguments set pytest's rootdir."""
+    for arg in pytest_args:
+        if arg == "--rootdir" or arg.startswith("--rootdir="):
+            raise PerfsuiteError(
+                f"pytest option {arg!r}: perfsuite ab roots each side's pytest at its own "
+                "checkout, so node ids are repository-relative on both sides; drop it"
+            )
+
+
+def names_config(pytest_args: Sequence[str]) -> bool:
+    """Whether the arguments name a configuration file (``-c FILE``, ``--config-file=FILE``)."""
+    return any(
+        arg in CONFIG_OPTIONS or arg.startswith(("--config-file=", "-c")) for arg in pytest_args
+    )
+
+
+def holds_config(path: Path) -> bool:
+    """Whether pytest reads its configuration from ``path``, one of :data:`CONFIG_NAMES`.
+
+    A file pytest cannot parse, or rejects, counts: handed to pytest, it is reported as
+    pytest reports it.
+    """
+    if not path.is_file():
+        return False
+    if path.name == "pyproject.toml":
+        try:
+            document = tomllib.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return True
+        tool = document.get("tool")
+        table = tool.get("pytest") if isinstance(tool, dict) else None
+        return isinstance(table, dict) and bool(table)
+    section = INI_SECTIONS.get(path.name)
+    if section is None:
+        return True
+    try:
+        sections = iniconfig.IniConfig(str(path)).sections
+    except (OSError, UnicodeDecodeError, iniconfig.ParseError):
+        return True
+    return section in sections or (path.name == "setup.cfg" and "pytest" in sections)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def selected_folders(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[Path]:
+    """The folders of the arguments that name an existing path inside ``root`` (a file's
+    folder, a node id's file's folder), resolved from ``cwd``."""
+    found = []
+    for arg in pytest_args:
+        if arg.startswith("-"):
+            continue
+        path = (cwd / arg.split("::", 1)[0]).resolve()
+        if path.exists() and _inside(path, root):
+            found.append(path if path.is_dir() else path.parent)
+    return found
+
+
+def config_file(cwd: Path, root: Path, pytest_args: Sequence[str]) -> Path | None:
+    """The configuration file of a pytest started in ``cwd`` with ``pytest_args`` and
+    rooted at ``root``, looked for inside ``root`` alone (see the module doc); a
+    ``pyproject.toml`` without pytest's tables when nothing else is found, as pytest
+    takes it; None when there is no such file."""
+    root = root.resolve()
+    folders = selected_folders(cwd, root, pytest_args) or [cwd.resolve()]
+    start = Path(os.path.commonpath(folders))
+    if not _inside(start, root):
+        start = root
+    fallback = None
+    for folder in (start, *start.parents):
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if holds_config(candidate):
+                return candidate
+            if fallback is None and name == "pyproject.toml" and candidate.is_file():
+                fallback = candidate
+        if folder == root:
+            break
+    return fallback
+
+
+def rooted(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[str]:
+    """The options that root a side's pytest at ``root``: ``--rootdir`` and, unless the
+    arguments name one, the configuration file (see the module doc)."""
+    options = [f"--rootdir={root.resolve()}"]
+    if not names_config(pytest_args):
+        found = config_file(cwd, root, pytest_args)
+        if found is not None:
+            options.append(f"--config-file={found}")
+    return options

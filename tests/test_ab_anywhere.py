@@ -1,0 +1,229 @@
+"""perfsuite ab finds benches wherever the repository keeps them, with or without a config file.
+
+Node ids are relative to the repository root on both sides, whatever the checkout,
+the arguments (an option's value naming an existing folder included) and the
+configuration file.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from perfsuite.ab.command import selection, side_args
+from perfsuite.ab.isolate import collect_files
+from perfsuite.ab.revisions import Revision, WorktreeCache, resolve
+from perfsuite.ab.rootdir import config_file, holds_config, rooted
+from perfsuite.ab.sides import SideSpec
+from perfsuite.errors import PerfsuiteError
+from tests.ab_repo import PERFSUITE_ROOT, SMALL, STEADY_CLOCK, Repo, make_repo
+
+#: a one-bench file that can sit anywhere in a repository (timed by STEADY_CLOCK)
+BENCH = '''
+"""A bench wherever the repository keeps it."""
+
+
+def test_decode(perf):
+    perf.measure(lambda: None, items=1)
+'''
+#: a file the default python_files (test_*.py) would collect: it fails on import
+BROKEN = "raise RuntimeError('collected: the configuration file was not read')\n"
+BUDGET = [*SMALL, "--confirm", "0"]
+PYPROJECT = """
+[tool.pytest.ini_options]
+testpaths = ["tests/perf"]
+python_files = ["perf_*.py", "bench_*.py"]
+"""
+#: each kind of configuration file, naming python_files that leave out test_*.py
+CONFIGS = {
+    "pytest.ini": "[pytest]\npython_files = perf_*.py bench_*.py\n",
+    "tox.ini": "[tox]\nenvlist = py\n\n[pytest]\npython_files = perf_*.py bench_*.py\n",
+    "setup.cfg": "[metadata]\nname = x\n\n[tool:pytest]\npython_files = perf_*.py bench_*.py\n",
+    "pyproject.toml": PYPROJECT,
+}
+
+
+def committed(tmp_path: Path, files: dict[str, str]) -> Repo:
+    """A repository holding ``files`` and a steady clock, in two commits of the same code."""
+    repo = make_repo(tmp_path)
+    repo.write("conftest.py", STEADY_CLOCK)
+    for name, text in files.items():
+        repo.write(name, text)
+    repo.commit("base")
+    repo.write("NOTES.txt", "the same benches, one commit later\n")
+    repo.commit("candidate")
+    return repo
+
+
+def verdict(out: str, nodeid: str) -> str:
+    """The verdict of ``nodeid``'s row in perfsuite ab's table."""
+    rows = [line.split() for line in out.splitlines() if line.startswith(nodeid + " ")]
+    assert len(rows) == 1, out
+    return rows[0][1]
+
+
+def judged(repo: Repo, nodeid: str, *pytest_args: str, cwd: Path | None = None) -> None:
+    """HEAD~1 against HEAD judges ``nodeid``: one row, the same on both sides."""
+    args = ["--", *pytest_args] if pytest_args else []
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, *args, cwd=cwd)
+    assert result.code == 0, result.out + result.err
+    assert verdict(result.out, nodeid) == "same", result.out
+    assert "removed" not in result.out, result.out
+    assert "added" not in result.out, result.out
+
+
+def test_a_bench_at_the_root_without_a_config_file(tmp_path: Path) -> None:
+    repo = committed(tmp_path, {"test_decode.py": BENCH, "benches/bench_decode.py": BENCH})
+    judged(repo, "test_decode.py::test_decode", "test_decode.py", "--perf-scale=smoke")
+
+
+def test_a_path_option_given_after_a_space_moves_no_node_id(tmp_path: Path) -> None:
+    """pytest takes an existing folder among the arguments for a path to collect when it
+    picks its rootdir: without a config file, each side's node ids held its checkout."""
+    repo = committed(tmp_path, {"test_decode.py": BENCH, "benches/bench_decode.py": BENCH})
+    data = tmp_path / "data"
+    data.mkdir()
+    nodeid = "benches/bench_decode.py::test_decode"
+    judged(repo, nodeid, "benches", "--perf-data-dir", str(data), "--perf-scale=smoke")
+    # started in benches/, with its paths from there: the same node id
+    judged(repo, nodeid, "bench_decode.py", "--perf-scale=smoke", cwd=repo.root / "benches")
+
+
+def test_a_path_option_leaves_the_repository_config_in_force(tmp_path: Path) -> None:
+    files = {"pyproject.toml": PYPROJECT, "benches/bench_decode.py": BENCH}
+    repo = committed(tmp_path, {**files, "benches/test_broken.py": BROKEN})
+    data = tmp_path / "data"
+    data.mkdir()
+    nodeid = "benches/bench_decode.py::test_decode"
+    judged(repo, nodeid, "benches", "--perf-data-dir", str(data), "--perf-scale=smoke")
+
+
+def test_no_arguments_follow_the_user_testpaths(tmp_path: Path) -> None:
+    files = {"pyproject.toml": PYPROJECT, "tests/perf/perf_decode.py": BENCH}
+    repo = committed(tmp_path, {**files, "other/perf_broken.py": BROKEN})
+    judged(repo, "tests/perf/perf_decode.py::test_decode")
+
+
+def test_a_run_that_finds_no_bench_judges_nothing(tmp_path: Path) -> None:
+    repo = committed(tmp_path, {"benches/bench_decode.py": BENCH})
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "benches", "-k", "no_such_bench")
+    assert result.code == 3, result.out + result.err
+
+
+def test_a_user_rootdir_is_refused_in_one_line(tmp_path: Path) -> None:
+    repo = committed(tmp_path, {"benches/bench_decode.py": BENCH})
+    for option in (["--rootdir=elsewhere"], ["--rootdir", "elsewhere"]):
+        result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "benches", *option)
+        assert result.code == 2, result.out + result.err
+        assert result.err.count("\n") == 1, result.err
+        assert "--rootdir" in result.err, result.err
+    with pytest.raises(PerfsuiteError, match="repository-relative"):
+        side_args(["--rootdir=x"], 0.05)
+
+
+# -- the listing both sides make, each in its own checkout -----------------------
+
+
+@pytest.fixture
+def listing_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(PERFSUITE_ROOT))
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+
+
+def checkouts(repo: Repo, subdir: Path = Path()) -> Iterator[list[SideSpec]]:
+    """HEAD in a cached worktree (side A) and the working tree (side B)."""
+    sha = repo.git("rev-parse", "HEAD")
+    with WorktreeCache(repo.root, repo.cache).checkout(sha) as path:
+        yield [
+            SideSpec("A", Revision("HEAD", sha), path, subdir),
+            SideSpec("B", resolve(repo.root, None), repo.root, subdir),
+        ]
+
+
+@pytest.mark.usefixtures("listing_env")
+@pytest.mark.parametrize("config", [None, *CONFIGS])
+def test_both_checkouts_list_the_same_repository_relative_files(
+    tmp_path: Path, config: str | None
+) -> None:
+    files = {"test_decode.py": BENCH, "benches/bench_decode.py": BENCH}
+    files["benches/test_broken.py"] = BROKEN
+    if config is not None:
+        files[config] = CONFIGS[config]
+    repo = committed(tmp_path, files)
+    data = tmp_path / "data"
+    data.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    expected = ["benches/bench_decode.py"]
+    if config is None:  # pytest's own python_files, test_*.py, collect the broken file
+        expected.append("benches/test_broken.py")
+    for specs in checkouts(repo):
+        found = collect_files(specs, ["benches", "--perf-data-dir", str(data)], work)
+        assert found == [expected, expected]
+    if config is None:
+        for specs in checkouts(repo):  # a file beside the selection is not in it
+            assert collect_files(specs, ["test_decode.py"], work) == [["test_decode.py"]] * 2
+        for specs in checkouts(repo, Path("benches")):  # started in benches/
+            found = collect_files(specs, ["bench_decode.py"], work)
+            assert found == [["benches/bench_decode.py"]] * 2
+
+
+@pytest.mark.usefixtures("listing_env")
+def test_the_listing_takes_testpaths_and_a_user_config_file(tmp_path: Path) -> None:
+    files = {"pyproject.toml": PYPROJECT, "tests/perf/perf_decode.py": BENCH}
+    files["test_decode.py"] = BENCH
+    files["perf.ini"] = "[pytest]\npython_files = test_*.py\n"
+    repo = committed(tmp_path, files)
+    work = tmp_path / "work"
+    work.mkdir()
+    for specs in checkouts(repo):
+        assert collect_files(specs, [], work) == [["tests/perf/perf_decode.py"]] * 2
+        # -c is the user's: here it names no testpaths, so the root is collected
+        found = collect_files(specs, ["-c", "perf.ini"], work)
+        assert found == [["test_decode.py"]] * 2
+
+
+# -- the rooting options ---------------------------------------------------------
+
+
+def write(root: Path, name: str, text: str) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def test_the_config_file_is_the_one_pytest_finds_inside_the_checkout(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "benches").mkdir(parents=True)
+    outside = tmp_path / "data"
+    outside.mkdir()
+    write(tmp_path, "pytest.ini", "[pytest]\n")  # above the checkout: never taken
+    assert config_file(root, root, ["benches"]) is None
+    bare = write(root, "pyproject.toml", "[project]\nname = 'x'\n")
+    assert config_file(root, root, ["benches", "--perf-data-dir", str(outside)]) == bare
+    setup = write(root, "setup.cfg", "[metadata]\nname = x\n")
+    assert not holds_config(setup)
+    tox = write(root, "tox.ini", "[pytest]\naddopts = -q\n")
+    assert config_file(root, root, ["benches", "--perf-data-dir", str(outside)]) == tox
+    # a config file in a subfolder, as pytest finds it from that folder
+    sub = write(root, "tests/pytest.ini", "[pytest]\n")
+    (root / "tests" / "perf").mkdir()
+    assert config_file(root, root, ["tests/perf", "-k", "x"]) == sub
+    assert config_file(root / "tests", root, ["perf/x.py::test_a"]) == sub
+    assert config_file(root, root, ["tests/perf", "benches"]) == tox
+    options = rooted(root, root, ["benches", "--perf-data-dir", str(outside)])
+    assert options == [f"--rootdir={root.resolve()}", f"--config-file={tox}"]
+    # the user's configuration file is taken as given
+    for given in (["-c", "x.ini"], ["-cx.ini"], ["--config-file", "x.ini"], ["--config-file=x"]):
+        assert rooted(root, root, ["benches", *given]) == [f"--rootdir={root.resolve()}"]
+
+
+def test_no_arguments_leave_the_selection_to_pytest(tmp_path: Path) -> None:
+    assert selection(tmp_path, []) == []
+    (tmp_path / "benches").mkdir()
+    assert selection(tmp_path, []) == ["benches"]
+    assert selection(tmp_path, ["-k", "x"]) == ["-k", "x"]
