@@ -98,8 +98,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="screen the newest run against the history, confirm suspects with perfsuite ab",
         description="Screen the newest saved run against the history of this machine; "
         "confirm the suspects with `perfsuite ab <baseline commit> HEAD -- PYTEST_ARGS -k "
-        "<suspects>`. Exit status: 0 no confirmed regression, 1 a confirmed regression or "
-        "a risen exact counter, 2 bad input or perfsuite ab failed.",
+        "<suspects>`. Exit status: 0 no regression (every suspect cleared), 1 a confirmed "
+        "regression or a risen exact counter, 2 bad input or perfsuite ab failed, 3 no bench "
+        "screened or a suspect left unconfirmed.",
     )
     _storage_options(nightly)
     nightly.add_argument(

@@ -1,7 +1,7 @@
 """The gate's rules: what a comparison of two runs concludes, and why.
 
 * **regression**: a bench slower by a test of significance (under ``--perf-gate``, and
-  confirmed by a same-session A/B: :mod:`perfsuite.gate_confirm`), or an exact counter
+  confirmed by a same-session A/B: :mod:`perfsuite.suspects`), or an exact counter
   rose;
 * **unconfirmed**: a suspect whose confirmation could not run or decide;
 * **machine mismatch**: the baseline comes from another machine or stack (refused
