@@ -15,9 +15,22 @@ time of the run. It prints, per case and bench, how many runs were slower / fast
 same / inconclusive, the median measured change and its spread (min to max), the
 median seconds the bench alternated and the median wall time per A/B run, and how
 much of the CPUs other work took during the runs (the report's ``machine.json``), and
-writes every run to ``--out`` (JSON); ``--reports DIR`` keeps each run's report. Usage::
+writes every run to ``--out`` (JSON); ``--reports DIR`` keeps each run's report.
+
+``--suite benchmark`` builds the repository a pytest-benchmark user has instead
+(:mod:`user_suite`): no pytest configuration file, no perfsuite API, PIL decoding timed
+by the ``benchmark`` fixture in ``test_decode.py`` and by ``benchmark.pedantic`` in
+``tests/test_decode_pedantic.py``, the same cases; ``perfsuite ab`` then gets no pytest
+arguments but ``--perf-scale``, so its default selection finds both files.
+
+``--via gate`` measures ``pytest --perf-gate`` instead of ``perfsuite ab``: each run
+saves a baseline at ``base`` in a fresh storage, checks the case out and gates it
+against that baseline (EXTRA_AB_OPTIONS go to the gate's A/B), and records the exit
+status, each bench's verdict words and the gate's line; the summary gives, per case,
+the exit statuses, the runs that failed and the gated runs' wall seconds. Usage::
 
     python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
+                             [--suite perf|benchmark] [--via ab|gate]
                              [--select benches/bench_pil.py] [--out ab_power.json]
                              [--keep DIR] [--reports DIR] [-- EXTRA_AB_OPTIONS]
 """
@@ -33,10 +46,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from perfsuite.ab.load import MachineLoad
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ has no __init__.py
+from tools import user_suite
 
 EXTRA = {"unchanged": 0.0, "+5%": 0.05, "+10%": 0.10, "+20%": 0.20}
 VERDICTS = ("slower", "faster", "same", "inconclusive")
@@ -143,8 +160,11 @@ def write_case(root: Path, extra: float, comment: str = "") -> None:
     (benches / "bench_tfdata.py").write_text(TFDATA_BENCH.format(extra=extra, comment=comment))
 
 
-def build_repo(root: Path) -> dict[str, str]:
-    """The repository and its commits: case name -> sha (``base`` included)."""
+def build_repo(
+    root: Path, write: Callable[[Path, float, str], None] = write_case
+) -> dict[str, str]:
+    """The repository, each case's files written by ``write``, and its commits: case
+    name -> sha (``base`` included)."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "ab_power")
@@ -152,7 +172,7 @@ def build_repo(root: Path) -> dict[str, str]:
     (root / ".gitignore").write_text(".benchmarks/\n__pycache__/\n")
     shas: dict[str, str] = {}
     for name, extra in [("base", 0.0), *EXTRA.items()]:
-        write_case(root, extra, "  (unchanged: a comment only)" if name == "unchanged" else "")
+        write(root, extra, "  (unchanged: a comment only)" if name == "unchanged" else "")
         git(root, "add", "-A")
         git(root, "commit", "-q", "--allow-empty", "-m", name)
         shas[name] = git(root, "rev-parse", "HEAD")
@@ -163,20 +183,18 @@ def run_ab(
     root: Path,
     base: str,
     head: str,
-    scale: str,
-    data_dir: Path,
     extra: list[str],
-    select: list[str],
+    pytest_args: list[str],
     keep_report: Path | None = None,
 ) -> dict[str, Any]:
-    """One ``perfsuite ab`` run: exit code, wall seconds, and each bench's result; its
-    report folder (every block, the PNGs, both sides' JSON) is moved to ``keep_report``
-    when given, else removed."""
+    """One ``perfsuite ab BASE HEAD EXTRA -- PYTEST_ARGS`` run (``extra`` names its
+    worktree cache): exit code, wall seconds, and each bench's result; its report folder
+    (every block, the PNGs, both sides' JSON) is moved to ``keep_report`` when given,
+    else removed."""
     report = Path(tempfile.mkdtemp(prefix="ab-power-report-")) / "r"
     command = [
         sys.executable, "-m", "perfsuite.cli", "ab", base, head, "--report", str(report),
-        "--cache-dir", str(data_dir.parent / "worktrees"), *extra,
-        "--", *select, f"--perf-scale={scale}", f"--perf-data-dir={data_dir}", "-q",
+        *extra, "--", *pytest_args,
     ]  # fmt: skip
     start = time.monotonic()
     proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
@@ -258,19 +276,32 @@ def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
 
 
-def save(
-    out: Path,
-    scale: str,
-    runs: int,
-    select: list[str],
-    extra: list[str],
-    results: dict[str, list[dict[str, Any]]],
-) -> None:
-    """Write every run so far to ``out`` atomically, so a stopped measurement keeps them."""
-    document = {"scale": scale, "runs": runs, "select": select, "extra_ab": extra}
+def save(out: Path, document: dict[str, Any], results: dict[str, list[dict[str, Any]]]) -> None:
+    """Write the settings and every run so far to ``out`` atomically, so a stopped
+    measurement keeps them."""
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps({**document, "cases": results}, indent=1))
     tmp.replace(out)
+
+
+def run_case(
+    args: argparse.Namespace, work: Path, base: str, head: str, extra: list[str],
+    pytest_args: list[str], keep: Path | None,
+) -> dict[str, Any]:  # fmt: skip
+    """One run of a case, by ``perfsuite ab`` or by the gate (``args.via``), printed."""
+    cache = ["--cache-dir", str(work / "worktrees")]
+    run: dict[str, Any]
+    if args.via == "gate":
+        run = user_suite.run_gate(work / "repo", base, head, pytest_args, [*cache, *extra])
+        said = f"{run['status']} {run['rows']}"
+    else:
+        run = run_ab(work / "repo", base, head, [*cache, *extra], pytest_args, keep)
+        said = str({b: e.get("verdict") for b, e in run["benches"].items()})
+    seconds = "-" if run["seconds"] is None else f"{run['seconds']:.0f}"
+    print(f"{args.via}: exit {run['code']} {seconds} s {said}", flush=True)
+    if run["code"] not in (0, 1, 3):
+        print("  " + "\n  ".join(run["tail"]), flush=True)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,40 +324,59 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--select",
-        default="benches",
-        help="comma-separated paths both sides run (default benches; benches/bench_pil.py "
-        "runs the PIL bench in processes that never import TensorFlow)",
+        help="comma-separated paths both sides run (perf suite only; default benches; "
+        "benches/bench_pil.py runs the PIL bench in processes that never import TensorFlow)",
     )
+    parser.add_argument(
+        "--suite", choices=["perf", "benchmark"], default="perf",
+        help="perf (default): benches on perfsuite's fixtures; benchmark: a pytest-benchmark "
+        "user's suite, no pytest configuration, only the benchmark fixture",
+    )  # fmt: skip
+    parser.add_argument(
+        "--via", choices=["ab", "gate"], default="ab",
+        help="ab (default): perfsuite ab base case; gate: save a baseline at base, then "
+        "pytest --benchmark-compare --perf-gate at the case",
+    )  # fmt: skip
     args = parser.parse_args(args_in)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in EXTRA]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(EXTRA)})")
+    if args.suite == "benchmark" and args.select is not None:
+        parser.error("--select: the benchmark suite runs perfsuite ab's default selection")
+    if args.via == "gate" and args.reports is not None:
+        parser.error("--reports keeps perfsuite ab's reports: not with --via gate")
     if args.reports is not None:
         if args.reports.exists() and (not args.reports.is_dir() or any(args.reports.iterdir())):
             parser.error(f"--reports {args.reports}: not an empty folder; name a new one")
         args.reports.mkdir(parents=True, exist_ok=True)
-    select = [p.strip() for p in args.select.split(",") if p.strip()]
+    select = [p.strip() for p in (args.select or "benches").split(",") if p.strip()]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ab-power-"))
+    pytest_args = [f"--perf-scale={args.scale}"]
+    if args.suite == "perf":
+        pytest_args = [*select, *pytest_args, f"--perf-data-dir={work / 'data'}", "-q"]
+    about = user_suite.provenance(Path(__file__).resolve().parents[1])
+    document = {
+        **about, "suite": args.suite, "via": args.via, "scale": args.scale, "runs": args.runs,
+        "pytest_args": pytest_args, "extra_ab": extra,
+    }  # fmt: skip
+    print(user_suite.provenance_line(about), flush=True)
     try:
-        shas = build_repo(work / "repo")
-        data_dir = work / "data"
+        write = write_case if args.suite == "perf" else user_suite.write_benchmark_case
+        shas = build_repo(work / "repo", write)
         results: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
         for i in range(args.runs):
             for case in cases:  # cases interleaved, so a slow hour hits all of them
                 keep = None if args.reports is None else args.reports / f"{case}-{i + 1}"
-                run = run_ab(
-                    work / "repo", shas["base"], shas[case], args.scale, data_dir, extra,
-                    select, keep,
-                )  # fmt: skip
+                print(f"run {i + 1}/{args.runs} {case}: ", end="", flush=True)
+                run = run_case(args, work, shas["base"], shas[case], extra, pytest_args, keep)
                 results[case].append(run)
-                verdicts = {b: e.get("verdict") for b, e in run["benches"].items()}
-                print(f"run {i + 1}/{args.runs} {case}: exit {run['code']} "
-                      f"{run['seconds']:.0f} s {verdicts}", flush=True)  # fmt: skip
-                if run["code"] == 2:
-                    print("  " + "\n  ".join(run["tail"]), flush=True)
-                save(args.out, args.scale, args.runs, select, extra, results)  # every run kept
-        print("\n".join(summarize(results) + stage_lines(results) + machine_lines(results)))
+                save(args.out, document, results)  # every run kept
+        print(user_suite.provenance_line(about))
+        if args.via == "gate":
+            print("\n".join(user_suite.gate_lines(results)))
+        else:
+            print("\n".join(summarize(results) + stage_lines(results) + machine_lines(results)))
         print(f"wrote {args.out}")
     finally:
         if args.keep is None:

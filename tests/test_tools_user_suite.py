@@ -1,0 +1,84 @@
+"""The measurement tools' generated sources are valid Python, and the gate's output reads
+back as the gate printed it (``tools/user_suite.py``, ``tools/gate_check.py``)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from perfsuite.verdict.table import HEADER
+from perfsuite.verdict.textable import format_table
+from tools import gate_check, user_suite
+
+
+@pytest.mark.parametrize("extra", [0.0, 0.05, 0.2])
+def test_benchmark_suite_sources_parse(extra: float) -> None:
+    sources = user_suite.benchmark_sources(extra, "  (unchanged: a comment only)")
+    assert sorted(sources) == sorted(user_suite.BENCHMARK_FILES)
+    for name, text in sources.items():
+        tree = ast.parse(text, filename=name)
+        tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert any(t.startswith("test_decode") for t in tests), name
+        assert f"EXTRA = {extra}  #" in text
+        assert "perfsuite" not in text  # the benchmark fixture only
+        assert "perf." not in text
+
+
+def test_slowdown_source_parses() -> None:
+    text = gate_check.SLOWDOWN.format(nodeid="benches/b.py::t[x]", fraction=0.1, percent="10%")
+    ast.parse(text)
+    assert "'benches/b.py::t[x]'" in text
+
+
+ROWS = [
+    ["retracing_a/eager", "SLOWER (confirmed) [1] (>5%)", "time +10.0% [+8.0%, +12.0%]"],
+    ["retracing_a/tf", "slower, cleared [2] (>5%)", "time +6.0% [+1.0%, +9.0%]"],
+    ["test_decode", "same (>5%)", "time +0.1% [-1.0%, +1.0%]"],
+]
+#: a gated run's output, its table as perfsuite formats it
+GATED = [
+    "perfsuite gate: 2 suspect(s) slower than the baseline; confirming in an A/B of abc",
+    "=== perfsuite verdict ===",
+    "perfsuite gate: confirmations took 17 s (2 suspect(s): 1 confirmed, 1 cleared)",
+    "baseline: 0001",
+    *format_table([[*row, "-", "0.001", "7/7", "-"] for row in ROWS], HEADER),
+    "[1] confirmed by A/B: +10.2% [+8.0%, +12.0%] in 20 pairs",
+    "[2] cleared by A/B (same): +0.4% [-1.0%, +2.0%] in 20 pairs",
+    "3 benches compared: 2 slower, 1 same",
+    "perfsuite gate: FAILED: 1 regression: retracing_a/eager (confirmed by A/B: +10.2%)",
+]
+
+
+def test_gate_output_is_read_back() -> None:
+    said = user_suite.parse_gate_output(GATED)
+    assert said["status"] == "FAILED"
+    assert said["gate"].startswith("perfsuite gate: FAILED: 1 regression: retracing_a/eager")
+    assert said["confirmations"] == {
+        "seconds": 17,
+        "suspects": 2,
+        "tally": {"confirmed": 1, "cleared": 1},
+    }
+    assert said["rows"] == {
+        "retracing_a/eager": "SLOWER (confirmed)",
+        "retracing_a/tf": "slower, cleared",
+        "test_decode": "same",
+    }
+    assert said["outcomes"] == {"confirmed": 1, "cleared": 1}
+    assert gate_check.named({**said}) == ["retracing_a/eager"]
+
+
+def test_ab_options_join_the_users() -> None:
+    cache = ["--cache-dir", "/tmp/c d"]
+    assert user_suite.with_ab_options(["-q"], cache) == [
+        "-q",
+        "--perf-ab-args=--cache-dir '/tmp/c d'",
+    ]
+    given = ["--perf-ab-args=--max-pairs 40", "-q"]
+    assert user_suite.with_ab_options(given, cache)[0] == (
+        "--perf-ab-args=--max-pairs 40 --cache-dir '/tmp/c d'"
+    )
+    assert user_suite.with_ab_options(["--perf-ab-args", "--confirm 0"], cache) == [
+        "--perf-ab-args",
+        "--confirm 0 --cache-dir '/tmp/c d'",
+    ]

@@ -1,0 +1,293 @@
+"""Measure ``--perf-gate`` on this repository's benches: false alarms, cost, and power.
+
+Works in a temporary clone of this repository's HEAD, whose own perfsuite runs (first
+on ``PYTHONPATH``) under this venv's pytest, with a fresh ``--benchmark-storage`` and
+the datasets cached in ``--data-dir`` (default: perfsuite's usual cache, so datasets
+made before are reused; otherwise the plain run includes making them):
+
+1. One plain run, as ``make bench`` runs it (``--benchmark-autosave
+   --benchmark-save-data --benchmark-compare --perf-report=reports/latest``): its wall
+   seconds are the plain time.
+2. ``--runs`` times: commit a change that measures nothing (a line appended to
+   README.md) and run ``make bench``'s command with ``--perf-gate``. Each run autosaves,
+   so it is the next run's baseline, as ``make bench PYTEST_ARGS=--perf-gate`` would.
+   Each run's exit status, wall seconds, ratio to the plain time, suspects by
+   confirmation outcome (from the verdict rows and the ``confirmations took`` line) and
+   the ``perfsuite gate:`` line are recorded. Goals: no run fails; each within 2x.
+3. ``--slow-runs`` times: from the commit the plain run measured, commit a slowdown of
+   ``--fraction`` in one bench (``--slow-bench``: an autouse fixture appended to
+   benches/conftest.py makes that bench's ``perf.measure`` target spin for that
+   fraction of each call's own time after the call, so the committed bench does that
+   much more work), gate it against the plain run (``--benchmark-compare=0001``, no
+   autosave), record whether it failed (exit 1) naming that bench and no other, and
+   reset the clone to the commit before the slowdown. Goal: every run.
+
+It prints the date, machine and perfsuite commit, each run, and the spread (min /
+median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
+(JSON) as it goes. Usage::
+
+    python tools/gate_check.py [--runs 10] [--slow-runs 10] [--slow-bench NODEID]
+                               [--fraction 0.10] [--scale default]
+                               [--pytest-args "-k retracing"] [--data-dir DIR]
+                               [--keep DIR] [--out gate_check.json]
+
+The slowed bench must use the ``perf`` fixture and run in the selection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from perfsuite.config import default_data_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ has no __init__.py
+from tools import user_suite
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SLOW_BENCH = "benches/bench_retracing.py::test_retracing[tf_function-forward-fixed]"
+FAILED = re.compile(r"perfsuite gate: FAILED: (\d+) regressions?: (.*)")
+
+#: appended to benches/conftest.py: the committed slowdown of one bench
+SLOWDOWN = '''
+
+import time
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _committed_slowdown(request: pytest.FixtureRequest) -> None:
+    """{percent} more work in {nodeid}: each call of its ``perf.measure``
+    target spins for {percent} of that call's own time after the call."""
+    if request.node.nodeid != {nodeid!r}:
+        return
+    perf = request.getfixturevalue("perf")
+    measure = perf.measure
+
+    def slower_measure(fn: Any, **options: Any) -> Any:
+        def slower(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            result = fn(*args, **kwargs)
+            end = time.perf_counter()
+            until = end + {fraction!r} * (end - start)
+            while time.perf_counter() < until:
+                pass
+            return result
+
+        return measure(slower, **options)
+
+    perf.measure = slower_measure
+'''
+
+
+def git(root: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def clone(work: Path) -> Path:
+    """A clone of this repository's HEAD in ``work/repo``, with a committer set."""
+    root = work / "repo"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(root)], check=True)
+    git(root, "config", "user.name", "gate_check")
+    git(root, "config", "user.email", "gate_check@perfsuite.invalid")
+    return root
+
+
+def bench_args(scale: str, storage: Path, data_dir: Path, extra: list[str]) -> list[str]:
+    """``make bench``'s pytest arguments without its save and compare options, pointed at
+    ``storage`` and ``data_dir``; ``extra`` last, where ``PYTEST_ARGS`` go."""
+    return [
+        "benches", f"--perf-scale={scale}", "--benchmark-save-data",
+        "--perf-report=reports/latest", f"--benchmark-storage={storage}",
+        f"--perf-data-dir={data_dir}", *extra,
+    ]  # fmt: skip
+
+
+def run(root: Path, args: list[str], ab_cache: Path) -> dict[str, Any]:
+    """One pytest run in the clone, the clone's perfsuite first on ``PYTHONPATH`` and the
+    gate's A/B worktrees in ``ab_cache``: exit status, seconds, what the gate said."""
+    paths = [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    args = user_suite.with_ab_options(args, ["--cache-dir", str(ab_cache)])
+    code, seconds, lines = user_suite.run_pytest(root, args, env)
+    return {
+        "code": code, "seconds": seconds, **user_suite.parse_gate_output(lines),
+        "tail": lines[-25:],
+    }  # fmt: skip
+
+
+def label_of(storage: Path, nodeid: str) -> str | None:
+    """The label the verdict table gives ``nodeid`` (``group/variant``, else its name), read
+    from the first saved run; None when that run did not measure it."""
+    for path in sorted(storage.glob("*/0001_*.json")):
+        for bench in json.loads(path.read_text()).get("benchmarks", []):
+            if bench.get("fullname") != nodeid:
+                continue
+            result = (bench.get("extra_info") or {}).get("perfsuite") or {}
+            if result.get("group") and result.get("variant"):
+                return f"{result['group']}/{result['variant']}"
+            return str(bench.get("name"))
+    return None
+
+
+def named(result: dict[str, Any]) -> list[str]:
+    """The benches a gated run called regressions: its ``SLOWER`` rows and the labels of
+    its ``FAILED`` line."""
+    labels = user_suite.regressed(result["rows"])
+    found = FAILED.match(result["gate"] or "")
+    if found:
+        labels += re.findall(r"(?:^|; )([^\s;]+) \(", found.group(2))
+    return sorted(set(labels))
+
+
+def run_line(index: int, result: dict[str, Any], plain: float) -> str:
+    gate = (result["gate"] or "no gate line: " + " | ".join(result["tail"][-2:]))[:240]
+    took = result["confirmations"]
+    ab = f", confirmations {took['seconds']} s" if took else ""
+    return (
+        f"  run {index}: exit {result['code']}, {result['seconds']:.0f} s, "
+        f"{result['seconds'] / plain:.2f}x, suspects {result['outcomes'] or '{}'}{ab}; {gate}"
+    )
+
+
+def summary(document: dict[str, Any]) -> list[str]:
+    """The readable summary of a measurement (see the module's docstring for the goals)."""
+    plain = document["plain"]["seconds"]
+    gated, slowed = document["gated"], document["slowed"]
+    lines = [
+        user_suite.provenance_line(document["about"]),
+        f"plain run (make bench): exit {document['plain']['code']}, {plain:.0f} s",
+    ]
+    if gated:
+        codes = sorted({str(r["code"]) for r in gated})
+        failed = sum(1 for r in gated if r["code"] == 1)
+        seconds = [r["seconds"] for r in gated]
+        ratios = [s / plain for s in seconds]
+        lines += [
+            f"unchanged code, gated: {failed} of {len(gated)} runs failed (goal 0); "
+            f"exit statuses {', '.join(codes)}",
+            f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
+            f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
+            f"{sum(1 for r in ratios if r > 2)} over)",
+            *(run_line(i, r, plain) for i, r in enumerate(gated, 1)),
+        ]
+    if slowed:
+        hits = sum(1 for r in slowed if r["failed_naming_only_it"])
+        seconds = [r["seconds"] for r in slowed]
+        lines += [
+            f"{document['fraction'] * 100:+g}% in {document['slow_bench']} "
+            f"({document['slow_label']}): {hits} of {len(slowed)} gated runs failed naming "
+            f"it and no other (goal {len(slowed)} of {len(slowed)})",
+            f"  seconds (min / median / max) {user_suite.spread(seconds)}",
+            *(f"{run_line(i, r, plain)}; named {r['named']}" for i, r in enumerate(slowed, 1)),
+        ]
+    return lines
+
+
+def save(out: Path, document: dict[str, Any]) -> None:
+    """Write the measurement so far to ``out`` atomically, so a stopped one keeps it."""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1))
+    tmp.replace(out)
+
+
+def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> None:
+    """The three steps of the module's docstring, in the clone under ``work``, each run
+    recorded in ``document`` and saved to ``args.out`` as it ends."""
+    root = clone(work)
+    storage, cache = work / "storage", work / "ab-worktrees"
+    common = bench_args(args.scale, storage, args.data_dir, shlex.split(args.pytest_args))
+    measured = git(root, "rev-parse", "HEAD")
+    document["clone_commit"] = measured
+    plain = run(root, [*common, "--benchmark-autosave", "--benchmark-compare"], cache)
+    document["plain"] = plain
+    save(args.out, document)
+    print(f"plain run: exit {plain['code']}, {plain['seconds']:.0f} s", flush=True)
+    if plain["code"] != 0:
+        raise SystemExit("the plain run failed:\n" + "\n".join(plain["tail"]))
+    label = label_of(storage, args.slow_bench)
+    document["slow_label"] = label
+    if args.slow_runs and label is None:
+        raise SystemExit(
+            f"{args.slow_bench} was not measured by the plain run: is it in the selection "
+            "(--pytest-args), and does it run here?"
+        )
+    gate = [*common, "--perf-gate"]
+    for i in range(1, args.runs + 1):
+        with (root / "README.md").open("a") as readme:
+            readme.write(f"\n<!-- gate_check: unchanged run {i} -->\n")
+        git(root, "commit", "-q", "-am", f"README: gate_check unchanged run {i}")
+        result = run(root, [*gate, "--benchmark-autosave", "--benchmark-compare"], cache)
+        document["gated"].append(result)
+        save(args.out, document)
+        print(run_line(i, result, plain["seconds"]), flush=True)
+    for i in range(1, args.slow_runs + 1):
+        git(root, "reset", "-q", "--hard", measured)
+        text = SLOWDOWN.format(
+            nodeid=args.slow_bench, fraction=args.fraction, percent=f"{args.fraction:.0%}"
+        )
+        with (root / "benches" / "conftest.py").open("a") as conftest:
+            conftest.write(text)
+        git(root, "commit", "-q", "-am", f"Slow {args.slow_bench} down by {args.fraction:.0%}")
+        result = run(root, [*gate, "--benchmark-compare=0001"], cache)
+        git(root, "reset", "-q", "--hard", measured)
+        result["named"] = named(result)
+        result["failed_naming_only_it"] = result["code"] == 1 and result["named"] == [label]
+        document["slowed"].append(result)
+        save(args.out, document)
+        print(f"{run_line(i, result, plain['seconds'])}; named {result['named']}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="gated runs of unchanged code")
+    parser.add_argument("--slow-runs", type=int, default=10, help="gated runs of a slowdown")
+    parser.add_argument("--slow-bench", default=DEFAULT_SLOW_BENCH, help="its node id")
+    parser.add_argument("--fraction", type=float, default=0.10, help="its slowdown (0.10)")
+    parser.add_argument("--scale", default="default", choices=["smoke", "default", "full"])
+    parser.add_argument("--pytest-args", default="", help="extra pytest arguments (a string)")
+    parser.add_argument(
+        "--data-dir", type=Path, default=default_data_dir(),
+        help="dataset cache, shared by every run (default: perfsuite's, %(default)s)",
+    )  # fmt: skip
+    parser.add_argument("--keep", type=Path, help="work in this new folder and keep it")
+    parser.add_argument("--out", type=Path, default=Path("gate_check.json"))
+    args = parser.parse_args(argv)
+    if args.runs < 0 or args.slow_runs < 0 or not 0 < args.fraction < 10:
+        parser.error("--runs and --slow-runs are counts; --fraction a positive fraction")
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep {args.keep}: exists; name a new folder")
+    # the clone runs HEAD's perfsuite: this checkout's uncommitted changes are not measured
+    about = {**user_suite.provenance(REPO), "uncommitted_changes": False}
+    print(user_suite.provenance_line(about), flush=True)
+    document: dict[str, Any] = {
+        "about": about, "scale": args.scale, "pytest_args": args.pytest_args,
+        "data_dir": str(args.data_dir), "slow_bench": args.slow_bench,
+        "fraction": args.fraction, "plain": None, "gated": [], "slowed": [],
+    }  # fmt: skip
+    work = args.keep or Path(tempfile.mkdtemp(prefix="gate-check-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        measure(args, work, document)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\n".join(summary(document)))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
