@@ -87,13 +87,11 @@ def _measure_preprocessing(
     batch = perf.pick(smoke=8, default=16, full=64)
     calls = perf.pick(smoke=2, default=2, full=4)
     batches, params = _loader(request, variant, dataset, kind, batch, threads=threads)
-    on_gpu = variant == "dali_gpu"
-    perf.measure(
+    perf.measure(  # on the GPU, synchronized around every round and its clocks recorded
         lambda: _take(batches, calls),
         items=batch * calls,
         dataset=dataset,
-        device="gpu" if on_gpu else "cpu",
-        sync=request.getfixturevalue("gpu").sync if on_gpu else None,
+        device="gpu" if variant == "dali_gpu" else "cpu",
         params={**params, "batches_per_call": calls},
     )
 
@@ -162,13 +160,11 @@ def test_dali_train(
     torch.manual_seed(SEED)
     trainer = tm.Trainer(tm.SmallCNN(tm.RESIZE, image_dataset.num_classes), device)
     trainer.steps(batches, 1)  # first step: optimizer state, kernel selection
-    sync = torch.cuda.synchronize if device != "cpu" else None
     perf.measure(
         lambda: trainer.steps(batches, steps),
         items=batch * steps,
         dataset=image_dataset,
-        device="cpu" if device == "cpu" else "gpu",
-        sync=sync,
+        device=device,
         params={
             "pipeline": params,
             "model": "small_cnn",

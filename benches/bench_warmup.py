@@ -13,7 +13,12 @@
 # Cold samples in this process run after one untimed warm-up sample, so per-process
 # one-offs (thread pools, the first kernel ever run) are excluded and every sample
 # measures the same per-object cost; the SavedModel and CUDA cases measure per-process
-# cold start, one fresh process per sample.
+# cold start, one fresh process per sample, after one untimed fresh process that fills
+# what outlives a process (the page cache, the CUDA driver's JIT cache), so every
+# session's timed processes start from the same state.
+#
+# The torch cases run on each device (`torch_device`: the group names it); on the GPU
+# perf.measure synchronizes around every round and records the GPU's clocks.
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from perfsuite.bench.devices import ON_CPU_AND_GPU
 from perfsuite.bench.measure import Perf
 from perfsuite.bench.traces import TraceCounter, tracing_count
 from perfsuite.data.datasets import ImageDataset
@@ -40,9 +46,10 @@ MODEL = {"model": "small_cnn", "input": f"{BATCH}x{SIZE}x{SIZE}x3"}
 #: cold rounds in this process: fresh objects, after one untimed warm-up sample (7: the
 #: least a rank test decides on); --perf-rounds and a perf(rounds=...) marker win
 COLD = pytest.mark.perf(default_rounds={"smoke": 3, "default": 7, "full": 15}, warmup_rounds=1)
-#: cold rounds in fresh processes. Each imports its framework (seconds of CPU), so default
-#: scale takes 3: a distribution, though too few for a rank test to decide alone
-PROCESSES = pytest.mark.perf(default_rounds={"smoke": 2, "default": 3, "full": 10}, warmup_rounds=0)
+#: cold rounds in fresh processes, after one untimed process. Each imports its framework
+#: (seconds of CPU), so default scale takes 3 on the CPU: a distribution, though too few
+#: for a rank test to decide alone; on a GPU, perfsuite.config.GPU_MIN_ROUNDS
+PROCESSES = pytest.mark.perf(default_rounds={"smoke": 2, "default": 3, "full": 10}, warmup_rounds=1)
 
 
 def _measure_case(
@@ -50,15 +57,13 @@ def _measure_case(
     call: Callable[..., Any],
     fresh: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
     params: dict[str, Any],
-    device: str = "cpu",
-    sync: Callable[[], None] | None = None,
+    device: object = "cpu",
 ) -> None:
     """``fresh`` given: cold rounds, each calling ``call`` once on a new object from ``fresh``."""
     perf.measure(
         call,
         items=BATCH,
         device=device,
-        sync=sync,
         setup=fresh,
         params={**params, "sample": "fresh object" if fresh is not None else "steady call"},
     )
@@ -126,7 +131,7 @@ def _measure_processes(
     perf: Perf, target: str, args: list[str], params: dict[str, Any], device: str = "cpu"
 ) -> None:
     """Cold rounds in fresh processes, started together; each round times its first call."""
-    n = perf.settings.rounds  # one process per round
+    n = perf.settings.warmup_rounds + perf.settings.rounds  # one process per round
     steady = perf.pick(smoke=3, default=5, full=10)
     procs = coldstart.start_many(n, target, args, steady=steady)
     done: list[coldstart.ColdTimings] = []
@@ -176,22 +181,24 @@ def test_warmup_savedmodel(perf: Perf, savedmodel_dir: Path, variant: str) -> No
 
 
 @pytest.mark.torch
-@pytest.mark.perf(group="warmup_torch", baseline="cold")
+@ON_CPU_AND_GPU
+@pytest.mark.perf(group="warmup_torch_{torch_device}", baseline="cold")
 @pytest.mark.parametrize("variant", [pytest.param("cold", marks=COLD), "warm"])
-def test_warmup_torch(perf: Perf, variant: str) -> None:
-    x = wc.torch_input(BATCH, SIZE)
-    params = {**MODEL, "mode": "eager, inference_mode"}
+def test_warmup_torch(perf: Perf, torch_device: Any, variant: str) -> None:
+    x = wc.torch_input(BATCH, SIZE, torch_device)
+    params = {**MODEL, "mode": "eager, inference_mode", "device": str(torch_device)}
     if variant == "cold":
         _measure_case(
             perf,
             lambda m: wc.torch_forward(m, x),
-            lambda: ((wc.fresh_torch_model(SIZE),), {}),
+            lambda: ((wc.fresh_torch_model(SIZE, device=torch_device),), {}),
             params,
+            torch_device,
         )
         return
-    model = wc.fresh_torch_model(SIZE)
+    model = wc.fresh_torch_model(SIZE, device=torch_device)
     wc.torch_forward(model, x)
-    _measure_case(perf, lambda: wc.torch_forward(model, x), None, params)
+    _measure_case(perf, lambda: wc.torch_forward(model, x), None, params, torch_device)
 
 
 @pytest.mark.torch
@@ -227,14 +234,7 @@ def test_warmup_torch_cuda(perf: Perf, request: pytest.FixtureRequest, variant: 
         model = wc.fresh_torch_model(SIZE, device=gpu.torch_device)
         x = wc.torch_input(BATCH, SIZE, gpu.torch_device)
         wc.torch_forward(model, x, gpu.sync)
-        _measure_case(
-            perf,
-            lambda: wc.torch_forward(model, x),
-            None,
-            params,
-            device="gpu",
-            sync=gpu.sync,
-        )
+        _measure_case(perf, lambda: wc.torch_forward(model, x), None, params, device="gpu")
     finally:
         torch.backends.cudnn.benchmark = before
 
@@ -345,32 +345,40 @@ def test_swap_weights_tf(perf: Perf, trace_counter: TraceCounter, variant: str) 
 
 @pytest.mark.torch
 @COLD
-@pytest.mark.perf(group="swap_weights_torch", baseline="cold")
+@ON_CPU_AND_GPU
+@pytest.mark.perf(group="swap_weights_torch_{torch_device}", baseline="cold")
 @pytest.mark.parametrize("variant", ["cold", "swap"])
-def test_swap_weights_torch(perf: Perf, variant: str) -> None:
+def test_swap_weights_torch(perf: Perf, torch_device: Any, variant: str) -> None:
     n = _swap_models(perf)
-    states = sw.torch_state_dicts(n, SIZE)
+    states = sw.torch_state_dicts(n, SIZE)  # in host memory; a swap copies one to the device
     model_bytes = sw.array_bytes(list(states[0].values()))
-    x = wc.torch_input(BATCH, SIZE)
+    x = wc.torch_input(BATCH, SIZE, torch_device)
     rss_before = sw.rss_bytes()  # the framework loaded and the weight sets in memory
     turn = iter(range(1 << 30))
-    params = {**MODEL, "models": n, "mode": "eager, inference_mode", "swap": "load_state_dict"}
+    params = {
+        **MODEL,
+        "models": n,
+        "mode": "eager, inference_mode",
+        "swap": "load_state_dict",
+        "device": str(torch_device),
+    }
     if variant == "cold":
         live: dict[int, Any] = {}
 
         def fresh() -> tuple[tuple[Any, ...], dict[str, Any]]:
             index = next(turn) % n
-            live[index] = sw.torch_cold_model(states[index], SIZE)
+            live[index] = sw.torch_cold_model(states[index], SIZE, torch_device)
             return (live[index],), {}
 
-        _measure_case(perf, lambda m: wc.torch_forward(m, x), fresh, params)
+        _measure_case(perf, lambda m: wc.torch_forward(m, x), fresh, params, torch_device)
         _swap_notes(perf, n, len(live) * model_bytes, n * model_bytes, rss_before)
         return
-    server = sw.TorchSwapServer(SIZE)
+    server = sw.TorchSwapServer(SIZE, torch_device)
     wc.torch_forward(server.model, x)  # warmed once
     perf.measure(
         lambda s: server.serve(s, x),
         items=BATCH,
+        device=torch_device,
         setup=lambda: ((states[next(turn) % n],), {}),
         params={**params, "sample": "next model's state loaded, then its first call"},
     )

@@ -1,12 +1,19 @@
-"""The benches run inside perfsuite's pytest plugin: say so when it is not loaded.
+"""What every bench shares: perfsuite's plugin, the ``torch_device`` fixture, the caches.
 
 Without the plugin, the first ``pytest.mark.tf`` in a bench module fails
 ``--strict-markers`` with "'tf' not found in markers configuration option", which
 never names perfsuite. ``pytest_configure`` runs before any bench module is imported,
 so the missing plugin is reported first, as a usage error with the install hint.
+
+``torch_device`` is the device of a bench parametrized with
+:data:`perfsuite.bench.devices.ON_CPU_AND_GPU`. ``compile_caches`` gives a session
+that may use a GPU its own compile caches (:mod:`perfsuite.bench.caches`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -29,3 +36,29 @@ def perfsuite_loaded(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not perfsuite_loaded(config):
         raise pytest.UsageError(HINT)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compile_caches(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """On a GPU, this session's own inductor, Triton and CUDA JIT caches; elsewhere the
+    shared ones (every bench warms what it uses before timing)."""
+    from perfsuite.bench.caches import fresh_caches, keep_apart
+    from perfsuite.plugin import perf_config, session_gpu
+
+    if not keep_apart(perf_config(pytestconfig).device, lambda: session_gpu(pytestconfig).count):
+        yield
+        return
+    with fresh_caches(tmp_path_factory.mktemp("compile-caches")):
+        yield
+
+
+@pytest.fixture
+def torch_device(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Any:
+    """The ``torch.device`` of a bench parametrized with ``ON_CPU_AND_GPU``: the CPU, or
+    the session's GPU (see :mod:`perfsuite.bench.devices`)."""
+    from perfsuite.bench.devices import torch_device_for
+    from perfsuite.plugin import perf_config
+
+    return torch_device_for(request, perf_config(pytestconfig))

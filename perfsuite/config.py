@@ -127,6 +127,7 @@ class PerfMarker:
     against. Rounds: ``rounds`` > ``--perf-rounds`` > ``default_rounds`` (the bench's own
     default) > the scale's default; both take one count or a mapping of scale to count,
     ``rounds={"smoke": 3, "full": 10}``, where a scale left out falls back to the next.
+    On a GPU, the bench's own default is raised to at least ``GPU_MIN_ROUNDS``.
     """
 
     group: str | None = None

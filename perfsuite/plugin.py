@@ -321,7 +321,14 @@ def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
         settings = BenchSettings.for_item(cfg, item)
     except pytest.UsageError as exc:
         pytest.fail(str(exc), pytrace=False)
-    handle = Perf(benchmark, item.nodeid, cfg, settings, session_results(request.config))
+    handle = Perf(
+        benchmark,
+        item.nodeid,
+        cfg,
+        settings,
+        session_results(request.config),
+        gpu=lambda: request.getfixturevalue("gpu"),  # asked for by GPU benches only
+    )
     yield handle
     if handle.record is not None:
         request.config.hook.pytest_perfsuite_update_extra_info(

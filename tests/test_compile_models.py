@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.skips import skip_reasons
+
 pytest_plugins = ("pytester",)
 
 TORCH_TESTS = r"""
@@ -122,6 +124,12 @@ def test_compile_bench_skips_naming_the_missing_compiler(
 ) -> None:
     monkeypatch.setenv("CXX", "/nonexistent/c++")  # inductor finds no C++ compiler
     bench = Path(__file__).resolve().parents[1] / "benches" / "bench_compile.py"
-    result = pytester.runpytest_subprocess(str(bench), "--perf-scale=smoke", "-rs", *inner_args)
-    result.assert_outcomes(skipped=16)
-    result.stdout.fnmatch_lines(["*torch.compile needs a C++ compiler*/nonexistent/c++*"])
+    result = pytester.runpytest_subprocess(
+        str(bench), "--perf-scale=smoke", "--perf-device=cpu", "-rs", *inner_args
+    )
+    result.assert_outcomes(skipped=32)  # 16 benches on each device
+    reasons = skip_reasons(result)
+    assert reasons.count("GPU bench skipped: --perf-device cpu") == 16
+    compiler = [r for r in reasons if r.startswith("torch.compile needs a C++ compiler")]
+    assert len(compiler) == 16
+    assert all("/nonexistent/c++" in r for r in compiler)

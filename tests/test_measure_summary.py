@@ -145,16 +145,18 @@ def test_summary_rows_and_lines() -> None:
     rows = summary_rows(results.records)
     assert list(rows) == ["tfdata", "roofline"]
     assert rows["tfdata"] == [
-        ["baseline (baseline)", "100.0 images/s", "1.00x", "4%", "-", ""],
-        ["parallel", "1,234 images/s", "12.35x", "50%", "2", ""],
+        ["baseline (baseline)", "cpu", "100.0 images/s", "1.00x", "4%", "-", ""],
+        ["parallel", "cpu", "1,234 images/s", "12.35x", "50%", "2", ""],
     ]
-    assert rows["roofline"] == [["read_only (roofline)", "2,469 images/s", "-", "-", "-", ""]]
+    assert rows["roofline"] == [
+        ["read_only (roofline)", "cpu", "2,469 images/s", "-", "-", "-", ""]
+    ]
     lines = summary_lines(results.records)
     assert lines[0] == "group tfdata:"
     assert lines[1].split() == HEADER
     assert set(lines[2].strip()) <= {"-", " "}
-    assert lines[3].split()[:3] == ["baseline", "(baseline)", "100.0"]
-    assert lines[4].split() == ["parallel", "1,234", "images/s", "12.35x", "50%", "2"]
+    assert lines[3].split()[:4] == ["baseline", "(baseline)", "cpu", "100.0"]
+    assert lines[4].split() == ["parallel", "cpu", "1,234", "images/s", "12.35x", "50%", "2"]
     assert lines[5] == ""
     assert lines[6] == "group roofline:"
     assert summary_lines([]) == []
@@ -162,7 +164,17 @@ def test_summary_rows_and_lines() -> None:
 
 def test_summary_without_rate() -> None:
     rows = summary_rows([record("disabled", None)])
-    assert rows == {"tfdata": [["disabled", "-", "-", "-", "-", ""]]}
+    assert rows == {"tfdata": [["disabled", "cpu", "-", "-", "-", "-", ""]]}
+
+
+def test_summary_shows_the_device_and_the_flags_its_clocks_raised() -> None:
+    steady = record("steady", 10.0, device="gpu")
+    steady.result = steady.result.replace(gpu={"clocks_moved": False, "throttled": False})
+    hot = record("hot", 10.0, device="gpu")
+    hot.result = hot.result.replace(gpu={"clocks_moved": True, "throttled": True})
+    unread = record("unread", 10.0, device="gpu")
+    devices = [row[1] for row in summary_rows([steady, hot, unread])["tfdata"]]
+    assert devices == ["gpu", "gpu (clocks moved, throttled)", "gpu"]
 
 
 def test_summary_shows_noted_figures_but_not_dataset_keys() -> None:
@@ -197,7 +209,8 @@ def test_measure_records_and_returns(perf):
     result = perf.measure(lambda n: calls.append(n) or "done", items=6, setup=setup,
                           sync=lambda: syncs.append(1), unit="batches", params={"batch": 6})
     assert result == "done"
-    assert calls == [2] * 6 and len(setups) == 6 and len(syncs) == 6  # 2 warm-up + 4 timed
+    assert calls == [2] * 6 and len(setups) == 6  # 2 warm-up + 4 timed
+    assert len(syncs) == 12  # after each setup and after each call
     assert len(perf.timings()) == 4
     info = perf.extra_info["perfsuite"]
     assert info["unit"] == "batches" and info["items"] == 6 and info["params"] == {"batch": 6}
@@ -238,6 +251,73 @@ def test_perf_fixture(pytester: pytest.Pytester, inner_args: list[str]) -> None:
     pytester.makepyfile(test_inner=PERF_CALLS)
     result = pytester.runpytest(*inner_args, "--perf-scale=smoke")
     result.assert_outcomes(passed=5)
+
+
+GPU_CALLS = """
+import pytest
+
+from perfsuite.bench.clocks import ClockReading, ClockWatch
+
+EVENTS = []
+
+
+class FakeGPU:
+    \"\"\"The gpu fixture's stand-in: its sync and its clocks are events.\"\"\"
+
+    def __init__(self, after):
+        self.after = after
+
+    def sync(self):
+        EVENTS.append("sync")
+
+    def clock_watch(self):
+        def read():  # settled at 1980 MHz; after the last of the 3 calls, self.after
+            done = EVENTS.count("call") == 3
+            return self.after if done else ClockReading(1980, 2619, 40, 150.0)
+
+        def burst():
+            if EVENTS[-1] != "burst":
+                EVENTS.append("burst")
+
+        return ClockWatch(burst, read, interval=60)
+
+
+@pytest.fixture(params=["steady", "capped"])
+def gpu(request):
+    steady = ClockReading(1980, 2619, 40, 150.0)
+    return FakeGPU(steady if request.param == "steady" else ClockReading(1600, 2619, 85, 700.0, 4))
+
+
+@pytest.mark.perf(rounds=2, warmup_rounds=1)
+def test_gpu_rounds(perf, gpu):
+    EVENTS.clear()
+
+    def setup():
+        EVENTS.append("setup")
+        return (), {}
+
+    perf.measure(lambda: EVENTS.append("call"), items=1, setup=setup, device="cuda:0")
+    round_ = ["setup", "sync", "call", "sync"]
+    assert EVENTS == round_ + ["setup", "sync", "burst", "call", "sync"] + round_
+    saved = perf.extra_info["perfsuite"]
+    assert saved["device"] == "gpu"
+    clocks = saved["gpu"]
+    assert clocks["before"]["sm_mhz"] == 1980 and clocks["settled"] is True
+    capped = gpu.after.sm_mhz == 1600
+    assert (clocks["clocks_moved"], clocks["throttled"]) == (capped, capped)
+    assert clocks["slowdowns"] == (["sw_power_cap"] if capped else [])
+"""
+
+
+def test_gpu_rounds_are_synchronized_settled_and_their_clocks_saved(
+    pytester: pytest.Pytester, inner_args: list[str]
+) -> None:
+    """On a GPU, every round is synchronized after its setup and its call, the clocks are
+    settled just before the first timed round (after the warm-up, outside the timing),
+    and the clocks before and after are saved with the flags they raise."""
+    pytester.makepyfile(test_inner=GPU_CALLS)
+    result = pytester.runpytest(*inner_args, "--perf-scale=smoke", "-rA")
+    result.assert_outcomes(passed=2)
 
 
 def test_bench_files_are_collected_once(pytester: pytest.Pytester, inner_args: list[str]) -> None:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import os
 import sys
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perfsuite.bench.clocks import ClockWatch, Nvml, Reader, first_visible
 from perfsuite.bench.frameworks import is_installed
 
 
@@ -135,16 +139,36 @@ def detect_gpu(nodes: Sequence[str] = GPU_NODES) -> GPUInfo:
     return GPUInfo(count=0, driver=driver, reason="; ".join(reasons) or "no GPU found")
 
 
+def device_kind(device: object) -> str:
+    """``cpu`` or ``gpu`` for where work runs: a ``torch.device``, ``"cuda:0"``, ``"cpu"``,
+    ``"gpu"`` or a TensorFlow name such as ``"/GPU:0"``; other kinds by their own name.
+
+    >>> device_kind("cuda:0"), device_kind("/GPU:0"), device_kind("cpu")
+    ('gpu', 'gpu', 'cpu')
+    """
+    kind = getattr(device, "type", device)
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"not a device: {device!r}")
+    name = kind.lower().lstrip("/").split(":")[0]
+    return "gpu" if name in ("cuda", "gpu") else name
+
+
 class GPU:
     """The session's accelerator, as the ``gpu`` fixture hands it to benches.
 
+    ``perf.measure(..., device="gpu")`` (or a CUDA ``torch.device``) synchronizes with it
+    around every timed round, brings its clocks to a steady state before the first and
+    records them (:meth:`clock_watch`).
+
     >>> def test_decode_on_gpu(gpu, perf):
-    ...     perf.measure(lambda: run_gpu_step(), items=32, sync=gpu.sync)
+    ...     perf.measure(lambda: run_gpu_step(), items=32, device="gpu")
     """
 
     def __init__(self, info: GPUInfo) -> None:
         self.info = info
         self._sync: Callable[[], None] | None = None
+        self._work: Callable[[], None] | None = None
+        self._nvml: Nvml | str | None = None
 
     @property
     def name(self) -> str | None:
@@ -179,6 +203,54 @@ class GPU:
             "gpu.sync(): no CUDA device is reachable through torch or TensorFlow; "
             "install a CUDA build, e.g. pip install 'perfsuite[torch]'"
         )
+
+    def clock_watch(self) -> ClockWatch:
+        """A new watch over the clocks of one bench's timed rounds; where NVML cannot be
+        read, the clocks are neither settled by reading nor recorded (said once)."""
+        return ClockWatch(self.burst, self._clock_reader())
+
+    def _clock_reader(self) -> Reader | None:
+        if self._nvml is None:
+            self._nvml = Nvml.open(first_visible(os.environ.get("CUDA_VISIBLE_DEVICES")))
+            if isinstance(self._nvml, str):
+                warnings.warn(f"perfsuite: GPU clocks are not recorded: {self._nvml}", stacklevel=2)
+        return self._nvml.read if isinstance(self._nvml, Nvml) else None
+
+    def burst(self, seconds: float = 0.05) -> None:
+        """Keep the GPU busy with matrix products for about ``seconds``, then return when
+        they are done."""
+        if self._work is None:
+            self._work = self._find_work()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._work()
+
+    def _find_work(self) -> Callable[[], None]:
+        """Eight 2048x2048 products and a synchronize, through the framework that sees the GPU."""
+        sync = self._sync or self._find_sync()
+        torch = sys.modules.get("torch")
+        if torch is not None and sync is getattr(torch.cuda, "synchronize", None):
+            a = torch.randn(2048, 2048, device=self.torch_device)
+            out = torch.empty_like(a)
+
+            def torch_work() -> None:
+                for _ in range(8):
+                    torch.mm(a, a, out=out)
+                sync()
+
+            return torch_work
+        import tensorflow as tf
+
+        with tf.device("/GPU:0"):
+            b = tf.random.normal([2048, 2048])
+
+        def tf_work() -> None:
+            with tf.device("/GPU:0"):
+                for _ in range(8):
+                    tf.linalg.matmul(b, b)
+            sync()
+
+        return tf_work
 
     def warm_up(self) -> None:
         """Pay one-off costs once: context creation, a first cuBLAS and cuDNN call."""

@@ -2,10 +2,13 @@
 
 :meth:`Perf.measure` runs a callable through pytest-benchmark's ``pedantic`` mode
 with explicit warm-up rounds (warm-up is never timed), synchronizes with the GPU
-inside the timed region when asked, and records what a verdict needs as one
+around every timed round of a GPU bench, brings the GPU's clocks to a steady state
+before the first and records them (:mod:`perfsuite.bench.clocks`), and records what a
+verdict needs as one
 :class:`~perfsuite.verdict.result.BenchResult` saved under ``extra_info["perfsuite"]``:
 group, variant, role, items per call, items/s, dataset, scale, device, threshold,
-exact counters and the bench's parameters, with ``perf.note`` figures kept apart.
+exact counters, the bench's parameters and, on a GPU, its clocks, with ``perf.note``
+figures kept apart.
 Derived columns that need the whole session (speedup over the group's baseline,
 efficiency against the roofline) are filled in by :class:`SessionResults` before
 results are saved, after reading every result back through the same parser saved
@@ -19,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from perfsuite.bench.clocks import ClockWatch
+from perfsuite.bench.gpu import GPU, device_kind
 from perfsuite.config import BenchSettings, PerfConfig
 from perfsuite.data.datasets import ImageDataset
 from perfsuite.data.recipes import Recipe
@@ -170,12 +175,14 @@ class Perf:
         cfg: PerfConfig,
         settings: BenchSettings,
         results: SessionResults,
+        gpu: Callable[[], GPU] | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.nodeid = nodeid
         self.cfg = cfg
         self.settings = settings
         self._results = results
+        self._gpu = gpu  # the session's GPU (the gpu fixture), asked for by GPU benches only
         self._dataset: DatasetRef | None = None
         self.record: BenchRecord | None = None
 
@@ -209,23 +216,28 @@ class Perf:
         items: int,
         dataset: ImageDataset | None = None,
         unit: str = "images",
-        device: str = "cpu",
+        device: object = "cpu",
         sync: Callable[[], None] | None = None,
         setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None = None,
         params: dict[str, Any] | None = None,
     ) -> Any:
         """Time ``fn`` (one call = ``items`` items) and record throughput; returns fn's result.
 
-        ``device`` says where the work ran (``cpu`` or ``gpu``). ``sync`` runs inside the
-        timed region after each call (pass ``gpu.sync``), and ``setup`` runs before each
-        call outside it (pytest-benchmark's pedantic ``setup``). Rounds, warm-up rounds
-        (run first, never timed), group, variant, baseline and roofline come from the
-        ``perf`` marker and the session (:attr:`settings`).
+        ``device`` says where the work runs: ``"cpu"``, ``"gpu"`` or a ``torch.device``
+        (recorded as ``cpu`` or ``gpu``). ``sync`` runs inside the timed region after each
+        call; on a GPU it defaults to the session GPU's synchronize, and also runs after
+        each ``setup``, so no round starts with earlier GPU work queued. ``setup`` runs
+        before each call outside the timed region (pytest-benchmark's pedantic ``setup``).
+        On a GPU, the clocks are brought to a steady state just before the first timed
+        round and recorded until the last (the result's ``gpu`` object). Rounds, warm-up
+        rounds (run first, never timed), group, variant, baseline and roofline come from
+        the ``perf`` marker and the session (:attr:`settings`).
         """
         if self.record is not None:
             raise RuntimeError(f"{self.nodeid}: perf.measure() may be called once per bench")
         if not isinstance(items, int) or items <= 0:
             raise ValueError(f"{self.nodeid}: items must be a positive int, got {items!r}")
+        kind = device_kind(device)
         group, variant = self.settings.group, self.settings.variant
         baseline, roofline = self.settings.baseline, self.settings.roofline  # never both
         self.benchmark.group = group
@@ -241,7 +253,7 @@ class Perf:
             items=items,
             unit=unit,
             scale=self.scale,
-            device=device,
+            device=kind,
             threshold=float(self.settings.threshold),
             dataset=self._dataset,
             counters=dict(draft.get("counters") or {}),
@@ -250,36 +262,18 @@ class Perf:
         )
         info[RESULT_KEY] = result.to_dict()
 
-        target = fn
-        if sync is not None:
-
-            def target(*args: Any, **kwargs: Any) -> Any:
-                value = fn(*args, **kwargs)
-                sync()
-                return value
-
-        from perfsuite.ab import side as ab_side
-
-        lockstep = ab_side.current()  # perfsuite ab: blocks of rounds alternate with a peer
-        if lockstep is not None:
-            result_of_fn = lockstep.measure(
-                self.benchmark,
-                self.nodeid,
-                target,
-                setup=setup,
-                warmup_rounds=self.settings.warmup_rounds,
-                # a bench with setup may have a fixed supply of fresh objects (processes)
-                max_rounds=self.settings.rounds if setup is not None else None,
-                threshold=self.settings.threshold,
-            )
-        else:
-            result_of_fn = self.benchmark.pedantic(
-                target,
-                setup=setup,
-                rounds=self.settings.rounds,
-                warmup_rounds=self.settings.warmup_rounds,
-                iterations=1,
-            )
+        watch = None
+        if kind == "gpu" and self._gpu is not None:
+            gpu = self._gpu()
+            sync = sync if sync is not None else gpu.sync
+            watch = gpu.clock_watch()
+        rounds = _Rounds(fn, setup, sync, watch, self.settings.warmup_rounds)
+        try:
+            result_of_fn = self._run(rounds, finite=setup is not None)
+        finally:
+            clocks = watch.finish() if watch is not None else None
+        if clocks is not None:
+            result = result.replace(gpu=clocks)
         rate = None
         data = self.timings()
         if data:
@@ -289,6 +283,30 @@ class Perf:
         self.record.save(result)
         self._results.add(self.record)
         return result_of_fn
+
+    def _run(self, rounds: _Rounds, *, finite: bool) -> Any:
+        """The warm-up and timed rounds, alone or in lockstep with ``perfsuite ab``'s peer."""
+        from perfsuite.ab import side as ab_side
+
+        lockstep = ab_side.current()  # perfsuite ab: blocks of rounds alternate with a peer
+        if lockstep is not None:
+            return lockstep.measure(
+                self.benchmark,
+                self.nodeid,
+                rounds.target,
+                setup=rounds.setup,
+                warmup_rounds=self.settings.warmup_rounds,
+                # a bench with setup may have a fixed supply of fresh objects (processes)
+                max_rounds=self.settings.rounds if finite else None,
+                threshold=self.settings.threshold,
+            )
+        return self.benchmark.pedantic(
+            rounds.target,
+            setup=rounds.setup,
+            rounds=self.settings.rounds,
+            warmup_rounds=self.settings.warmup_rounds,
+            iterations=1,
+        )
 
     def timings(self) -> list[float]:
         """The raw per-round seconds of the measured calls (empty when benchmarks are disabled)."""
@@ -310,6 +328,45 @@ class Perf:
         its notes column (names starting with ``dataset`` excepted).
         """
         _draft(self.extra_info).setdefault("notes", {}).update(values)
+
+
+class _Rounds:
+    """What one round runs: ``setup`` (untimed, then synchronized) and ``fn`` followed by
+    ``sync`` (timed). The setup before the first timed round (after ``warmup`` rounds)
+    also starts the clock watch: settling the GPU and its first reading are never timed.
+    Without sync or watch, the bench's own ``setup`` and ``fn`` are used unchanged."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
+        sync: Callable[[], None] | None,
+        watch: ClockWatch | None,
+        warmup: int,
+    ) -> None:
+        self.fn = fn
+        self.sync = sync
+        self.watch = watch
+        self.own_setup = setup
+        self.warmup = warmup
+        self.setups = 0
+        self.target: Callable[..., Any] = fn if sync is None else self._synced
+        self.setup = setup if sync is None and watch is None else self._prepare
+
+    def _synced(self, *args: Any, **kwargs: Any) -> Any:
+        value = self.fn(*args, **kwargs)
+        assert self.sync is not None
+        self.sync()
+        return value
+
+    def _prepare(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        made = self.own_setup() if self.own_setup is not None else None
+        if self.sync is not None:
+            self.sync()
+        self.setups += 1
+        if self.watch is not None and self.setups == self.warmup + 1:
+            self.watch.start()
+        return made if made else ((), {})
 
 
 def _draft(extra_info: dict[str, Any]) -> dict[str, Any]:

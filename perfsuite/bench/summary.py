@@ -1,4 +1,4 @@
-"""The terminal summary pytest-benchmark's table lacks: per group, items/s and speedup."""
+"""The terminal summary pytest-benchmark's table lacks: per group, device, items/s and speedup."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite.bench.measure import BenchRecord
+from perfsuite.verdict.result import BenchResult
 from perfsuite.verdict.textable import format_table as format_table  # re-exported
 
 
@@ -23,8 +24,15 @@ def _fmt_pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
+def _fmt_device(result: BenchResult) -> str:
+    """``cpu``, ``gpu``, or ``gpu`` with the flags its clocks raised: ``gpu (throttled)``."""
+    device = result.device or "-"
+    flags = result.gpu_flags
+    return f"{device} ({', '.join(flags)})" if flags else device
+
+
 def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
-    """Per group (in first-seen order), one row per variant: variant, items/s, speedup, ..."""
+    """Per group (in first-seen order), one row per variant: variant, device, items/s, ..."""
     groups: dict[str, list[list[str]]] = {}
     for rec in records:
         tag = " (baseline)" if rec.baseline else " (roofline)" if rec.roofline else ""
@@ -32,6 +40,7 @@ def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
         groups.setdefault(rec.group, []).append(
             [
                 rec.variant + tag,
+                _fmt_device(rec.result),
                 f"{_fmt_rate(rec.rate)} {rec.unit}/s" if rec.rate is not None else "-",
                 _fmt_ratio(rec.speedup),
                 _fmt_pct(rec.efficiency),
@@ -53,7 +62,7 @@ def _fmt_notes(notes: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-HEADER = ["variant", "throughput", "speedup", "efficiency", "traces", "notes"]
+HEADER = ["variant", "device", "throughput", "speedup", "efficiency", "traces", "notes"]
 
 
 def summary_lines(records: Sequence[BenchRecord]) -> list[str]:

@@ -12,7 +12,10 @@ A :class:`BenchResult` is written by the ``perf`` fixture into pytest-benchmark'
 
 ``notes`` holds the free-form figures a bench records with ``perf.note``: they are
 shown, never judged, so a note named ``threshold`` or ``items`` cannot change a
-verdict. Everything else in ``extra_info`` (keys other plugins add) is left alone.
+verdict. A bench measured on a GPU may also have ``gpu``: its clocks before, during
+and after the timed rounds and two flags, ``clocks_moved`` and ``throttled``
+(:mod:`perfsuite.bench.clocks` writes it); runs without it read as ``gpu: None``.
+Everything else in ``extra_info`` (keys other plugins add) is left alone.
 
 :meth:`BenchResult.from_dict` is strict: a missing or mistyped key, an unknown key or
 a newer schema is a :class:`~perfsuite.errors.PerfsuiteError` of one line naming the
@@ -105,10 +108,27 @@ class BenchResult:
     speedup: float | None = None
     efficiency: float | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
+    gpu: Mapping[str, Any] | None = None
 
     @property
     def label(self) -> str:
         return f"{self.group}/{self.variant}"
+
+    @property
+    def clocks_moved(self) -> bool:
+        """The GPU's clocks moved during the timed rounds (``gpu["clocks_moved"]``)."""
+        return bool(self.gpu and self.gpu.get("clocks_moved"))
+
+    @property
+    def throttled(self) -> bool:
+        """The GPU named a slowdown reason during the timed rounds (``gpu["throttled"]``)."""
+        return bool(self.gpu and self.gpu.get("throttled"))
+
+    @property
+    def gpu_flags(self) -> list[str]:
+        """``clocks moved`` and ``throttled``, for those that hold: what a table shows."""
+        flags = (("clocks moved", self.clocks_moved), ("throttled", self.throttled))
+        return [name for name, on in flags if on]
 
     @property
     def baseline(self) -> bool:
@@ -145,6 +165,7 @@ class BenchResult:
             "speedup": self.speedup,
             "efficiency": self.efficiency,
             "notes": dict(self.notes),
+            **({"gpu": dict(self.gpu)} if self.gpu is not None else {}),
         }
 
     @classmethod
@@ -163,7 +184,10 @@ _OPTIONAL = (
     "speedup",
     "efficiency",
     "notes",
+    "gpu",
 )
+#: the flags of a ``gpu`` object, each true or false where present
+GPU_FLAGS = ("clocks_moved", "throttled")
 
 
 def _is_number(value: Any) -> bool:
@@ -223,6 +247,7 @@ class _Reader:
             speedup=self.positive_number("speedup"),
             efficiency=self.positive_number("efficiency"),
             notes=self.mapping("notes"),
+            gpu=self.gpu(),
         )
 
     def text(self, key: str) -> str:
@@ -249,6 +274,17 @@ class _Reader:
         value = self.data.get(key, {})
         if not isinstance(value, dict):
             raise self.fail(f"{key} must be an object, got {value!r}")
+        return dict(value)
+
+    def gpu(self) -> dict[str, Any] | None:
+        value = self.data.get("gpu")
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(f"gpu must be an object or null, got {value!r}")
+        for flag in GPU_FLAGS:
+            if flag in value and not isinstance(value[flag], bool):
+                raise self.fail(f"gpu {flag} must be true or false, got {value[flag]!r}")
         return dict(value)
 
     def counters(self) -> dict[str, int]:

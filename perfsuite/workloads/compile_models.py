@@ -20,6 +20,11 @@ convolution's output strides on the input width, so a CNN recompiles at every ne
 width even with ``dynamic=True`` (and ``mark_dynamic`` fails with a constraint
 violation when training). This bench measures what dynamic shapes buy where they
 work; the README notes the convolution case.
+
+The same run takes a device: on CUDA, inductor generates Triton kernels instead of
+C++ ones, and its size guards are its own, so the graph counts on a GPU may differ
+from the CPU's within :func:`compile_problem`'s bounds; on either device they are
+exact and the same in every call.
 """
 
 from __future__ import annotations
@@ -66,9 +71,11 @@ class PatchMLP(nn.Module):
 
 
 @functools.cache
-def toolchain_problem() -> str | None:
-    """Why torch.compile cannot build kernels here (a missing C++ compiler or Python
-    headers, or a tiny compile that fails), or None; checked once per process."""
+def toolchain_problem(device_type: str = "cpu") -> str | None:
+    """Why torch.compile cannot build kernels for ``device_type`` (``cpu`` or ``cuda``)
+    here: a missing C++ compiler or Python headers (Triton's launcher needs them too),
+    no Triton for CUDA, or a tiny compile that fails; None if it can. Checked once per
+    process and device type."""
     try:
         from torch._inductor.cpp_builder import get_cpp_compiler
 
@@ -81,10 +88,16 @@ def toolchain_problem() -> str | None:
             f"torch.compile needs the Python headers (no Python.h in {include}): "
             "install python3-dev or your Python's development package"
         )
+    if device_type == "cuda":
+        from torch.utils._triton import has_triton
+
+        if not has_triton():
+            return "torch.compile on CUDA needs Triton: pip install triton"
     try:
         torch._dynamo.reset()
         compiled = torch.compile(lambda x: x * 2 + 1)
-        if not torch.equal(compiled(torch.ones(3)), torch.full((3,), 3.0)):
+        ones = torch.ones(3, device=device_type)
+        if not torch.equal(compiled(ones).cpu(), torch.full((3,), 3.0)):
             return "torch.compile's tiny test compile gave a wrong result"
     except Exception as exc:  # report whatever stopped the compile
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -146,7 +159,7 @@ class CompileRun:
     shapes: Sequence[tuple[int, int]]
     batch: int
     seed: int = 0
-    device: str = "cpu"
+    device: str | torch.device = "cpu"
     graphs: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -195,6 +208,7 @@ class CompileRun:
             "optimizer": "adam (eager)" if self.kind == "train" else None,
             "loss": "mse" if self.kind == "train" else None,
             "fresh_compile_per_call": self.mode != "eager",
+            "device": str(self.device),
             "torch": torch.__version__,
         }
 
@@ -208,7 +222,8 @@ class CompileRun:
         return (self._step,), {}
 
     def run(self, step: Callable[[torch.Tensor], torch.Tensor]) -> float:
-        """Every step with ``step``; reads the last result so the work has finished."""
+        """Every step with ``step``; reads the last result back to the host, so the work
+        has finished when it returns (on a GPU too)."""
         out = torch.zeros(())
         for x, target in self.inputs:
             if self.kind == "train":

@@ -11,18 +11,23 @@ module per model.
 
 The model is the warm-up cases' small CNN (:mod:`perfsuite.workloads.warmup_cases`),
 its N weight sets seeded random arrays standing in for N trained checkpoints held
-in host memory. Frameworks are imported inside the functions, as in warmup_cases.
+in host memory. On a GPU the PyTorch models live on the device and a swap copies a
+weight set from host memory into the one module's parameters there. Frameworks are
+imported inside the functions, as in warmup_cases.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from perfsuite.workloads import warmup_cases as wc
+
+if TYPE_CHECKING:
+    import torch
 
 
 def array_bytes(arrays: Sequence[Any]) -> int:
@@ -125,18 +130,21 @@ def torch_state_dicts(count: int, size: int = wc.INPUT_SIZE, seed: int = 0) -> l
     return sets
 
 
-def torch_cold_model(state: dict[str, Any], size: int = wc.INPUT_SIZE) -> Any:
-    """A model loaded cold: a fresh small CNN in eval mode with ``state`` loaded."""
-    model = wc.fresh_torch_model(size)
+def torch_cold_model(
+    state: dict[str, Any], size: int = wc.INPUT_SIZE, device: str | torch.device = "cpu"
+) -> Any:
+    """A model loaded cold: a fresh small CNN in eval mode on ``device`` with ``state`` loaded."""
+    model = wc.fresh_torch_model(size, device=device)
     model.load_state_dict(state)
     return model
 
 
 class TorchSwapServer:
-    """One small CNN module serving any state dict of the architecture (``load_state_dict``)."""
+    """One small CNN module on ``device`` serving any state dict of the architecture
+    (``load_state_dict`` copies the weights into its parameters, in place)."""
 
-    def __init__(self, size: int = wc.INPUT_SIZE) -> None:
-        self.model = wc.fresh_torch_model(size)
+    def __init__(self, size: int = wc.INPUT_SIZE, device: str | torch.device = "cpu") -> None:
+        self.model = wc.fresh_torch_model(size, device=device)
 
     def serve(self, state: dict[str, Any], x: Any) -> Any:
         """A model's first request: copy its parameters in place, then infer."""

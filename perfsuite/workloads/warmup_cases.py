@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 INPUT_SIZE = 240
 NUM_CLASSES = 2
@@ -131,7 +134,7 @@ def load_savedmodel(path: Path) -> tuple[Any, Callable[[Any], Any]]:
 
 
 def fresh_torch_model(
-    size: int = INPUT_SIZE, num_classes: int = NUM_CLASSES, device: str = "cpu"
+    size: int = INPUT_SIZE, num_classes: int = NUM_CLASSES, device: str | torch.device = "cpu"
 ) -> Any:
     """A fresh small CNN in eval mode on ``device``."""
     from perfsuite.workloads.torch_models import SmallCNN
@@ -139,7 +142,7 @@ def fresh_torch_model(
     return SmallCNN(size, num_classes).eval().to(device)
 
 
-def torch_input(batch: int, size: int = INPUT_SIZE, device: str = "cpu") -> Any:
+def torch_input(batch: int, size: int = INPUT_SIZE, device: str | torch.device = "cpu") -> Any:
     """:func:`example_batch` as an NCHW torch tensor on ``device``."""
     import torch
 
