@@ -76,6 +76,18 @@ def _counter_cell(item: BenchVerdict) -> str:
     return ", ".join(parts) or "-"
 
 
+def _gpu_note(item: BenchVerdict) -> str | None:
+    """Which side's GPU clocks moved or throttled during its timed rounds, if any."""
+    sides = []
+    for side, bench in (("baseline", item.baseline), ("current", item.current)):
+        flags = bench.result.gpu_flags if bench.result is not None else []
+        if flags:
+            sides.append(f"{side} {' and '.join(flags)}")
+    if not sides:
+        return None
+    return "GPU clocks not steady while timed (" + "; ".join(sides) + "): a change may be the GPU's"
+
+
 def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]:
     """Table rows and the numbered notes their ``[n]`` marks refer to."""
     rows: list[list[str]] = []
@@ -86,7 +98,7 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
         word = _verdict_word(item)
         assert item.time is not None
         confirmation = item.confirmation.text if item.confirmation is not None else None
-        for note in (item.time.fallback, item.note, confirmation):
+        for note in (item.time.fallback, item.note, confirmation, _gpu_note(item)):
             if note:
                 if note not in notes:
                     notes.append(note)
