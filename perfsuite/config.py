@@ -128,6 +128,8 @@ class PerfMarker:
     default) > the scale's default; both take one count or a mapping of scale to count,
     ``rounds={"smoke": 3, "full": 10}``, where a scale left out falls back to the next.
     On a GPU, the bench's own default is raised to at least ``GPU_MIN_ROUNDS``.
+    On a bench written with pytest-benchmark's ``benchmark`` fixture, ``threshold`` and
+    ``counters`` (names of integers it records in ``extra_info``) reach the verdict.
     """
 
     group: str | None = None
@@ -138,6 +140,8 @@ class PerfMarker:
     rounds: Rounds | None = None
     default_rounds: Rounds | None = None
     warmup_rounds: int | None = None
+    #: more ``extra_info`` names a ``benchmark``-fixture bench records exact counters under
+    counters: tuple[str, ...] | list[str] | None = None
 
     @classmethod
     def from_item(cls, item: pytest.Item) -> PerfMarker:

@@ -187,6 +187,7 @@ class VerdictPlugin:
         record = getattr(fixture, "stats", None)
         if record is not None and getattr(record, "fullname", None):
             self._measured[record.fullname] = record
+            _plain_marker(item, getattr(fixture, "extra_info", None))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_benchmark_update_json(
@@ -389,6 +390,25 @@ class VerdictPlugin:
                 f"perfsuite report: {len(self.report_files)} files in {self.settings.report}"
             )
         return lines
+
+
+def _plain_marker(item: pytest.Item, extra_info: Any) -> None:
+    """A ``benchmark``-fixture bench's ``perf`` marker: its ``threshold`` and ``counters``
+    saved in ``extra_info`` (:mod:`perfsuite.verdict.runs`), where ``perf.measure`` did
+    not record a result of its own."""
+    if not isinstance(extra_info, dict) or item.get_closest_marker("perf") is None:
+        return
+    from perfsuite.config import PerfMarker
+    from perfsuite.verdict.result import RESULT_KEY, is_draft
+    from perfsuite.verdict.runs import COUNTERS_KEY, THRESHOLD_KEY
+
+    if RESULT_KEY in extra_info and not is_draft(extra_info[RESULT_KEY]):
+        return
+    marker = PerfMarker.from_item(item)
+    if marker.threshold is not None:
+        extra_info[THRESHOLD_KEY] = marker.threshold
+    if marker.counters:
+        extra_info[COUNTERS_KEY] = list(marker.counters)
 
 
 def _bench_from_record(record: Any, index: int) -> Bench | None:

@@ -155,9 +155,9 @@ def _threshold(
     """``override`` (an explicit command-line threshold), else the recorded one, else default."""
     if override is not None:
         return override
-    for result in (current.result, baseline.result):
-        if result is not None and result.threshold is not None:
-            return result.threshold
+    for bench in (current, baseline):
+        if bench.threshold is not None:
+            return bench.threshold
     return default
 
 

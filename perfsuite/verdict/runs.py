@@ -40,6 +40,15 @@ class Bench:
     median: float | None
     #: exact counters of a bench perfsuite did not measure (:func:`plain_counters`)
     plain: tuple[tuple[str, int], ...] = ()
+    #: the threshold such a bench's ``perf`` marker gave (``THRESHOLD_KEY``)
+    plain_threshold: float | None = None
+
+    @property
+    def threshold(self) -> float | None:
+        """The threshold this bench recorded (its result's, else its marker's), if any."""
+        if self.result is not None:
+            return self.result.threshold
+        return self.plain_threshold
 
     @property
     def items(self) -> int | None:
@@ -153,6 +162,8 @@ def read_result(extra_info: dict[str, Any], where: str) -> BenchResult | None:
 COUNTER_NAMES = ("traces", "recompiles")
 #: the ``extra_info`` key listing more counter names (the ``perf`` marker's ``counters``)
 COUNTERS_KEY = "perfsuite_counters"
+#: the ``extra_info`` key of a plain bench's threshold (the ``perf`` marker's ``threshold``)
+THRESHOLD_KEY = "perfsuite_threshold"
 
 
 def _integer(value: Any) -> bool:
@@ -205,7 +216,15 @@ def parse_bench(entry: Any, source: str, index: int) -> Bench:
         data=data,
         median=float(median) if _number(median) and float(median) > 0 else None,
         plain=plain_counters(extra) if result is None else (),
+        plain_threshold=_threshold_of(extra) if result is None else None,
     )
+
+
+def _threshold_of(extra_info: dict[str, Any]) -> float | None:
+    value = extra_info.get(THRESHOLD_KEY)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    return float(value) if 0 < value < 1 else None
 
 
 def load_run(path: Path) -> Run:

@@ -1,0 +1,57 @@
+"""A bench written with pytest-benchmark's ``benchmark`` fixture is judged as a ``perf``
+bench is: its exact counters (``extra_info`` integers under ``traces``/``recompiles`` or
+names its ``perf`` marker declares) and its marker's threshold reach the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfsuite.cli import main
+from perfsuite.exitcodes import OK, REGRESSION
+from perfsuite.verdict.runs import load_run
+from tests.fake_timer import FAKE_TIMER
+
+pytest_plugins = ("pytester",)
+
+PLAIN = """
+import pytest
+
+HITS = {hits}
+
+
+@pytest.mark.perf(threshold=0.5, counters=["hits"])
+def test_plain(benchmark):
+    benchmark.extra_info["hits"] = HITS
+    benchmark.extra_info["traces"] = 3
+    benchmark.extra_info["label"] = "not a counter"
+    benchmark.pedantic(lambda: sum(range(100)), rounds=12, iterations=1)
+"""
+
+
+def save(pytester: pytest.Pytester, hits: int, name: str) -> Path:
+    pytester.makepyfile(test_plain=PLAIN.format(hits=hits), faketimer=FAKE_TIMER)
+    out = pytester.path / name
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-timer=faketimer.clock", f"--benchmark-json={out}"
+    )
+    result.assert_outcomes(passed=1)
+    return out
+
+
+def test_a_plain_bench_keeps_its_markers_threshold_and_counters(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = save(pytester, 2, "before.json")
+    (bench,) = load_run(before).benches.values()
+    assert bench.result is None
+    assert bench.threshold == 0.5
+    assert bench.counters() == {"traces": 3, "hits": 2}
+    same = save(pytester, 2, "same.json")
+    assert main(["compare", str(before), str(same)]) == OK
+    rose = save(pytester, 5, "rose.json")
+    assert main(["compare", str(before), str(rose)]) == REGRESSION
+    out = capsys.readouterr().out
+    assert "hits 2 -> 5 ROSE" in out
+    assert "(>50%)" in out  # the marker's threshold, not the default 5%
