@@ -77,12 +77,24 @@ def controller() -> tuple[Controller, ScriptedSide, ScriptedSide]:
 
 def test_a_side_that_says_finished_and_exits_at_once_is_not_dead() -> None:
     ctl, a, _ = controller()
+    a.say("hello", protocol=1, side="A", benches=[], errors=[])
     a.say("finished", exitstatus=0)
     a.hang_up()  # gone before the controller read its last line
+    ctl._handle(*ctl._wait())
     name, message = ctl._wait()
     assert (name, message["type"]) == ("A", "finished")
     ctl._handle(name, message)
     assert ctl.state["A"].finished
+
+
+def test_a_side_that_finishes_before_its_hello_is_a_fault_naming_it() -> None:
+    """pytest stopped before collection ended (a usage error, a file not found): the
+    side never says hello, and the controller says so rather than wait for it."""
+    ctl, _, b = controller()
+    b.say("finished", exitstatus=4)
+    b.hang_up()
+    with pytest.raises(SideFault, match="side B: ended before its benches were collected"):
+        ctl._handle(*ctl._wait())
 
 
 def test_a_side_that_hangs_up_mid_bench_is_a_fault_naming_it() -> None:

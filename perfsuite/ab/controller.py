@@ -279,12 +279,9 @@ class Controller:
                 label = "skipped" if outcome == "skipped" else "passed"
                 state.ended[nodeid] = label
                 if nodeid not in self.runs:
-                    self.runs[nodeid] = BenchRun(nodeid, self.threshold)
-                    self.runs[
-                        nodeid
-                    ].skipped = (
-                        f"side {name}: {message.get('message') or label + ' without measuring'}"
-                    )
+                    said = message.get("message") or f"{label} without measuring"
+                    run = BenchRun(nodeid, self.threshold, skipped=f"side {name}: {said}")
+                    self.runs[nodeid] = run
                 peer = self.state[other]
                 if peer.ready is not None and peer.ready["nodeid"] == nodeid:
                     self._skip(other, nodeid, f"side {name} {label} it unmeasured")
@@ -292,6 +289,8 @@ class Controller:
             raise side.fault(f"{message.get('nodeid')}: {message.get('message')}", tail=False)
         elif kind == "finished":
             state.finished = True
+            if state.hello is None:  # its pytest stopped before the plan (a usage error)
+                raise side.fault("ended before its benches were collected")
         self._grant()
 
     def _grant(self) -> None:

@@ -14,11 +14,12 @@ Side to controller:
   test body) or warm it up (``warmup``: the rounds perfsuite runs before the blocks);
   waits for ``go``. Without ``phase`` (a side that predates it): both, in one turn
 * ``ready {nodeid, max_rounds, threshold, warmup}``: warm-up done (``warmup``: its
-  rounds' seconds), waiting for blocks
+  rounds' seconds per call), waiting for blocks
   (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
   up front; ``threshold``: the bench's minimum effect, markers included)
-* ``block_done {nodeid, seconds: [...], drained}``: the per-round seconds of one block
-  and how many untimed rounds drained it
+* ``block_done {nodeid, seconds: [...], drained}``: each round of one block, its
+  seconds per call (a round of a ``benchmark(fn)`` bench makes many calls, and the
+  two sides may make different numbers of them), and how many untimed rounds drained it
 * ``report {nodeid, when, outcome, message}``: a bench's failure or skip (any phase),
   or its passed call
 * ``error {nodeid, message}``: a round raised

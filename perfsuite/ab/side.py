@@ -5,10 +5,12 @@ then registers :class:`LockstepSide`, which
 
 * after collection says ``hello`` with the collected node ids and runs exactly the
   benches of the controller's ``plan``, in its order;
-* inside :meth:`perfsuite.bench.measure.Perf.measure` (through :func:`current`) runs the
-  untimed warm-up, says ``ready`` and then times blocks of rounds only when told to,
-  so only one side ever runs timed work; on ``done`` every round goes into
-  pytest-benchmark's stats, so ``--benchmark-json`` saves them as usual;
+* inside :meth:`perfsuite.bench.measure.Perf.measure` (through :func:`current`), and
+  inside pytest-benchmark's own ``benchmark(fn)`` and ``benchmark.pedantic(...)``
+  (:mod:`perfsuite.ab.side_benchmark`), runs the untimed warm-up, says ``ready`` and
+  then times blocks of rounds only when told to, so only one side ever runs timed
+  work; on ``done`` every round goes into pytest-benchmark's stats, so
+  ``--benchmark-json`` saves them as usual;
 * reports each bench's failure or skip, so the controller never waits forever.
 """
 
@@ -21,7 +23,7 @@ import socket
 import statistics
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,12 @@ from perfsuite.ab.protocol import (
     Channel,
     ProtocolError,
 )
+from perfsuite.ab.side_benchmark import FIXTURE_NAME, route
 
 PLUGIN_NAME = "perfsuite-ab-side"
+
+#: chooses a round's calls from a runner of one round of that many calls (its seconds)
+Calibration = Callable[[Callable[[int], float]], int]
 
 _active: LockstepSide | None = None
 
@@ -94,6 +100,13 @@ def register(config: pytest.Config) -> None:
     shuffle_layout(layout)  # before any bench is imported
     _active = LockstepSide(Channel(sock), name, only, layout)
     config.pluginmanager.register(_active, PLUGIN_NAME)
+
+
+class _Elsewhere(pytest.File):
+    """A test file named on the command line that another session of the A/B measures."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        return []
 
 
 def _message(report: pytest.TestReport) -> str:
@@ -154,19 +167,38 @@ class LockstepSide:
 
     # -- pytest hooks ------------------------------------------------------------
 
+    def _unlisted(self, path: Path, config: pytest.Config) -> bool:
+        """Whether ``path`` is a Python file outside this session's bench files."""
+        if self.files is None or path.suffix != ".py" or path.name == "conftest.py":
+            return False
+        if path.is_dir():
+            return False
+        try:
+            relative = path.resolve().relative_to(config.rootpath.resolve())
+        except ValueError:
+            return False
+        return relative.as_posix() not in self.files
+
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         """Collect only this session's bench files, so no other file's imports (and the
         frameworks they load) ever enter this process. Folders and conftest files are
         left to pytest."""
-        if self.files is None or collection_path.suffix != ".py":
-            return None
-        if collection_path.name == "conftest.py" or collection_path.is_dir():
-            return None
-        try:
-            relative = collection_path.resolve().relative_to(config.rootpath.resolve())
-        except ValueError:
-            return None
-        return True if relative.as_posix() not in self.files else None
+        return True if self._unlisted(collection_path, config) else None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> Generator[None, Any, Any]:
+        """The same for a file named on the command line, which pytest collects without
+        asking ``pytest_ignore_collect``: its module becomes a file of no tests, never
+        imported (dropping it, pytest would report the file not found)."""
+        found = yield
+        if not self._unlisted(file_path, parent.config):
+            return found
+        return [
+            _Elsewhere.from_parent(parent, path=file_path) if isinstance(n, pytest.Module) else n
+            for n in found
+        ]
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -199,6 +231,17 @@ class LockstepSide:
         self.channel.send("arrive", nodeid=item.nodeid, phase="setup")
         self._expect("go")
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, Any, Any]:
+        """pytest-benchmark's ``benchmark`` fixture, as the bench gets it: measuring in
+        lockstep (:func:`perfsuite.ab.side_benchmark.route`)."""
+        value = yield
+        if fixturedef.argname == FIXTURE_NAME and isinstance(request.node, pytest.Item):
+            route(self, value, request.node)
+        return value
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed or report.skipped or report.when == "call":
             self._send(
@@ -224,11 +267,19 @@ class LockstepSide:
         warmup_rounds: int,
         max_rounds: int | None,
         threshold: float,
+        teardown: Callable[..., Any] | None = None,
+        iterations: int | Calibration = 1,
     ) -> Any:
         """Warm up, then time blocks of rounds when the controller says so.
 
-        Returns the last round's result. The rounds go into pytest-benchmark's stats
-        once the controller says ``done``.
+        A round is ``iterations`` calls of ``target`` on the arguments of one ``setup``
+        call, and ``teardown`` gets those arguments after the round, untimed.
+        ``iterations`` may be a :data:`Calibration` instead, which chooses the count in
+        this side's warm-up turn, before the warm-up rounds. The controller gets each
+        round's seconds per call (over ``iterations``), so sides that chose different
+        counts compare alike. Returns the last call's result. The rounds go into
+        pytest-benchmark's stats (``iterations`` calls each) once the controller says
+        ``done``.
         """
 
         def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -239,22 +290,38 @@ class LockstepSide:
 
         result: Any = None
 
-        def timed() -> float:
+        def run(calls: int) -> float:
+            """One round of ``calls`` calls: its seconds."""
             nonlocal result
             args, kwargs = arguments()
-            start = time.perf_counter()
-            result = target(*args, **kwargs)
-            return time.perf_counter() - start
+            if calls == 1:
+                start = time.perf_counter()
+                result = target(*args, **kwargs)
+                seconds = time.perf_counter() - start
+            else:
+                loops = range(calls)
+                start = time.perf_counter()
+                for _ in loops:
+                    result = target(*args, **kwargs)
+                seconds = time.perf_counter() - start
+            if teardown is not None:
+                teardown(*args, **kwargs)
+            return seconds
 
-        # The warm-up rounds run alone, in this side's turn: the yardstick of each block's
-        # drain, and the state its first block starts from.
+        # The calibration and the warm-up rounds run alone, in this side's turn: the
+        # yardstick of each block's drain, and the state its first block starts from.
         self.channel.send("arrive", nodeid=nodeid, phase="warmup")
         self._expect("go")
+        calls = iterations(run) if callable(iterations) else iterations
+
+        def timed() -> float:
+            return run(calls) / calls
+
         reference = [timed() for _ in range(warmup_rounds)]
         self.channel.send(
             "ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold, warmup=reference
         )
-        seconds: list[float] = []
+        rounds: list[float] = []  # each round's seconds, all its calls
         while True:
             message = self._expect("block", "done", "skip")
             if message["type"] == "skip":
@@ -269,17 +336,18 @@ class LockstepSide:
                 if max_rounds is None:  # a pool's rounds are other processes' layouts
                     shuffle_layout(self.layout)
                 drained = drain(timed, least, yardstick)
-                block = [timed() for _ in range(int(message["rounds"]))]
+                block = [run(calls) for _ in range(int(message["rounds"]))]
             except BaseException as exc:
                 text = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 self._send("error", nodeid=nodeid, message=text)
                 raise
-            seconds.extend(block)
-            self.channel.send("block_done", nodeid=nodeid, seconds=block, drained=drained)
-        if seconds:
+            rounds.extend(block)
+            per_call = [seconds / calls for seconds in block]  # as the stats divide them
+            self.channel.send("block_done", nodeid=nodeid, seconds=per_call, drained=drained)
+        if rounds:
             # pytest-benchmark has no public call that records rounds timed elsewhere.
-            stats = benchmark._make_stats(1)
-            for value in seconds:
+            stats = benchmark._make_stats(calls)
+            for value in rounds:
                 stats.update(value)
         return result
 
