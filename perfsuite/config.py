@@ -274,3 +274,21 @@ def _fill(template: str, params: Mapping[str, Any], where: str, key: str) -> str
             f"{where}: perf({key}={template!r}) names a field that is not a parameter of this "
             f"bench ({exc}; parameters: {known})"
         ) from None
+
+
+def record_plain_marker(item: pytest.Item, extra_info: Any) -> None:
+    """A ``benchmark``-fixture bench's ``perf`` marker: its ``threshold`` and ``counters``
+    saved in ``extra_info`` (:mod:`perfsuite.verdict.runs` reads them), where
+    ``perf.measure`` did not record a result of its own."""
+    if not isinstance(extra_info, dict) or item.get_closest_marker("perf") is None:
+        return
+    from perfsuite.verdict.result import RESULT_KEY, is_draft
+    from perfsuite.verdict.runs import COUNTERS_KEY, THRESHOLD_KEY
+
+    if RESULT_KEY in extra_info and not is_draft(extra_info[RESULT_KEY]):
+        return
+    marker = PerfMarker.from_item(item)
+    if marker.threshold is not None:
+        extra_info[THRESHOLD_KEY] = marker.threshold
+    if marker.counters:
+        extra_info[COUNTERS_KEY] = list(marker.counters)

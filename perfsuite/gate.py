@@ -31,7 +31,6 @@ import contextlib
 import datetime as dt
 import os
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -187,7 +186,9 @@ class VerdictPlugin:
         record = getattr(fixture, "stats", None)
         if record is not None and getattr(record, "fullname", None):
             self._measured[record.fullname] = record
-            _plain_marker(item, getattr(fixture, "extra_info", None))
+            from perfsuite.config import record_plain_marker
+
+            record_plain_marker(item, getattr(fixture, "extra_info", None))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_benchmark_update_json(
@@ -241,56 +242,27 @@ class VerdictPlugin:
             shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
 
     def _confirm(self, comparison: RunComparison) -> RunComparison:
-        """Each time suspect of ``comparison`` decided by :mod:`perfsuite.suspects`: the
-        machine's move on unchanged code, else an A/B of the baseline's commit against
-        the working tree."""
+        """Each time suspect of ``comparison`` decided (:func:`perfsuite.suspects.confirm`)."""
         import tempfile
 
-        from perfsuite.suspects import (
-            Commit,
-            decide,
-            machine_move,
-            passed_options,
-            run_ab,
-            same_code,
-        )
+        from perfsuite.suspects import confirm, passed_options
 
-        suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
-        if not suspects:
-            return comparison
-        base = Commit.of(comparison.baseline.commit_info)
-        current = Commit.of(self._commit_info())
-        if same_code(base, current):
-            decided = {v.fullname: machine_move(base) for v in suspects}
-        else:
-            scratch = Path(tempfile.mkdtemp(prefix="perfsuite-gate-"))
-            self._confirmation_dir = scratch / "ab"
-            nodeids = [v.fullname for v in suspects]
-            self._say(
-                f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
-                f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
-            )
-            ab = run_ab(
-                base,
-                nodeids,
-                passed_options(list(self.config.invocation_params.args)),
-                self.config.rootpath,
-                self._confirmation_dir,
-                scratch / "ab.log",
-                self.settings.ab_args,
-            )
-            decided = {n: decide(n, ab) for n in nodeids}
-            if ab.status is not None:
-                tally: dict[str, int] = {}
-                for outcome in decided.values():
-                    tally[outcome.outcome] = tally.get(outcome.outcome, 0) + 1
-                counts = ", ".join(f"{n} {word}" for word, n in tally.items())
-                self.notes.append(
-                    f"perfsuite gate: confirmations took {ab.seconds:.0f} s "
-                    f"({len(nodeids)} suspect(s): {counts})"
-                )
-        verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
-        return replace(comparison, verdicts=verdicts)
+        def scratch() -> Path:
+            self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
+            return self._confirmation_dir
+
+        confirmed, note = confirm(
+            comparison,
+            self._commit_info(),
+            passed_options(list(self.config.invocation_params.args)),
+            self.config.rootpath,
+            scratch,
+            self.settings.ab_args,
+            self._say,
+        )
+        if note:
+            self.notes.append(note)
+        return confirmed
 
     def _commit_info(self) -> dict[str, Any]:
         """This run's commit, as pytest-benchmark saves it (asked now when not saved)."""
@@ -390,25 +362,6 @@ class VerdictPlugin:
                 f"perfsuite report: {len(self.report_files)} files in {self.settings.report}"
             )
         return lines
-
-
-def _plain_marker(item: pytest.Item, extra_info: Any) -> None:
-    """A ``benchmark``-fixture bench's ``perf`` marker: its ``threshold`` and ``counters``
-    saved in ``extra_info`` (:mod:`perfsuite.verdict.runs`), where ``perf.measure`` did
-    not record a result of its own."""
-    if not isinstance(extra_info, dict) or item.get_closest_marker("perf") is None:
-        return
-    from perfsuite.config import PerfMarker
-    from perfsuite.verdict.result import RESULT_KEY, is_draft
-    from perfsuite.verdict.runs import COUNTERS_KEY, THRESHOLD_KEY
-
-    if RESULT_KEY in extra_info and not is_draft(extra_info[RESULT_KEY]):
-        return
-    marker = PerfMarker.from_item(item)
-    if marker.threshold is not None:
-        extra_info[THRESHOLD_KEY] = marker.threshold
-    if marker.counters:
-        extra_info[COUNTERS_KEY] = list(marker.counters)
 
 
 def _bench_from_record(record: Any, index: int) -> Bench | None:

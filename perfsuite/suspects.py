@@ -27,12 +27,16 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Confirmed
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.compare import RunComparison
 
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
 #: perfsuite options a confirmation must not pass on to the A/B's sides
@@ -199,3 +203,42 @@ MACHINE_TEXT = "the machine's move: both runs are of commit {sha} on a clean tre
 
 def machine_move(commit: Commit) -> Confirmed:
     return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
+
+
+def confirm(
+    comparison: RunComparison,
+    commit_info: Mapping[str, Any],
+    options: Sequence[str],
+    cwd: Path,
+    scratch: Callable[[], Path],
+    ab_args: Sequence[str] = (),
+    say: Callable[[str], None] = print,
+) -> tuple[RunComparison, str | None]:
+    """``comparison`` with each time suspect decided (the module's steps), and a line
+    saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
+    ``scratch()`` gives the folder for the A/B's report (its log goes beside it)."""
+    suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
+    if not suspects:
+        return comparison, None
+    base = Commit.of(comparison.baseline.commit_info)
+    note = None
+    if same_code(base, Commit.of(commit_info)):
+        decided = {v.fullname: machine_move(base) for v in suspects}
+    else:
+        nodeids = [v.fullname for v in suspects]
+        say(
+            f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
+            f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
+        )
+        report = scratch()
+        ab = run_ab(base, nodeids, options, cwd, report, report.with_name("ab.log"), ab_args)
+        decided = {n: decide(n, ab) for n in nodeids}
+        if ab.status is not None:
+            tally = Counter(outcome.outcome for outcome in decided.values())
+            counts = ", ".join(f"{n} {word}" for word, n in tally.items())
+            note = (
+                f"perfsuite gate: confirmations took {ab.seconds:.0f} s "
+                f"({len(nodeids)} suspect(s): {counts})"
+            )
+    verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
+    return replace(comparison, verdicts=verdicts), note
