@@ -32,8 +32,7 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
         why = "--no-confirm" if confirmation is None else confirmation.skipped
         why = why or "perfsuite ab could not decide"
         return (
-            f"**UNCONFIRMED**: {len(screening.suspects)} suspect(s) could not be confirmed "
-            f"({why})"
+            f"**UNCONFIRMED**: {len(screening.suspects)} suspect(s) could not be confirmed ({why})"
         )
     if status != 0:
         return "**ERROR**: the suspects could not be confirmed (perfsuite ab failed)"
