@@ -73,9 +73,9 @@ def make_history(
 ) -> list[Path]:
     """Save ``nights`` derived runs into ``storage``; returns their paths, oldest first.
 
-    A +10% step under 5% noise is two noise sigmas: the detector finds it within one run
-    of its place in 64% of simulated series (see :mod:`perfsuite.verdict.changepoint`),
-    so the tests use a fixed seed (4) where it is found in both benches, both ways.
+    A +10% step under 5% noise is two noise sigmas, which no detector always places
+    within one run (``tools/history_power.py`` measures how often this one does), so the
+    tests use a fixed seed (4) where it is found at its place in both benches, both ways.
 
     ``step`` multiplies the timings of every bench (or those in ``only``) from night
     ``step_at`` on by ``1 + step``; ``counter_rise_at`` raises ``traces`` from 1 to 2.

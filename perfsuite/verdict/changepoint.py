@@ -2,54 +2,78 @@
 
 The series is one bench's median call time over the saved runs of one machine, oldest
 first. It is searched in log space, so a step is a relative change whatever the bench's
-scale, with PELT (``ruptures``, an exact search for the segmentation of least cost) and
-an L2 cost. The penalty per change point is BIC-like and scaled by the series' own
-noise::
+scale. The model: the log medians are a piecewise-constant level plus independent
+normal noise of one unknown scale (5% lognormal night-to-night noise is a scale of
+0.05). :func:`find_steps` takes four steps:
 
-    sigma = 1.4826 * MAD(first differences of the log medians) / sqrt(2)
-    penalty = PENALTY_FACTOR * sigma**2 * log(n)
+1. **Propose.** PELT (``ruptures``, the exact search for the segmentation of least
+   penalised cost) with an L2 cost and a BIC penalty per split,
+   ``PENALTY_FACTOR * sigma**2 * log(n)``, where ``sigma`` is the noise of the series
+   from the median absolute deviation of its first differences (:func:`robust_sigma`:
+   a step is one large difference, which the median ignores). The penalty is lenient
+   on purpose: it proposes every split the noise might allow, and step 2 decides.
+2. **Test.** Each split is tested as Apache Otava tests e-divisive's: a two-sided
+   Student t-test, pooled variance, between the segment before it and the segment
+   after it. It passes when its p-value is at most ``ALPHA / (n - 1)``: Bonferroni
+   over the ``n - 1`` places a step can start, so that a flat series of any length
+   raises a false single step with a probability of ``ALPHA`` at most. The
+   least significant failing split is removed (its two segments merge) and the rest
+   are tested again, until every split passes. A split that leaves one run alone
+   fails whatever its test (and goes first) unless that run is the newest: one run
+   before or between others is an outlier, not a level, while the newest run may be
+   the first of a new one.
+3. **Place.** Each split moves to the place within ``REFINE_RADIUS`` runs of it (and
+   leaving two runs or more on either side, or only the newest run after it) where
+   the t statistic between the two segments around it is largest, then step 2 runs
+   again; this repeats until no split moves.
+4. **Report.** Each split becomes a :class:`Step`: the relative change of the
+   geometric means of the segments either side, with a ``STEP_CONFIDENCE`` t interval
+   and the test's p-value. Steps smaller than ``min_change`` are left out.
 
-The first differences make ``sigma`` blind to the steps themselves (a step is one large
-difference, which the median absolute deviation ignores). Once a segmentation is found,
-the noise around each segment's median (segments of 3 points or more, again 1.4826 x
-MAD) can raise ``sigma``, and the search is repeated (``REFINE_PASSES``). Because
-``sigma`` is estimated from the series itself, the penalty is scaled by
-``(t(0.995, n - 2) / z(0.995))**2``: short series, whose ``sigma`` is least certain,
-need stronger evidence. ``sigma`` is floored at ``MIN_SIGMA`` so a series of identical
-medians does not turn rounding into steps.
+The noise scale of a test is the series' own: the pooled standard deviation of the
+log medians within the two segments it compares (``n_before + n_after - 2`` degrees of
+freedom). A pooled variance lets a segment of one run, such as a step at the newest
+run, be tested against the runs before it, which a Welch test cannot. It is floored
+at ``MIN_SIGMA`` so that a series of identical medians does not turn rounding into
+steps. A series of fewer than ``MIN_POINTS`` positive medians has no steps: the noise
+estimate of a shorter one has under ``MIN_POINTS - 2`` degrees of freedom, and one odd
+run would decide its test.
 
-On 300 simulated series each (lognormal noise of 5%, seeds 0-299), false steps were
-found in 6% of series of 8 points, 5% of 12, 1.3% of 20 and 1.3% of 30; a +10% step
-two thirds of the way in was found within one run of its place in 22%, 27%, 46% and
-64% of them: a step of two noise sigmas is at the edge of what a history of this
-length can show, which is why the nightly confirms by A/B instead of trusting it.
+Because every step returned passed its test at ``ALPHA / (n - 1) <= 1 -
+STEP_CONFIDENCE``, its interval excludes zero. ``tools/history_power.py`` measures how
+often a step is found, where, and how often a flat series raises one.
 
-Each change point found becomes a :class:`Step` between the segment before it and the
-segment after it: the relative change of their geometric means with a t interval
-(``STEP_CONFIDENCE``, standard error from the robust ``sigma``, ``n - 2`` degrees of
-freedom). A step whose interval includes zero is dropped: PELT found a cheaper fit, but
-not one the noise rules out.
-
-``ruptures`` and ``scipy`` are imported only when a series is searched.
+``ruptures``, ``numpy`` and ``scipy`` are imported only when a series is searched.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
-#: penalty per change point, in units of sigma**2 * log(n) (2 is the classic BIC)
-PENALTY_FACTOR = 4.0
-#: floor under the robust noise estimate, in log units (0.2%)
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Logs = npt.NDArray[np.float64]
+
+#: penalty per proposed split, in units of sigma**2 * log(n) (2 is the BIC)
+PENALTY_FACTOR = 2.0
+#: bound on a flat series' false single step, Bonferroni-split over its n - 1 places
+ALPHA = 0.025
+#: floor under the noise estimate, in log units (0.2%)
 MIN_SIGMA = 0.002
 #: confidence level of the interval around a step's size
 STEP_CONFIDENCE = 0.99
-#: re-estimations of sigma from the residuals of the segmentation found
-REFINE_PASSES = 2
+#: how far (in runs) a kept split may move to where its t statistic is largest
+REFINE_RADIUS = 2
 #: the fewest points a series needs before change points are searched
-MIN_POINTS = 4
+MIN_POINTS = 8
 
 
 @dataclass(frozen=True)
@@ -57,7 +81,8 @@ class Step:
     """A change of level starting at ``index`` (the first point of the new segment).
 
     ``change`` is ``exp(mean(log after) - mean(log before)) - 1``, with ``ci`` its
-    interval; ``n_before`` and ``n_after`` count the points of the two segments.
+    interval and ``p_value`` the two-sided p-value of the t-test between the two
+    segments; ``n_before`` and ``n_after`` count their points.
     """
 
     index: int
@@ -65,6 +90,7 @@ class Step:
     ci: tuple[float, float]
     n_before: int
     n_after: int
+    p_value: float
 
     @property
     def up(self) -> bool:
@@ -76,10 +102,39 @@ class Step:
         return self.ci[1] < 0
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+@dataclass(frozen=True)
+class _Test:
+    """The pooled t-test between ``logs[start:cut]`` and ``logs[cut:end]``."""
+
+    diff: float  # mean after - mean before, in log units
+    se: float
+    dof: int
+
+    @property
+    def t(self) -> float:
+        return self.diff / self.se
+
+
+def _test(logs: Logs, start: int, cut: int, end: int) -> _Test:
+    before, after = logs[start:cut], logs[cut:end]
+    n1, n2 = len(before), len(after)
+    dof = n1 + n2 - 2
+    squares = float(((before - before.mean()) ** 2).sum() + ((after - after.mean()) ** 2).sum())
+    sigma = max(math.sqrt(squares / dof) if dof > 0 else 0.0, MIN_SIGMA)
+    diff = float(after.mean() - before.mean())
+    return _Test(diff=diff, se=sigma * math.sqrt(1 / n1 + 1 / n2), dof=dof)
+
+
+@lru_cache(maxsize=256)
+def _critical_t(level: float, dof: int) -> float:
+    """The two-sided critical value of Student's t at ``level`` with ``dof`` degrees."""
+    from scipy.stats import t as student_t
+
+    return float(student_t.isf(level / 2, dof))
+
+
+def _passes(test: _Test, level: float) -> bool:
+    return test.dof >= 1 and abs(test.t) > _critical_t(level, test.dof)
 
 
 def robust_sigma(logs: Sequence[float]) -> float:
@@ -93,84 +148,93 @@ def robust_sigma(logs: Sequence[float]) -> float:
     diffs = [b - a for a, b in itertools.pairwise(logs)]
     if not diffs:
         return 0.0
-    center = _median(diffs)
-    mad = _median([abs(d - center) for d in diffs])
-    return 1.4826 * mad / math.sqrt(2)
+    center = statistics.median(diffs)
+    return 1.4826 * statistics.median(abs(d - center) for d in diffs) / math.sqrt(2)
 
 
-def residual_sigma(logs: Sequence[float], cuts: Sequence[int]) -> float:
-    """Noise of a log series around the medians of the segments ``cuts`` delimit."""
-    bounds = [0, *cuts, len(logs)]
-    residuals: list[float] = []
-    for start, end in itertools.pairwise(bounds):
-        if end - start < 3:
-            continue  # the median of one or two points fits them too well
-        center = _median(logs[start:end])
-        residuals.extend(abs(v - center) for v in logs[start:end])
-    return 1.4826 * _median(residuals) if residuals else 0.0
-
-
-def penalty(n: int, sigma: float) -> float:
-    """The cost of one more change point in a series of ``n`` points with noise ``sigma``."""
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
-    inflation = float(student_t.ppf(0.995, max(n - 2, 1)) / norm.ppf(0.995)) ** 2
-    return PENALTY_FACTOR * max(sigma, MIN_SIGMA) ** 2 * math.log(max(n, 2)) * inflation
-
-
-def breakpoints(logs: Sequence[float], sigma: float) -> list[int]:
-    """Indices where PELT starts a new segment (never 0, never ``len(logs)``)."""
-    if len(logs) < 2:
-        return []
-    import numpy as np
+def propose(logs: Logs) -> list[int]:
+    """The splits PELT (``ruptures``) finds under a BIC penalty scaled by the noise (step 1)."""
     import ruptures
 
-    signal = np.asarray(logs, dtype=float).reshape(-1, 1)
-    search = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(signal)
-    ends: list[int] = search.predict(pen=penalty(len(logs), sigma))
-    return [int(e) for e in ends if 0 < e < len(logs)]
+    n = len(logs)
+    sigma = max(robust_sigma([float(v) for v in logs]), MIN_SIGMA)
+    search = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(logs.reshape(-1, 1))
+    ends: list[int] = search.predict(pen=PENALTY_FACTOR * sigma**2 * math.log(n))
+    return [int(e) for e in ends if 0 < e < n]
 
 
-def step_between(before: Sequence[float], after: Sequence[float], sigma: float, index: int) -> Step:
-    """The size of the step from segment ``before`` to segment ``after`` (log values)."""
+def prune(logs: Logs, cuts: Sequence[int], level: float) -> list[int]:
+    """Drop the least significant failing split until every split passes (step 2)."""
+    kept = list(cuts)
+    while kept:
+        bounds = [0, *kept, len(logs)]
+        failing = []
+        for i in range(1, len(bounds) - 1):
+            start, cut, end = bounds[i - 1], bounds[i], bounds[i + 1]
+            alone = cut - start == 1 or (end - cut == 1 and end != len(logs))
+            test = _test(logs, start, cut, end)
+            if alone or not _passes(test, level):
+                failing.append((not alone, abs(test.t), i - 1))
+        if not failing:
+            break
+        del kept[min(failing)[2]]
+    return kept
+
+
+def place(logs: Logs, cuts: Sequence[int], level: float) -> list[int]:
+    """Move each split to its likeliest place nearby and test again, until none moves."""
+    n = len(logs)
+    kept = list(cuts)
+    for _ in range(n):
+        bounds = [0, *kept, n]
+        for i in range(1, len(bounds) - 1):
+            start, cut, end = bounds[i - 1], bounds[i], bounds[i + 1]
+            low = min(cut, max(start + 2, cut - REFINE_RADIUS))
+            high = max(cut, min(end - (1 if end == n else 2), cut + REFINE_RADIUS))
+            bounds[i] = max(
+                range(low, high + 1),
+                key=lambda at: (abs(_test(logs, start, at, end).t), -at),
+            )
+        moved = prune(logs, bounds[1:-1], level)
+        if moved == kept:
+            break
+        kept = moved
+    return kept
+
+
+def step_between(logs: Logs, start: int, cut: int, end: int) -> Step:
+    """The step at ``cut`` between ``logs[start:cut]`` and ``logs[cut:end]``."""
     from scipy.stats import t as student_t
 
-    n1, n2 = len(before), len(after)
-    diff = sum(after) / n2 - sum(before) / n1
-    se = max(sigma, MIN_SIGMA) * math.sqrt(1 / n1 + 1 / n2)
-    dof = max(n1 + n2 - 2, 1)
-    half = float(student_t.ppf(0.5 + STEP_CONFIDENCE / 2, dof)) * se
+    test = _test(logs, start, cut, end)
+    dof = max(test.dof, 1)
+    half = float(student_t.ppf(0.5 + STEP_CONFIDENCE / 2, dof)) * test.se
     return Step(
-        index=index,
-        change=math.exp(diff) - 1,
-        ci=(math.exp(diff - half) - 1, math.exp(diff + half) - 1),
-        n_before=n1,
-        n_after=n2,
+        index=cut,
+        change=math.exp(test.diff) - 1,
+        ci=(math.exp(test.diff - half) - 1, math.exp(test.diff + half) - 1),
+        n_before=cut - start,
+        n_after=end - cut,
+        p_value=float(2 * student_t.sf(abs(test.t), dof)),
     )
 
 
-def find_steps(values: Sequence[float]) -> list[Step]:
-    """The steps of a positive series (medians), oldest first; noise-sized ones dropped.
+def find_steps(values: Sequence[float], min_change: float = 0.0) -> list[Step]:
+    """The steps of a positive series (medians), oldest first, of at least ``min_change``.
 
     >>> [s.index for s in find_steps([1.0, 1.01, 0.99, 1.0, 1.5, 1.49, 1.51, 1.5])]
     [4]
     """
-    if len(values) < MIN_POINTS or any(v <= 0 for v in values):
+    if len(values) < MIN_POINTS or not all(v > 0 and math.isfinite(v) for v in values):
         return []
-    logs = [math.log(v) for v in values]
-    sigma = robust_sigma(logs)
-    cuts = breakpoints(logs, sigma)
-    for _ in range(REFINE_PASSES):
-        sigma = max(sigma, residual_sigma(logs, cuts))
-        refined = breakpoints(logs, sigma)
-        if refined == cuts:
-            break
-        cuts = refined
+    import numpy as np
+
+    logs = np.log(np.asarray(values, dtype=np.float64))
+    level = ALPHA / (len(logs) - 1)
+    cuts = place(logs, prune(logs, propose(logs), level), level)
     bounds = [0, *cuts, len(logs)]
-    steps = []
-    for i, cut in enumerate(cuts, start=1):
-        step = step_between(logs[bounds[i - 1] : cut], logs[cut : bounds[i + 1]], sigma, cut)
-        if step.up or step.down:
-            steps.append(step)
-    return steps
+    steps = [
+        step_between(logs, bounds[i - 1], bounds[i], bounds[i + 1])
+        for i in range(1, len(bounds) - 1)
+    ]
+    return [s for s in steps if abs(s.change) >= min_change]

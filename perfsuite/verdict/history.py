@@ -4,12 +4,12 @@
 its median call time and items/s in every run comparable with the newest one (the same
 machine and stack, the same ``scale`` and ``dataset_hash``), each point with the run's
 commit and date. :func:`steps_of` finds its steps: change points of the medians
-(:mod:`perfsuite.verdict.changepoint`) and, exactly, every rise of an exact counter
-between consecutive points.
+(:mod:`perfsuite.verdict.changepoint`) at least as large as the bench's threshold (the
+one its newest run recorded, from a ``perf`` marker or ini, else the default) and,
+exactly, every rise of an exact counter between consecutive points.
 
-A step is a **regression** when the bench got slower by more than its threshold (the
-one its newest run recorded, from a ``perf`` marker or ini, else the default) and the
-step's interval excludes zero, or when an exact counter rose. It **fails** ``perfsuite
+A step is a **regression** when the bench got slower by more than its threshold, or
+when an exact counter rose. It **fails** ``perfsuite
 history`` when it starts at a run saved after the last run the user accepted
 (``perfsuite history --accept RUN``, kept per machine in ``perfsuite-accepted.json`` at
 the storage root); with nothing accepted, every regression step fails.
@@ -177,10 +177,10 @@ def bench_histories(
 
 
 def steps_of(series: Series) -> list[HistoryStep]:
-    """The series' time steps (change points) and counter rises, oldest first."""
+    """The series' time steps of at least its threshold and counter rises, oldest first."""
     points = series.points
     steps = []
-    for step in find_steps(series.medians):
+    for step in find_steps(series.medians, min_change=series.threshold):
         slower = step.up and step.change > series.threshold
         steps.append(
             HistoryStep(
