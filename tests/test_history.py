@@ -142,8 +142,10 @@ def test_k_selects_benches_and_series_prints_every_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_history(tmp_path, nights=6, step_at=None)
-    assert history(tmp_path, "-k", "small and not large", "--series") == 0
+    # 6 runs: too few for a step search, so nothing is judged (exit 3), and it says so
+    assert history(tmp_path, "-k", "small and not large", "--series") == 3
     out = capsys.readouterr().out
+    assert "NOTHING JUDGED: no bench has the 8 comparable runs a step search needs" in out
     assert "sum/n1000: 6 runs" in out
     assert "n4000" not in out
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")] == [

@@ -3,7 +3,8 @@
 ``perfsuite history [--storage URI] [-k EXPR] [--accept RUN]`` prints, per bench, its
 median time and items/s in every saved run of this machine with the run's commit and
 date, and its newest step. Exit status: 0 no failing step, 1 a regression step starts
-after the last accepted run (see :mod:`perfsuite.verdict.history`), 2 bad input.
+after the last accepted run (see :mod:`perfsuite.verdict.history`), 2 bad input, 3 no
+bench has enough runs for a step search.
 ``--accept RUN`` (a run id or a commit) records that run as accepted and exits 0.
 
 ``perfsuite nightly [--storage URI] [--report DIR] [--no-confirm] [-- PYTEST_ARGS]``
@@ -80,7 +81,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description="Per bench, the medians (and items/s) over the saved runs of this "
         "machine with commits and dates, and its newest step with its size and commit "
         "range. Exit status: 0 no failing step, 1 a regression step starts after the last "
-        "accepted run, 2 bad input.",
+        "accepted run, 2 bad input, 3 no bench has enough runs for a step search.",
     )
     _storage_options(history)
     history.add_argument("-k", dest="keyword", metavar="EXPR", help="only benches matching EXPR")
@@ -135,6 +136,7 @@ def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
 
 
 def run_history(args: argparse.Namespace) -> int:
+    from perfsuite.verdict.changepoint import MIN_POINTS
     from perfsuite.verdict.history import (
         accept,
         accepted_position,
@@ -157,10 +159,12 @@ def run_history(args: argparse.Namespace) -> int:
     accepted = accepted_position(runs, record)
     failing_total = 0
     shown = 0
+    searched = 0  # series long enough for a step search
     for series in bench_histories(runs):
         if not matches(series.fullname) and not matches(series.label):
             continue
         shown += 1
+        searched += len(series.points) >= MIN_POINTS
         steps = steps_of(series)
         failing = failing_steps(steps, accepted)
         failing_total += len(failing)
@@ -190,7 +194,13 @@ def run_history(args: argparse.Namespace) -> int:
             f"({note}); accept a known change with perfsuite history --accept RUN"
         )
         return EXIT_REGRESSION
-    print(f"perfsuite history: no regression step to judge ({note})")
+    if searched == 0:
+        print(
+            f"perfsuite history: NOTHING JUDGED: no bench has the {MIN_POINTS} comparable "
+            f"runs a step search needs ({note}); save more runs"
+        )
+        return EXIT_NOT_JUDGED
+    print(f"perfsuite history: no regression step in {searched} bench(es) ({note})")
     return EXIT_OK
 
 
