@@ -12,7 +12,8 @@ comma  := ,
 # one stamp per set of extras, so `make setup EXTRAS=all,dev,cuda` installs them after any earlier make
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: bench smoke test tests lint typecheck actionlint setup clean-venv pytest-benchmark-suite
+.PHONY: bench smoke test tests lint typecheck actionlint docs setup clean-venv pytest-benchmark-suite \
+	setup-lowest test-lowest
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 setup: $(STAMP)
 
 bench: $(STAMP)
-	$(BIN)/pytest benches --perf-scale=$(SCALE) --benchmark-autosave --benchmark-compare \
+	$(BIN)/pytest benches --perf-scale=$(SCALE) --benchmark-autosave --benchmark-save-data --benchmark-compare \
 		--perf-report=reports/latest $(PYTEST_ARGS)
 
 smoke: $(STAMP)
@@ -39,11 +40,16 @@ typecheck: $(STAMP)
 actionlint: $(STAMP)
 	$(BIN)/actionlint .github/workflows/*.yml
 
+# The documentation site into site/ (open site/index.html); --strict fails on a broken link
+# or a page left out of the nav.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 tests: $(STAMP)
 	$(BIN)/pytest tests $(PYTEST_ARGS)
 
 # Lint, types, workflows, the plugin's tests and every bench at smoke scale, in one pytest run.
-test: lint typecheck actionlint
+test: lint typecheck actionlint docs
 	$(BIN)/pytest tests benches --perf-scale=smoke $(PYTEST_ARGS)
 
 # pytest-benchmark's own test suite in two venvs (without, with perfsuite), in
@@ -51,6 +57,25 @@ test: lint typecheck actionlint
 # Slow (two venvs, the suite twice): not part of `make test`.
 pytest-benchmark-suite: $(STAMP)
 	$(BIN)/python tools/pytest_benchmark_suite.py
+
+# The tests and smoke benches at the lowest supported versions (constraints-lowest.txt:
+# the floors pyproject.toml declares), in their own venv; CI runs it on Python 3.10.
+# LOWEST_EXTRAS=gpu leaves TensorFlow, torch and DALI out (their tests skip, saying so).
+LOWEST_VENV   ?= .venv-lowest
+LOWEST_EXTRAS ?= tf,torch,dali,gpu
+LOWEST_STAMP  := $(LOWEST_VENV)/.installed-$(subst $(comma),-,$(LOWEST_EXTRAS))
+
+$(LOWEST_STAMP): pyproject.toml constraints-lowest.txt
+	@test -x $(LOWEST_VENV)/bin/python || $(PYTHON) -m venv $(LOWEST_VENV)
+	@echo '*' > $(LOWEST_VENV)/.gitignore
+	$(LOWEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOWEST_VENV)/bin/python -m pip install --quiet -c constraints-lowest.txt -e '.[$(LOWEST_EXTRAS)]'
+	@touch $@
+
+setup-lowest: $(LOWEST_STAMP)
+
+test-lowest: $(LOWEST_STAMP)
+	$(LOWEST_VENV)/bin/pytest tests benches --perf-scale=smoke $(PYTEST_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

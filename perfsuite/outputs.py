@@ -7,8 +7,9 @@ naming the path and the option that chose it:
 
 * ``--benchmark-storage`` (file storages only) and its machine folder, when
   ``--benchmark-save``/``--benchmark-autosave`` will write into it;
-* ``--benchmark-json``: its folder must exist and take a new file (a path; an already
-  open file, as pytest-benchmark 5.2.3 passes it, is writable by construction);
+* ``--benchmark-json``: its folder must exist and take a new file (where it is a path,
+  as pytest-benchmark 5.3 gives it; 5.1 and 5.2 open the file while parsing the command
+  line, so an unwritable place is already their usage error);
 * ``--perf-report``: a folder holding nothing but an earlier report (it is replaced as
   a unit), or a place where one can be created;
 * ``--perf-data-dir`` (or the ``perf_data_dir`` ini key), where it is given: a folder,
@@ -96,8 +97,8 @@ def _storage_folder(option: str) -> Path | None:
 def _json_path(value: object) -> Path | None:
     """The path ``--benchmark-json`` will write, or ``None`` when there is nothing to check.
 
-    pytest-benchmark 5.1 hands over the path as a string; 5.2.3 opens it at parse time
-    (``argparse.FileType('wb')``) and hands over the open file, which proves the place
+    pytest-benchmark 5.3 hands over a path. 5.1 and 5.2 open the file while parsing
+    (``argparse.FileType('wb')``) and hand over the open file, which proves the place
     writable already: there is nothing left to check before the run.
     """
     if not value or not isinstance(value, str | os.PathLike):

@@ -1,4 +1,4 @@
-"""GPU detection and the GPU skip path: --perf-device, the gpu marker and fixture, without a GPU."""
+"""GPU detection and the GPU skip path: --perf-device, the gpu marker and fixture, GPU or none."""
 
 from __future__ import annotations
 
@@ -131,8 +131,11 @@ def test_gpu_info_facts() -> None:
     }
 
 
+#: detect_gpu in a fresh process, with the device nodes it is given and no NVML library
+#: (which would find a real GPU without looking at device nodes)
 DETECT = """
 import json, sys
+sys.modules["pynvml"] = None
 from perfsuite.bench.gpu import detect_gpu
 info = detect_gpu(sys.argv[1:])
 print(json.dumps([info.count, info.reason, "torch" in sys.modules, "tensorflow" in sys.modules]))
@@ -141,6 +144,8 @@ print(json.dumps([info.count, info.reason, "torch" in sys.modules, "tensorflow" 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="device nodes are Linux's")
 def test_no_gpu_device_node_answers_without_importing_a_framework(tmp_path: Path) -> None:
+    """Device nodes faked in ``tmp_path``: the answer holds on a machine with a GPU too."""
+
     def detect(*nodes: str) -> list[object]:
         out = subprocess.run(
             [sys.executable, "-c", DETECT, *nodes], capture_output=True, text=True, check=True
@@ -161,10 +166,9 @@ def test_no_gpu_device_node_answers_without_importing_a_framework(tmp_path: Path
         assert "found (none of" not in str(reason)
 
 
-@pytest.mark.skipif(
-    "torch" in sys.modules or "tensorflow" in sys.modules,
-    reason="a framework is loaded in this process, so sync() can reach it",
-)
-def test_sync_without_a_framework_says_what_to_install() -> None:
+def test_sync_without_a_framework_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither framework loaded (whatever this process has imported): sync() cannot work."""
+    for name in ("torch", "tensorflow"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(RuntimeError, match=r"pip install 'perfsuite\[torch\]'"):
         GPU(NO_GPU).sync()

@@ -34,6 +34,7 @@ FLAGS = {
     "--perf-rounds",
     "--perf-threshold",
     "--perf-gate",
+    "--perf-ab-args",
     "--perf-allow-machine-mismatch",
     "--perf-report",
     "--perf-tfdata-service",
@@ -173,6 +174,12 @@ def _good_values(root: Path) -> list[tuple[str, str, str, Any]]:
         ("--perf-recipes", str(root / "recipes"), "recipes", root / "recipes"),
         ("--perf-report", "out", "report", root / "out"),
         ("--perf-gate", "true", "gate", True),
+        (
+            "--perf-ab-args",
+            "--max-pairs 40 --max-seconds 30",
+            "ab_args",
+            ("--max-pairs", "40", "--max-seconds", "30"),
+        ),
         ("--perf-allow-machine-mismatch", "true", "allow_machine_mismatch", True),
     ]
 
@@ -192,7 +199,7 @@ def test_defaults(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     assert cfg.tfdata_service is None
 
 
-@pytest.mark.parametrize("index", range(11))
+@pytest.mark.parametrize("index", range(len(FLAGS)))
 def test_each_option_on_the_command_line(pytester: pytest.Pytester, index: int) -> None:
     flag, value, field, expected = _good_values(pytester.path)[index]
     args = [flag] if field in {"gate", "allow_machine_mismatch"} else [f"{flag}={value}"]
@@ -200,7 +207,7 @@ def test_each_option_on_the_command_line(pytester: pytest.Pytester, index: int) 
     assert getattr(cfg, field) == expected
 
 
-@pytest.mark.parametrize("index", range(11))
+@pytest.mark.parametrize("index", range(len(FLAGS)))
 def test_each_option_as_an_ini_key(pytester: pytest.Pytester, index: int) -> None:
     flag, value, field, expected = _good_values(pytester.path)[index]
     pytester.makeini(f"[pytest]\n{flag.removeprefix('--').replace('-', '_')} = {value}\n")

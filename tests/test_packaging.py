@@ -32,8 +32,11 @@ def project() -> dict[str, Any]:
     return data
 
 
-def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, cwd: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=cwd,
@@ -112,6 +115,32 @@ def test_framework_versions_are_pinned_in_one_place() -> None:
         assert re.fullmatch(r"\d+(\.\d+)+", pins.get(name, "")), name
 
 
+def test_lowest_constraints_pin_every_declared_floor(project: dict[str, Any]) -> None:
+    """constraints-lowest.txt pins each package pyproject.toml names, within its range."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins: dict[str, Requirement] = {}
+    for line in (REPO / "constraints-lowest.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            pin = Requirement(line)
+            pins[canonicalize_name(pin.name)] = pin
+    extras = project["project"]["optional-dependencies"]
+    declared = [
+        Requirement(text)
+        for text in project["project"]["dependencies"]
+        + [req for extra in ("tf", "torch", "dali", "gpu") for req in extras[extra]]
+    ]
+    for requirement in declared:
+        found = pins.get(canonicalize_name(requirement.name))
+        assert found is not None, f"constraints-lowest.txt does not pin {requirement.name}"
+        (exact,) = found.specifier
+        assert exact.operator == "==", found
+        assert requirement.specifier.contains(exact.version), (requirement, found)
+        assert str(found.marker) == str(requirement.marker), (requirement, found)
+
+
 def test_two_command_setup() -> None:
     makefile = (REPO / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z][\w-]*):", makefile, flags=re.MULTILINE))
@@ -135,18 +164,24 @@ def test_import_is_cheap(tmp_path: Path) -> None:
 
 
 def test_help_is_cheap_and_lists_the_group(tmp_path: Path) -> None:
-    """``pytest --help`` loads the plugin through its entry point and stays light."""
+    """``pytest --help`` with perfsuite and pytest-benchmark lists the group and stays light.
+
+    They are the only plugins loaded: another installed plugin may import numpy or a
+    framework itself, and that is no cost of perfsuite's.
+    """
+    plugins = ["-p", "pytest_benchmark.plugin", "-p", "perfsuite.plugin"]
     result = run_python(
         f"""
         import contextlib, io, json, sys
         import pytest
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            code = pytest.main(["--help", "-p", "no:cacheprovider"])
+            code = pytest.main(["--help", "-p", "no:cacheprovider", *{plugins!r}])
         print(json.dumps({{"code": int(code), "help": out.getvalue(),
                            "heavy": sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)}}))
     """,
         tmp_path,
+        {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.splitlines()[-1])
@@ -171,11 +206,30 @@ def test_help_without_the_plugin(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_wheel_ships_the_builtin_recipes(tmp_path: Path) -> None:
-    """A non-editable install finds imagenet-like & co. as perfsuite.recipe_files."""
+def build_backend_installed(project: dict[str, Any]) -> bool:
+    """Whether this environment holds what ``[build-system] requires``, at those versions."""
+    from packaging.requirements import Requirement
+
+    for requirement in map(Requirement, project["build-system"]["requires"]):
+        try:
+            version = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            return False
+        if not requirement.specifier.contains(version, prereleases=True):
+            return False
+    return True
+
+
+def test_wheel_ships_the_builtin_recipes(tmp_path: Path, project: dict[str, Any]) -> None:
+    """A non-editable install finds imagenet-like & co. as perfsuite.recipe_files.
+
+    Built with this environment's setuptools where it meets ``[build-system] requires``
+    (no download), else in pip's isolated build environment.
+    """
     import zipfile
 
     root = Path(__file__).resolve().parent.parent
+    isolation = ["--no-build-isolation"] if build_backend_installed(project) else []
     subprocess.run(
         [
             sys.executable,
@@ -183,7 +237,7 @@ def test_wheel_ships_the_builtin_recipes(tmp_path: Path) -> None:
             "pip",
             "wheel",
             "-q",
-            "--no-build-isolation",
+            *isolation,
             "--no-deps",
             "-w",
             str(tmp_path),

@@ -18,9 +18,13 @@ pytest-benchmark's own tests:
    differs, and exits 1 if perfsuite changes any outcome (0 otherwise, 2 on a setup
    failure).
 
+Both venvs get the installed pytest, except where that pytest-benchmark cannot run on
+it: before 5.3.1 it reads ``Node._nodeid``, which pytest 9.2 removed, so it gets the
+newest pytest before 9.2 (``--pytest`` chooses another).
+
 Usage::
 
-    python tools/pytest_benchmark_suite.py [--cache DIR] [--version X] [--fresh]
+    python tools/pytest_benchmark_suite.py [--cache DIR] [--version X] [--pytest Y] [--fresh]
     make pytest-benchmark-suite
 """
 
@@ -44,6 +48,8 @@ TOX_DEPS = ("pygal==3.1.3", "pygaljs==1.0.2", "setuptools>=80")
 #: its ``[dependency-groups] dev`` (tox's ``dependency_groups = dev``)
 DEV_GROUP = ("freezegun>=1.5.5", "nbmake>=1.5.5")
 EXTRAS = "aspect,elasticsearch,histogram"
+#: the newest pytest with ``Node._nodeid``, which pytest-benchmark before 5.3.1 reads
+LAST_PYTEST_WITH_NODEID = "9.1.1"
 
 
 class SetupError(Exception):
@@ -53,6 +59,15 @@ class SetupError(Exception):
 def default_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "perfsuite" / "pytest-benchmark-suite"
+
+
+def pytest_for(benchmark_version: str, installed: str) -> str:
+    """The pytest to run pytest-benchmark ``benchmark_version``'s suite on."""
+    from packaging.version import Version
+
+    if Version(benchmark_version) < Version("5.3.1") and Version(installed) >= Version("9.2"):
+        return LAST_PYTEST_WITH_NODEID
+    return installed
 
 
 def run(cmd: list[str], **kwargs: object) -> None:
@@ -170,19 +185,22 @@ def main(argv: list[str] | None = None) -> int:
         default=importlib.metadata.version("pytest-benchmark"),
         help="pytest-benchmark version (default: the installed one)",
     )
+    parser.add_argument(
+        "--pytest", help="pytest version (default: the installed one, where it can run the suite)"
+    )
     parser.add_argument("--fresh", action="store_true", help="rebuild both venvs")
     args = parser.parse_args(argv)
     cache: Path = args.cache.expanduser().resolve()
     if cache.is_relative_to(CHECKOUT):
         print(f"--cache {cache}: must be outside the checkout {CHECKOUT}", file=sys.stderr)
         return 2
-    pytest_version = importlib.metadata.version("pytest")
+    pytest_version = args.pytest or pytest_for(args.version, importlib.metadata.version("pytest"))
     try:
         cache.mkdir(parents=True, exist_ok=True)
         source = fetch_sdist(args.version, cache)
         results: dict[str, dict[str, str]] = {}
         for label, with_perfsuite in (("clean", False), ("perfsuite", True)):
-            where = cache / f"venv-{args.version}-{label}"
+            where = cache / f"venv-{args.version}-pytest{pytest_version}-{label}"
             report = cache / f"junit-{args.version}-pytest{pytest_version}-{label}.xml"
             if args.fresh:
                 shutil.rmtree(where, ignore_errors=True)
