@@ -124,8 +124,19 @@ def run(root: Path, args: list[str], ab_cache: Path) -> dict[str, Any]:
     code, seconds, lines = user_suite.run_pytest(root, args, env)
     return {
         "code": code, "seconds": seconds, **user_suite.parse_gate_output(lines),
-        "tail": lines[-25:],
+        "tail": lines[-25:], "verdict": verdict_section(lines),
     }  # fmt: skip
+
+
+def verdict_section(lines: list[str]) -> list[str]:
+    """The run's "perfsuite verdict" section, as printed."""
+    start = next((i for i, line in enumerate(lines) if " perfsuite verdict " in line), None)
+    if start is None:
+        return []
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith("=====")), len(lines)
+    )
+    return lines[start:end]
 
 
 def label_of(storage: Path, nodeid: str) -> str | None:
