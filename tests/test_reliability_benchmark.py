@@ -92,6 +92,13 @@ def _a_file(pytester: pytest.Pytester) -> Path:
     return path
 
 
+def _opens_json_while_parsing() -> bool:
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in version("pytest-benchmark").split(".")[:2])
+    return (major, minor) < (5, 3)
+
+
 @pytest.mark.parametrize(
     ("option", "where", "why"),
     [
@@ -106,13 +113,6 @@ def _a_file(pytester: pytest.Pytester) -> Path:
         ("--perf-data-dir", "{file}", "is a file, not a folder"),
     ],
 )
-def _opens_json_while_parsing() -> bool:
-    from importlib.metadata import version
-
-    major, minor = (int(part) for part in version("pytest-benchmark").split(".")[:2])
-    return (major, minor) < (5, 3)
-
-
 def test_an_unwritable_output_is_a_usage_error_before_any_bench(
     bench: pytest.Pytester, option: str, where: str, why: str
 ) -> None:
