@@ -108,7 +108,9 @@ def test_idle_side_is_frozen_during_the_other_sides_rounds(tmp_path: Path, idle:
     log, report = tmp_path / "rounds.jsonl", tmp_path / "report"
     args = [*SMALL, "--confirm", "0", "--threshold", "0.5", "--idle", idle]
     result = repo.ab(base, *args, "--report", str(report), *SIDE_ARGS, log=log)
-    assert result.code == 0, result.out + result.err
+    # what is tested is where the idle side's ticks fall, not the verdict: a ticker's few
+    # pairs may leave it inconclusive (3, nothing judged); a fault would be 2
+    assert result.code in (0, 3), result.out + result.err
     pairs = json.loads((report / "pairs.json").read_text())
     assert [p["nodeid"] for p in pairs] == ["benches/bench_work.py::test_ticker"]
     inside = _ticks_inside_other_rounds(log, pairs)
