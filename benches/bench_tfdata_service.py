@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from perfsuite.bench.measure import Perf
-from perfsuite.config import PerfConfig
+from perfsuite.config import PerfConfig, perf_config
 from perfsuite.data.datasets import ImageDataset
 from perfsuite.harness.consumer import BoundedConsumer
 from perfsuite.harness.tfcluster import (
@@ -17,7 +17,6 @@ from perfsuite.harness.tfcluster import (
     ServiceUnavailable,
     local_worker_counts,
 )
-from perfsuite.plugin import perf_config
 
 pytest.importorskip("tensorflow", reason="needs TensorFlow: pip install 'perfsuite[tf]'")
 

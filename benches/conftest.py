@@ -45,7 +45,8 @@ def compile_caches(
     """On a GPU, this session's own inductor, Triton and CUDA JIT caches; elsewhere the
     shared ones (every bench warms what it uses before timing)."""
     from perfsuite.bench.caches import fresh_caches, keep_apart
-    from perfsuite.plugin import perf_config, session_gpu
+    from perfsuite.config import perf_config
+    from perfsuite.plugin import session_gpu
 
     if not keep_apart(perf_config(pytestconfig).device, lambda: session_gpu(pytestconfig).count):
         yield
@@ -59,6 +60,6 @@ def torch_device(request: pytest.FixtureRequest, pytestconfig: pytest.Config) ->
     """The ``torch.device`` of a bench parametrized with ``ON_CPU_AND_GPU``: the CPU, or
     the session's GPU (see :mod:`perfsuite.bench.devices`)."""
     from perfsuite.bench.devices import torch_device_for
-    from perfsuite.plugin import perf_config
+    from perfsuite.config import perf_config
 
     return torch_device_for(request, perf_config(pytestconfig))

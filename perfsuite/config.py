@@ -106,6 +106,14 @@ class PerfConfig:
         return WARMUP_ROUNDS[self.scale]
 
 
+CONFIG_KEY = pytest.StashKey[PerfConfig]()
+
+
+def perf_config(config: pytest.Config) -> PerfConfig:
+    """The session's :class:`PerfConfig` (built once in ``pytest_configure``)."""
+    return config.stash[CONFIG_KEY]
+
+
 #: ``@pytest.mark.perf(rounds=...)``: one count, or one per scale (scales left out fall back)
 Rounds = int | Mapping[str, int]
 

@@ -11,20 +11,20 @@ from typing import Any
 import pytest
 
 from perfsuite import hookspecs
+from perfsuite.ab.protocol import SIDE_PLUGIN as AB_SIDE_PLUGIN
 from perfsuite.ab.protocol import SOCKET_ENV as AB_SOCKET_ENV
 from perfsuite.bench.frameworks import MARKER_MODULES, install_hint, is_installed
 from perfsuite.bench.gpu import GPU, GPUInfo, detect_gpu
 from perfsuite.bench.measure import Perf, SessionResults
 from perfsuite.bench.summary import summary_lines
 from perfsuite.bench.traces import TraceCounter
-from perfsuite.config import BenchSettings, PerfConfig
+from perfsuite.config import CONFIG_KEY, BenchSettings, PerfConfig, perf_config
 from perfsuite.data.datasets import ImageDataset, describe_folder, materialize
 from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
 from perfsuite.options import Device, add_options
 from perfsuite.outputs import check_outputs
 
-CONFIG_KEY = pytest.StashKey[PerfConfig]()
 RESULTS_KEY = pytest.StashKey[SessionResults]()
 GPU_KEY = pytest.StashKey[GPUInfo]()
 USER_DATASET_KEY = pytest.StashKey[ImageDataset]()
@@ -47,11 +47,6 @@ MARKERS = {
     "torch": f"needs PyTorch: skipped where it is missing ({install_hint('torch')})",
     "dali": f"needs NVIDIA DALI: skipped where it is missing ({install_hint('nvidia.dali')})",
 }
-
-
-def perf_config(config: pytest.Config) -> PerfConfig:
-    """The session's :class:`PerfConfig` (built once in ``pytest_configure``)."""
-    return config.stash[CONFIG_KEY]
 
 
 def session_results(config: pytest.Config) -> SessionResults:
@@ -95,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
     if os.environ.get(AB_SOCKET_ENV):  # started by `perfsuite ab` as one side of a lockstep A/B
-        from perfsuite.ab.side import register as register_ab_side
+        from perfsuite.ab.remote import register as register_ab_side
 
         register_ab_side(config)
 
@@ -328,6 +323,7 @@ def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
         settings,
         session_results(request.config),
         gpu=lambda: request.getfixturevalue("gpu"),  # asked for by GPU benches only
+        lockstep=request.config.pluginmanager.get_plugin(AB_SIDE_PLUGIN),
     )
     yield handle
     if handle.record is not None:

@@ -15,11 +15,11 @@ import pytest
 from perfsuite.ab.confirm import confirm, looks
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
-from perfsuite.ab.pairs import first_side, key, session_seed
+from perfsuite.ab.process_pairs import first_side, key, session_seed
 from perfsuite.ab.report import Verdicts, write_report
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row, against
-from perfsuite.ab.sides import SideSpec
+from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.verdict.paired import ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict
 

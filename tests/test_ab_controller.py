@@ -13,7 +13,7 @@ from perfsuite.ab import controller as controller_module
 from perfsuite.ab.controller import Controller
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.protocol import Channel, decode, encode
-from perfsuite.ab.sides import SideFault
+from perfsuite.ab.sidemanage import SideFault
 from perfsuite.verdict.paired import Budget
 
 

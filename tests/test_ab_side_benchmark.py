@@ -1,5 +1,5 @@
 """A side of ``perfsuite ab`` measuring pytest-benchmark's ``benchmark`` fixture, driven
-over a socket pair as the controller would drive it (:mod:`perfsuite.ab.side_benchmark`).
+over a socket pair as the controller would drive it (:mod:`perfsuite.ab.remote_benchmark`).
 End to end, in temporary git repositories: ``tests/test_ab_benchmark_fixture.py``."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture, FixtureAlreadyUsed
 
-from perfsuite.ab import side_benchmark
+from perfsuite.ab import remote_benchmark
 from perfsuite.ab.protocol import Channel
-from perfsuite.ab.side import LockstepSide
-from perfsuite.ab.side_benchmark import calibrate, pedantic_warmup
+from perfsuite.ab.remote import LockstepSide
+from perfsuite.ab.remote_benchmark import calibrate, pedantic_warmup
 from perfsuite.config import BenchSettings
 
 
@@ -134,8 +134,8 @@ def _fixture(name: str) -> Any:
 def _route(lockstep: LockstepSide, fixture: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = BenchSettings(0.2, 7, 2, "g", "v", baseline=False, roofline=False)
     fake: Callable[[pytest.Item], BenchSettings] = lambda item: settings  # noqa: E731
-    monkeypatch.setattr(side_benchmark, "_settings", fake)
-    side_benchmark.route(lockstep, fixture, SimpleNamespace(nodeid=fixture.fullname))  # type: ignore[arg-type]
+    monkeypatch.setattr(remote_benchmark, "_settings", fake)
+    remote_benchmark.route(lockstep, fixture, SimpleNamespace(nodeid=fixture.fullname))  # type: ignore[arg-type]
 
 
 def test_a_routed_fixture_measures_through_the_side_once(
@@ -149,7 +149,7 @@ def test_a_routed_fixture_measures_through_the_side_once(
     arrive, ready = controller.receive(), controller.receive()
     assert (arrive["nodeid"], arrive["phase"]) == ("b::call", "warmup")
     assert (ready["threshold"], ready["max_rounds"]) == (0.2, None)
-    assert len(ready["warmup"]) == side_benchmark.CALIBRATED_WARMUP_ROUNDS  # over the 2 asked
+    assert len(ready["warmup"]) == remote_benchmark.CALIBRATED_WARMUP_ROUNDS  # over the 2 asked
     assert fixture.stats.stats.data == controller.receive()["seconds"]
     with pytest.raises(FixtureAlreadyUsed):  # pytest-benchmark's own guard
         fixture(sum, range(10))

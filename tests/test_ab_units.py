@@ -20,9 +20,9 @@ from perfsuite.ab.budget import (
 from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.protocol import ProtocolError, decode, encode
+from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
-from perfsuite.ab.side import DRAIN_MAX_ROUNDS, drain
-from perfsuite.ab.sides import side_pythonpath
+from perfsuite.ab.sidemanage import side_pythonpath
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.paired import Budget, min_pairs_for
 
@@ -206,7 +206,7 @@ def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
 def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
     from perfsuite.ab.outcome import BenchRun, Outcome
     from perfsuite.ab.report import Verdicts, write_report
-    from perfsuite.ab.sides import SideSpec
+    from perfsuite.ab.sidemanage import SideSpec
     from perfsuite.verdict.paired import judge
 
     run = BenchRun("benches/bench_x.py::test_x", 0.05)
@@ -256,7 +256,7 @@ def test_each_block_draws_a_new_memory_layout(pool: int | None) -> None:
     pool of fresh processes draws nothing (and drains nothing)."""
     import socket
 
-    from perfsuite.ab import side as side_module
+    from perfsuite.ab import remote as side_module
     from perfsuite.ab.protocol import Channel
 
     ours, theirs = socket.socketpair()

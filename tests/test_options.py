@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite.config import PerfConfig, default_data_dir
+from perfsuite.config import PerfConfig, default_data_dir, perf_config
 from perfsuite.options import (
     OPTIONS,
     Device,
@@ -21,7 +21,6 @@ from perfsuite.options import (
     parse_service_address,
     parse_threshold,
 )
-from perfsuite.plugin import perf_config
 
 pytest_plugins = ("pytester",)
 

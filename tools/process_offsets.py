@@ -7,7 +7,7 @@ paired change of B over A: both run the same code, so anything but ~0 is a per-p
 effect that interleaving cannot cancel. Run for each ``--imports`` mode (``none``, or a
 framework the workers import first and never use: ``torch``, ``tensorflow``) and each
 ``--layouts`` mode, how the workers draw their memory layout with
-:func:`perfsuite.ab.side.shuffle_layout`:
+:func:`perfsuite.ab.remote.shuffle_layout`:
 
 * ``none``: never (both processes lay out their heaps alike);
 * ``process``: once, at start (``perfsuite ab`` before it drew one per block);
@@ -54,7 +54,7 @@ def make_images(folder: Path) -> list[Path]:
 
 def worker(folder: Path, imports: str, layouts: str) -> None:
     """Read block sizes from stdin; per block, one untimed round, then the timed ones."""
-    from perfsuite.ab.side import shuffle_layout
+    from perfsuite.ab.remote import shuffle_layout
 
     rng = random.Random()
     if layouts != "none":

@@ -35,7 +35,7 @@ from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
     from perfsuite.ab.revisions import Revision, WorktreeCache
-    from perfsuite.ab.sides import SideSpec
+    from perfsuite.ab.sidemanage import SideSpec
 
 DEFAULT_BLOCK_ROUNDS = 2
 DEFAULT_DRAIN_ROUNDS = 1
@@ -191,14 +191,21 @@ def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
     return args
 
 
+#: the module that runs inside a side, as a revision of perfsuite itself names it
+#: (``perfsuite/ab/``): a revision with none of them predates the lockstep protocol
+SIDE_MODULES = ("remote.py", "side.py")
+
+
 def protocol_check(spec: SideSpec) -> None:
     """Refuse a revision of perfsuite itself whose perfsuite predates the lockstep protocol."""
     for package in (spec.root / "perfsuite", spec.root / "src" / "perfsuite"):
-        if (package / "__init__.py").is_file() and not (package / "ab" / "side.py").is_file():
+        if not (package / "__init__.py").is_file():
+            continue
+        if not any((package / "ab" / name).is_file() for name in SIDE_MODULES):
             raise PerfsuiteError(
                 f"{spec.title}: its perfsuite predates the lockstep protocol "
-                "(no perfsuite/ab/side.py); perfsuite ab refuses it: pick a later revision "
-                "or compare saved runs with perfsuite compare"
+                "(no perfsuite/ab/remote.py); perfsuite ab refuses it: pick a later "
+                "revision or compare saved runs with perfsuite compare"
             )
 
 
@@ -253,11 +260,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
-    from perfsuite.ab.pairs import Pairs, by_file, key
+    from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
     from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import Verdicts, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
-    from perfsuite.ab.sides import SideProcess, SideSpec
+    from perfsuite.ab.sidemanage import SideProcess, SideSpec
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.verdict.paired import ALPHA
 
@@ -329,7 +336,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 args.threshold, args.block_warmup, only, args.idle, mirror,
             )  # fmt: skip
 
-        pairs = Pairs(stack, specs, workdir, args_for_sides, seed, lockstep)
+        pairs = ProcessPairs(stack, specs, workdir, args_for_sides, seed, lockstep)
         first = pairs.series([key(files, r) for files in groups for r in range(args.processes)])
         n = args.processes
         parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]

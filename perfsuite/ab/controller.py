@@ -46,7 +46,7 @@ from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, Outcome
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError
-from perfsuite.ab.sides import CONNECT_TIMEOUT_S, SideProcess
+from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.paired import Budget, Sequential
 
 #: how often a wait checks that both sides are still alive

@@ -49,6 +49,9 @@ PROTOCOL = 1
 SOCKET_ENV = "PERFSUITE_AB_SOCKET"
 SIDE_ENV = "PERFSUITE_AB_SIDE"
 FILES_ENV = "PERFSUITE_AB_FILES"
+#: the name a side's plugin (:class:`perfsuite.ab.remote.LockstepSide`) is registered
+#: under in its pytest, where ``perf.measure`` finds it
+SIDE_PLUGIN = "perfsuite-ab-side"
 #: the longest line a peer may send (a hello lists every bench)
 MAX_LINE = 16 * 1024 * 1024
 

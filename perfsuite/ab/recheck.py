@@ -11,7 +11,7 @@ So, whenever suspects are confirmed (``--confirm``, with one pair of processes p
 file), every first-stage `same` is measured again in one more pair of processes, over
 the file's `same` benches alone, at ``--min-pairs`` pairs of blocks. That pair is the
 first pair's mirror: the other side sets up first and every pair of blocks runs in the
-other order (:func:`perfsuite.ab.pairs.first_side`, ``session_seed``). The `same`
+other order (:func:`perfsuite.ab.process_pairs.first_side`, ``session_seed``). The `same`
 stands when the second pair does not lean beyond the threshold
 (:func:`perfsuite.ab.rows.leans`; with ``--suspects leaning-slower``, the smoke
 default, when it does not lean slower: :func:`perfsuite.ab.rows.suspicious`);
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perfsuite.ab.pairs import Pairs, by_file, key
+from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
 from perfsuite.ab.report import Verdicts
 from perfsuite.ab.rows import pct, suspicious
 from perfsuite.verdict.stats import Verdict
@@ -79,7 +79,7 @@ def rechecked(
     return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
 
 
-def recheck(pairs: Pairs, verdicts: Verdicts, whole: bool, kind: str) -> Verdicts:
+def recheck(pairs: ProcessPairs, verdicts: Verdicts, whole: bool, kind: str) -> Verdicts:
     """Measure every first-stage `same` of ``verdicts`` again in a second pair of
     processes per bench file (``whole``: one pair over the whole selection); ``kind``
     is ``--suspects``."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, Outcome
 from perfsuite.ab.rows import HEADER, Row, against, pct
-from perfsuite.ab.sides import SideSpec
+from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import CounterChange

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from perfsuite.bench.clocks import ClockWatch
 from perfsuite.bench.gpu import GPU, device_kind
@@ -152,6 +152,24 @@ class SessionResults:
                 record.save(record.result.replace(**derived))
 
 
+class Lockstep(Protocol):
+    """Where a bench's rounds go in a side of ``perfsuite ab``: the side's plugin
+    (:class:`perfsuite.ab.remote.LockstepSide`), which warms up, then times blocks of
+    rounds when its controller says so and records them in ``benchmark``'s stats."""
+
+    def measure(
+        self,
+        benchmark: Any,
+        nodeid: str,
+        target: Callable[..., Any],
+        *,
+        setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
+        warmup_rounds: int,
+        max_rounds: int | None,
+        threshold: float,
+    ) -> Any: ...
+
+
 class Perf:
     """What a bench gets from the ``perf`` fixture.
 
@@ -176,6 +194,7 @@ class Perf:
         settings: BenchSettings,
         results: SessionResults,
         gpu: Callable[[], GPU] | None = None,
+        lockstep: Lockstep | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.nodeid = nodeid
@@ -183,6 +202,7 @@ class Perf:
         self.settings = settings
         self._results = results
         self._gpu = gpu  # the session's GPU (the gpu fixture), asked for by GPU benches only
+        self.lockstep = lockstep  # perfsuite ab: blocks of rounds alternate with a peer
         self._dataset: DatasetRef | None = None
         self.record: BenchRecord | None = None
 
@@ -286,11 +306,8 @@ class Perf:
 
     def _run(self, rounds: _Rounds, *, finite: bool) -> Any:
         """The warm-up and timed rounds, alone or in lockstep with ``perfsuite ab``'s peer."""
-        from perfsuite.ab import side as ab_side
-
-        lockstep = ab_side.current()  # perfsuite ab: blocks of rounds alternate with a peer
-        if lockstep is not None:
-            return lockstep.measure(
+        if self.lockstep is not None:
+            return self.lockstep.measure(
                 self.benchmark,
                 self.nodeid,
                 rounds.target,

@@ -1,11 +1,11 @@
-"""Inside a side of ``perfsuite ab``: pytest-benchmark's own ``benchmark`` fixture, in lockstep.
+"""Runs inside a side's pytest process: pytest-benchmark's own ``benchmark`` fixture, in lockstep.
 
 A bench written with pytest-benchmark alone, ``benchmark(fn, *args, **kwargs)`` or
 ``benchmark.pedantic(...)``, gets its timed rounds from the controller, as
 ``perf.measure`` does. :func:`route` points the fixture instance's ``_raw`` and
 ``_raw_pedantic`` (where its ``__call__`` and ``pedantic`` go once their use-once
 guard has passed, so using the fixture twice still raises pytest-benchmark's
-``FixtureAlreadyUsed``) at :meth:`perfsuite.ab.side.LockstepSide.measure`. Only
+``FixtureAlreadyUsed``) at :meth:`perfsuite.ab.remote.LockstepSide.measure`. Only
 instances made in a side are touched: in an ordinary pytest run the fixture is
 pytest-benchmark's, unchanged.
 
@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from perfsuite.config import BenchSettings
+from perfsuite.config import BenchSettings, perf_config
 
 if TYPE_CHECKING:
-    from perfsuite.ab.side import LockstepSide
+    from perfsuite.ab.remote import LockstepSide
 
 #: the name pytest-benchmark gives its fixture
 FIXTURE_NAME = "benchmark"
@@ -57,7 +57,7 @@ FIXTURE_NAME = "benchmark"
 #: and a drain round) take about 15 s of a bench's 60-s budget
 MIN_ROUND_S = 0.01
 #: the fewest warm-up rounds of ``benchmark(fn)``: their median is the yardstick of
-#: each block's drain (:func:`perfsuite.ab.side.drain`), which one slow round of the
+#: each block's drain (:func:`perfsuite.ab.remote.drain`), which one slow round of the
 #: single warm-up round at smoke scale would inflate so far that every steady round
 #: passes for a buffered one and each drain runs to its time cap; ten calibrated
 #: rounds take about 0.1 s
@@ -98,8 +98,6 @@ def calibrate(run: Callable[[int], float], least_s: float) -> int:
 
 def _settings(item: pytest.Item) -> BenchSettings:
     """The bench's ``perf`` marker over the session's settings; a bad marker fails it."""
-    from perfsuite.plugin import perf_config  # loaded already: it registered the side
-
     try:
         return BenchSettings.for_item(perf_config(item.config), item)
     except pytest.UsageError as exc:

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from perfsuite.ab.controller import Controller
 from perfsuite.ab.report import Verdicts
-from perfsuite.ab.sides import SideProcess, SideSpec
+from perfsuite.ab.sidemanage import SideProcess, SideSpec
 
 #: a session: the files its pair collects (None: the whole selection) and its offset,
 #: which seeds its block order and which side starts first
 Key = tuple[tuple[str, ...] | None, int]
 
 
-class Pairs:
+class ProcessPairs:
     """Run sessions of fresh pairs of processes, keeping each side's JSON and log."""
 
     def __init__(

@@ -1,16 +1,17 @@
-"""The pytest side of ``perfsuite ab``: registered only when the controller started pytest.
+"""Runs inside a side's pytest process: the side of ``perfsuite ab``'s lockstep.
 
-The controller sets ``PERFSUITE_AB_SOCKET`` and ``PERFSUITE_AB_SIDE``; perfsuite's plugin
-then registers :class:`LockstepSide`, which
+The controller (:mod:`perfsuite.ab.sidemanage`) starts each side's pytest with
+``PERFSUITE_AB_SOCKET`` and ``PERFSUITE_AB_SIDE`` set; perfsuite's plugin then
+registers :class:`LockstepSide` under :data:`~perfsuite.ab.protocol.SIDE_PLUGIN`, which
 
 * after collection says ``hello`` with the collected node ids and runs exactly the
   benches of the controller's ``plan``, in its order;
-* inside :meth:`perfsuite.bench.measure.Perf.measure` (through :func:`current`), and
-  inside pytest-benchmark's own ``benchmark(fn)`` and ``benchmark.pedantic(...)``
-  (:mod:`perfsuite.ab.side_benchmark`), runs the untimed warm-up, says ``ready`` and
-  then times blocks of rounds only when told to, so only one side ever runs timed
-  work; on ``done`` every round goes into pytest-benchmark's stats, so
-  ``--benchmark-json`` saves them as usual;
+* inside :meth:`perfsuite.bench.measure.Perf.measure` (which finds it through the
+  plugin manager), and inside pytest-benchmark's own ``benchmark(fn)`` and
+  ``benchmark.pedantic(...)`` (:mod:`perfsuite.ab.remote_benchmark`), runs the untimed
+  warm-up, says ``ready`` and then times blocks of rounds only when told to, so only
+  one side ever runs timed work; on ``done`` every round goes into pytest-benchmark's
+  stats, so ``--benchmark-json`` saves them as usual;
 * reports each bench's failure or skip, so the controller never waits forever.
 """
 
@@ -33,19 +34,15 @@ from perfsuite.ab.protocol import (
     FILES_ENV,
     PROTOCOL,
     SIDE_ENV,
+    SIDE_PLUGIN,
     SOCKET_ENV,
     Channel,
     ProtocolError,
 )
-from perfsuite.ab.side_benchmark import FIXTURE_NAME, route
-
-PLUGIN_NAME = "perfsuite-ab-side"
+from perfsuite.ab.remote_benchmark import FIXTURE_NAME, route
 
 #: chooses a round's calls from a runner of one round of that many calls (its seconds)
 Calibration = Callable[[Callable[[int], float]], int]
-
-_active: LockstepSide | None = None
-
 
 #: allocations of random sizes, kept until the next draw (:func:`shuffle_layout`)
 _spacers: list[object] = []
@@ -71,22 +68,16 @@ def shuffle_layout(rng: random.Random) -> None:
     _spacers.extend(bytes(rng.randrange(1, 512)) for _ in range(rng.randrange(4096)))  # pools
 
 
-def current() -> LockstepSide | None:
-    """The lockstep side of this session, or None in an ordinary pytest run."""
-    return _active
-
-
 def register(config: pytest.Config) -> None:
     """Connect to the controller named in the environment and register the side plugin.
 
     The variables are removed from the environment at once, so processes this session
     starts (a nested pytest, cold-start children) never take them for their own.
     """
-    global _active
     path = os.environ.pop(SOCKET_ENV, None)
     name = os.environ.pop(SIDE_ENV, "?")
     files = os.environ.pop(FILES_ENV, None)
-    if not path or config.pluginmanager.has_plugin(PLUGIN_NAME):
+    if not path or config.pluginmanager.has_plugin(SIDE_PLUGIN):
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -98,8 +89,7 @@ def register(config: pytest.Config) -> None:
     only = frozenset(f for f in files.split(os.pathsep) if f) if files is not None else None
     layout = random.Random()  # seeded from os.urandom: no two processes draw alike
     shuffle_layout(layout)  # before any bench is imported
-    _active = LockstepSide(Channel(sock), name, only, layout)
-    config.pluginmanager.register(_active, PLUGIN_NAME)
+    config.pluginmanager.register(LockstepSide(Channel(sock), name, only, layout), SIDE_PLUGIN)
 
 
 class _Elsewhere(pytest.File):
@@ -236,7 +226,7 @@ class LockstepSide:
         self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
     ) -> Generator[None, Any, Any]:
         """pytest-benchmark's ``benchmark`` fixture, as the bench gets it: measuring in
-        lockstep (:func:`perfsuite.ab.side_benchmark.route`)."""
+        lockstep (:func:`perfsuite.ab.remote_benchmark.route`)."""
         value = yield
         if fixturedef.argname == FIXTURE_NAME and isinstance(request.node, pytest.Item):
             route(self, value, request.node)
@@ -361,9 +351,13 @@ class LockstepSide:
         try:
             message = self.channel.receive()
         except ProtocolError as exc:
-            pytest.exit(f"perfsuite ab: side {self.name}: lost the controller: {exc}", 2)
+            pytest.exit(
+                f"perfsuite ab: side {self.name}: lost the controller: {exc}",
+                pytest.ExitCode.INTERRUPTED,
+            )
         if message.get("type") not in kinds:
             pytest.exit(
-                f"perfsuite ab: side {self.name}: expected {'/'.join(kinds)}, got {message}", 2
+                f"perfsuite ab: side {self.name}: expected {'/'.join(kinds)}, got {message}",
+                pytest.ExitCode.INTERRUPTED,
             )
         return message

@@ -1,4 +1,6 @@
-"""The two pytest processes of an A/B: started, connected, watched and stopped.
+"""Runs in the controller: its handle on the two pytest processes of an A/B (started,
+connected, watched, frozen and thawed, stopped). What runs inside them is
+:mod:`perfsuite.ab.remote`.
 
 Each side is ``python -m pytest`` in its revision's folder, rooted there
 (:mod:`perfsuite.ab.rootdir`), in a process group of its own (in the controller's
@@ -134,7 +136,7 @@ class SideProcess:
         env[SOCKET_ENV] = str(self.socket_path)
         env[SIDE_ENV] = self.spec.name
         # a padding of random length moves the initial stack, as the side's heap is
-        # moved by perfsuite.ab.side.shuffle_layout: no layout is the same twice
+        # moved by perfsuite.ab.remote.shuffle_layout: no layout is the same twice
         env[PAD_ENV] = "x" * random.randrange(4096)
         if files is not None:
             env[FILES_ENV] = os.pathsep.join(files)
