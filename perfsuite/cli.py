@@ -23,6 +23,8 @@ revisions in one session and judges them on paired ratios (see :mod:`perfsuite.a
 
 ``perfsuite report --out DIR`` writes ``summary.md`` and PNG plots for the newest
 saved run (or ``--current``) against the run before it (or ``--baseline``).
+``perfsuite report --html DIR`` writes the dashboard, a static HTML site of every
+bench's history (:mod:`perfsuite.dashboard`).
 
 BASELINE, CURRENT, ``--baseline`` and ``--current`` are file paths or run ids/globs in
 the storage (``0004``, ``0004_nightly``, ``Linux-CPython-3.11-64bit/0004``).
@@ -104,9 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_history_parsers(commands)
     report = commands.add_parser(
         "report",
-        help="write summary.md and PNG plots for a saved run",
+        help="write summary.md and PNG plots for a saved run, or the HTML dashboard",
         description="Write summary.md (verdict table, per-group throughput) and PNG "
-        "plots (per-group throughput, per-bench history) into --out.",
+        "plots (per-group throughput, per-bench history) into --out, and/or the "
+        "dashboard (every bench's history as a static HTML site) into --html.",
     )
     storage_option(report)
     report.add_argument(
@@ -119,11 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--out",
-        required=True,
         type=Path,
         metavar="DIR",
-        help="folder to write into (created if missing)",
+        help="folder to write summary.md and the PNGs into (created if missing)",
     )
+    from perfsuite.dashboard.command import add_arguments as add_dashboard_arguments
+
+    add_dashboard_arguments(report)
     from perfsuite.ab.command import add_parser as add_ab_parser
 
     add_ab_parser(commands)
@@ -165,7 +170,20 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """``perfsuite report``: summary.md and plots for a run against the one before it."""
+    """``perfsuite report``: summary.md and plots for a run against the one before it
+    (``--out``), and/or the dashboard (``--html``)."""
+    if args.out is None and args.html is None:
+        raise PerfsuiteError("give --out DIR (summary.md and PNGs) or --html DIR (the dashboard)")
+    if args.html is None and (args.ab_report or args.nightly_report):
+        raise PerfsuiteError(
+            "--ab-report and --nightly-report go into the dashboard: add --html DIR"
+        )
+    if args.html is not None:
+        from perfsuite.dashboard.command import run_html
+
+        status = run_html(args)
+        if args.out is None:
+            return status
     from perfsuite.verdict.compare import compare_runs
     from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.report import write_report
