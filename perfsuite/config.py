@@ -52,6 +52,7 @@ class PerfConfig:
     recipes: Path | None = None
     rounds: int | None = None
     threshold: float = 0.05
+    memory_threshold: float = 0.25
     gate: bool = False
     ab_args: tuple[str, ...] = ()  # perfsuite ab options for the gate's confirmation
     allow_machine_mismatch: bool = False
@@ -138,6 +139,8 @@ class PerfMarker:
     On a GPU, the bench's own default is raised to at least ``GPU_MIN_ROUNDS``.
     On a bench written with pytest-benchmark's ``benchmark`` fixture, ``threshold`` and
     ``counters`` (names of integers it records in ``extra_info``) reach the verdict.
+    ``memory_threshold`` (a fraction above 0; ``--perf-memory-threshold`` otherwise) is
+    the rise of peak memory that is a regression, on either kind of bench.
     """
 
     group: str | None = None
@@ -150,6 +153,8 @@ class PerfMarker:
     warmup_rounds: int | None = None
     #: more ``extra_info`` names a ``benchmark``-fixture bench records exact counters under
     counters: tuple[str, ...] | list[str] | None = None
+    #: the peak-memory rise that is a regression, as a fraction of the baseline's peak
+    memory_threshold: float | None = None
 
     @classmethod
     def from_item(cls, item: pytest.Item) -> PerfMarker:
@@ -210,6 +215,7 @@ class BenchSettings:
     variant: str
     baseline: bool
     roofline: bool
+    memory_threshold: float = 0.25
 
     @classmethod
     def for_item(cls, cfg: PerfConfig, item: pytest.Item) -> BenchSettings:
@@ -269,6 +275,7 @@ class BenchSettings:
             variant=variant,
             baseline=variant == _text(marker.baseline, where, "baseline"),
             roofline=variant == _text(marker.roofline, where, "roofline"),
+            memory_threshold=memory_threshold(cfg, item),
         )
 
 
@@ -282,6 +289,18 @@ def _fill(template: str, params: Mapping[str, Any], where: str, key: str) -> str
             f"{where}: perf({key}={template!r}) names a field that is not a parameter of this "
             f"bench ({exc}; parameters: {known})"
         ) from None
+
+
+def memory_threshold(cfg: PerfConfig, item: pytest.Item) -> float:
+    """The bench's peak-memory threshold: its ``perf`` marker's, else the session's."""
+    value = PerfMarker.from_item(item).memory_threshold
+    if value is None:
+        return cfg.memory_threshold
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise pytest.UsageError(
+            f"{item.nodeid}: perf(memory_threshold={value!r}) must be a fraction above 0"
+        )
+    return float(value)
 
 
 def record_plain_marker(item: pytest.Item, extra_info: Any) -> None:

@@ -87,6 +87,22 @@ def parse_threshold(value: str) -> float:
     return number
 
 
+def parse_memory_threshold(value: str) -> float:
+    """A peak-memory rise that counts as a regression, as a fraction of the baseline's
+    peak: ``0.25`` or ``25%``; above 1 is allowed (``1.5`` is half as much again)."""
+    text = value.strip()
+    percent = text.endswith("%")
+    try:
+        number = float(text[:-1]) / 100 if percent else float(text)
+    except ValueError:
+        number = -1.0
+    if not number > 0 or number != number or number == float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"invalid memory threshold {value!r} (a fraction above 0 like 0.25, or 25%)"
+        )
+    return number
+
+
 def parse_rounds(value: str) -> int:
     """A number of measured rounds, at least 1."""
     message = f"invalid rounds {value!r} (a whole number >= 1)"
@@ -219,6 +235,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "minimum change of the median that counts "
         "as slower or faster, e.g. 0.05 or 5% (a perf marker's threshold wins)",
         "0.05",
+        "FRACTION",
+    ),
+    OptionSpec(
+        "--perf-memory-threshold",
+        parse_memory_threshold,
+        "peak-memory rise that counts as a regression, as a fraction of the "
+        "baseline's peak (and at least 16 MB), e.g. 0.25 or 25% (a perf marker's "
+        "memory_threshold wins)",
+        "0.25",
         "FRACTION",
     ),
     OptionSpec(

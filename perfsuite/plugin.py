@@ -38,10 +38,11 @@ NO_BENCHMARK = (
 
 MARKERS = {
     "perf(group=None, variant=None, baseline=None, roofline=None, threshold=None, rounds=None, "
-    "default_rounds=None, warmup_rounds=None)": "per-bench settings: the group, the variant "
-    "(default: the variant parameter), the group's baseline and roofline variants, minimum "
-    "effect for a verdict (fraction), measured rounds (one, or one per scale), the bench's own "
-    "default rounds (--perf-rounds wins over them), warm-up rounds",
+    "default_rounds=None, warmup_rounds=None, counters=None, memory_threshold=None)": "per-bench "
+    "settings: the group, the variant (default: the variant parameter), the group's baseline "
+    "and roofline variants, minimum effect for a verdict (fraction), measured rounds (one, or "
+    "one per scale), the bench's own default rounds (--perf-rounds wins over them), warm-up "
+    "rounds, the extra_info names of exact counters, the peak-memory rise that is a regression",
     "gpu": "needs a GPU: skipped where none is found or with --perf-device cpu",
     "tf": f"needs TensorFlow: skipped where it is missing ({install_hint('tensorflow')})",
     "torch": f"needs PyTorch: skipped where it is missing ({install_hint('torch')})",
@@ -89,6 +90,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from perfsuite.gate import PLUGIN_NAME, VerdictPlugin
 
     config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
+    if not os.environ.get(AB_SOCKET_ENV):  # an A/B's side sends each round's cost itself
+        from perfsuite.bench.costplugin import PLUGIN_NAME as COST_PLUGIN
+        from perfsuite.bench.costplugin import CostPlugin
+
+        config.pluginmanager.register(CostPlugin(config, cfg), COST_PLUGIN)
     if os.environ.get(AB_SOCKET_ENV):  # started by `perfsuite ab` as one side of a lockstep A/B
         from perfsuite.ab.remote import register as register_ab_side
 
@@ -205,6 +211,16 @@ def pytest_benchmark_update_json(
         stats = entry.get("stats")
         if entry.get("fullname") in data and isinstance(stats, dict) and "data" not in stats:
             stats["data"] = data[entry["fullname"]]
+        if isinstance(stats, dict) and "data" not in stats:
+            _drop_round_costs(entry)
+
+
+def _drop_round_costs(entry: dict[str, Any]) -> None:
+    """A run saved without its rounds' timings keeps no rounds' CPU times either."""
+    result = (entry.get("extra_info") or {}).get("perfsuite")
+    spent = result.get("cost") if isinstance(result, dict) else None
+    if isinstance(spent, dict):
+        spent["rounds_cpu_s"] = []
 
 
 @pytest.hookimpl(optionalhook=True, wrapper=True)

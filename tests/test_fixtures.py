@@ -9,6 +9,7 @@ import pytest
 from perfsuite.bench.traces import TraceCounter, tracing_count
 from perfsuite.data.recipes import load_recipe
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.result import SCHEMA_VERSION
 
 pytest_plugins = ("pytester",)
 
@@ -208,7 +209,8 @@ def test_trace_counter_adds_up_and_records() -> None:
     counter.add("traces", 3)
     counter.add("recompiles", 0)
     assert counter.totals == {"traces": 5, "recompiles": 0}
-    assert info == {"perfsuite": {"schema": 1, "counters": {"traces": 5, "recompiles": 0}}}
+    draft = {"schema": SCHEMA_VERSION, "counters": {"traces": 5, "recompiles": 0}}
+    assert info == {"perfsuite": draft}
 
 
 def test_recipe_errors_are_perfsuite_errors() -> None:

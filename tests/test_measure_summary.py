@@ -136,6 +136,10 @@ def test_record_counter_lists_exact_counters_once() -> None:
 # -- the summary table ---------------------------------------------------------------------------
 
 
+#: the cost columns of a bench measured without a cost (cores, items/cpu-s, peak-MB)
+NO_COST = ["-", "-", "-"]
+
+
 def test_summary_rows_and_lines() -> None:
     base = record("baseline", 100.0, baseline=True)
     fast = record("parallel", 1234.5, counters={"traces": 2})
@@ -145,18 +149,20 @@ def test_summary_rows_and_lines() -> None:
     rows = summary_rows(results.records)
     assert list(rows) == ["tfdata", "roofline"]
     assert rows["tfdata"] == [
-        ["baseline (baseline)", "cpu", "100.0 images/s", "1.00x", "4%", "-", ""],
-        ["parallel", "cpu", "1,234 images/s", "12.35x", "50%", "2", ""],
+        ["baseline (baseline)", "cpu", "100.0 images/s", *NO_COST, "1.00x", "4%", "-", ""],
+        ["parallel", "cpu", "1,234 images/s", *NO_COST, "12.35x", "50%", "2", ""],
     ]
     assert rows["roofline"] == [
-        ["read_only (roofline)", "cpu", "2,469 images/s", "-", "-", "-", ""]
+        ["read_only (roofline)", "cpu", "2,469 images/s", *NO_COST, "-", "-", "-", ""]
     ]
     lines = summary_lines(results.records)
     assert lines[0] == "group tfdata:"
     assert lines[1].split() == HEADER
     assert set(lines[2].strip()) <= {"-", " "}
     assert lines[3].split()[:4] == ["baseline", "(baseline)", "cpu", "100.0"]
-    assert lines[4].split() == ["parallel", "cpu", "1,234", "images/s", "12.35x", "50%", "2"]
+    assert lines[4].split() == [
+        *("parallel", "cpu", "1,234", "images/s", *NO_COST, "12.35x", "50%", "2")
+    ]
     assert lines[5] == ""
     assert lines[6] == "group roofline:"
     assert summary_lines([]) == []
@@ -164,7 +170,7 @@ def test_summary_rows_and_lines() -> None:
 
 def test_summary_without_rate() -> None:
     rows = summary_rows([record("disabled", None)])
-    assert rows == {"tfdata": [["disabled", "cpu", "-", "-", "-", "-", ""]]}
+    assert rows == {"tfdata": [["disabled", "cpu", "-", *NO_COST, "-", "-", "-", ""]]}
 
 
 def test_summary_shows_the_device_and_the_flags_its_clocks_raised() -> None:

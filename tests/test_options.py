@@ -32,6 +32,7 @@ FLAGS = {
     "--perf-recipes",
     "--perf-rounds",
     "--perf-threshold",
+    "--perf-memory-threshold",
     "--perf-gate",
     "--perf-ab-args",
     "--perf-allow-machine-mismatch",

@@ -124,8 +124,8 @@ def test_perf_marker_settings(pytester: pytest.Pytester, inner_args: list[str]) 
             "*test_baseline_and_roofline_alike: perf(baseline='same', roofline='same') name one "
             "variant; a bench is the baseline or the roofline, not both",
             "*test_unknown_keyword: unknown perf marker keyword(s) roundz "
-            "(known: baseline, counters, default_rounds, group, roofline, rounds, threshold, "
-            "variant, warmup_rounds)",
+            "(known: baseline, counters, default_rounds, group, memory_threshold, roofline, "
+            "rounds, threshold, variant, warmup_rounds)",
             "*test_positional: perf marker takes keywords only*",
             "*test_bad_rounds: perf(rounds=0) must be an int >= 1",
             "*test_bad_threshold: perf(threshold=-1) must be a fraction in (0, 1)",

@@ -228,7 +228,13 @@ def test_summary_section_is_printed(saved_run: SavedRun) -> None:
     assert header.split() == HEADER
     baseline = next(line for line in lines if line.startswith("baseline (baseline)"))
     tokens = baseline.split()
-    assert tokens[tokens.index("images/s") + 1] == "1.00x"  # after the device column
+    after = tokens[tokens.index("images/s") + 1 :]
+    # cost: cores used, images per CPU-second and peak MB, then the speedup
+    assert 0 < float(after[0]) <= os.cpu_count()  # type: ignore[operator]
+    assert after[2] == "images"
+    assert float(after[1].replace(",", "")) > 0
+    assert float(after[3].replace(",", "")) >= 0
+    assert after[4] == "1.00x"
     faster = next(line for line in lines if line.startswith("faster "))
     assert faster.split()[-1] == "-"  # no traces counted
     assert any(line.startswith("test_read_only (roofline)") for line in lines)

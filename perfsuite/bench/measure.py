@@ -17,11 +17,13 @@ runs go through.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from perfsuite.bench import cost
 from perfsuite.bench.clocks import ClockWatch
 from perfsuite.bench.gpu import GPU, device_kind
 from perfsuite.config import BenchSettings, PerfConfig
@@ -288,12 +290,17 @@ class Perf:
             sync = sync if sync is not None else gpu.sync
             watch = gpu.clock_watch()
         rounds = _Rounds(fn, setup, sync, watch, self.settings.warmup_rounds)
+        meter = cost.attach(self.benchmark)
         try:
             result_of_fn = self._run(rounds, finite=setup is not None)
         finally:
             clocks = watch.finish() if watch is not None else None
         if clocks is not None:
             result = result.replace(gpu=clocks)
+        spent = cost.finish(meter, self.benchmark) if meter is not None else None
+        if spent is not None:
+            limit = self.settings.memory_threshold
+            result = result.replace(cost=dataclasses.replace(spent, memory_threshold=limit))
         rate = None
         data = self.timings()
         if data:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite.bench.measure import BenchRecord
+from perfsuite.verdict.cost import COST_HEADER, cost_cells
 from perfsuite.verdict.result import BenchResult
 from perfsuite.verdict.textable import format_table as format_table  # re-exported
 
@@ -42,6 +43,7 @@ def summary_rows(records: Sequence[BenchRecord]) -> dict[str, list[list[str]]]:
                 rec.variant + tag,
                 _fmt_device(rec.result),
                 f"{_fmt_rate(rec.rate)} {rec.unit}/s" if rec.rate is not None else "-",
+                *cost_cells(rec.result.cost, rec.result.items, rec.unit),
                 _fmt_ratio(rec.speedup),
                 _fmt_pct(rec.efficiency),
                 "-" if traces is None else str(traces),
@@ -62,7 +64,16 @@ def _fmt_notes(notes: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-HEADER = ["variant", "device", "throughput", "speedup", "efficiency", "traces", "notes"]
+HEADER = [
+    "variant",
+    "device",
+    "throughput",
+    *COST_HEADER,
+    "speedup",
+    "efficiency",
+    "traces",
+    "notes",
+]
 
 
 def summary_lines(records: Sequence[BenchRecord]) -> list[str]:

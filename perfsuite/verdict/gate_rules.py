@@ -1,8 +1,9 @@
 """The gate's rules: what a comparison of two runs concludes, and why.
 
-* **regression**: a bench slower by a test of significance (under ``--perf-gate``, and
-  confirmed by a same-session A/B: :mod:`perfsuite.suspects`), or an exact counter
-  rose;
+* **regression**: a bench slower, or taking more CPU per item, by a test of
+  significance (under ``--perf-gate``, and confirmed by a same-session A/B:
+  :mod:`perfsuite.suspects`), an exact counter that rose, or a peak memory that rose
+  past the bench's memory threshold;
 * **unconfirmed**: a suspect whose confirmation could not run or decide;
 * **machine mismatch**: the baseline comes from another machine or stack (refused
   unless allowed);
@@ -72,7 +73,11 @@ def _why(item: BenchVerdict) -> str:
     why = [item.verdict.value] if item.suspect and item.verdict is not None else []
     if item.confirmation is not None and item.suspect:
         why = [item.confirmation.text]
+    if item.cpu_slower and item.cpu is not None and item.confirmation is None:
+        why.append(f"CPU per item {item.cpu.change * 100:+.1f}%")
     why.extend(str(c) for c in item.counters_rose)
+    if item.memory_rose:
+        why.append(str(item.memory))
     return f"{item.label} ({', '.join(why)})"
 
 
@@ -97,7 +102,9 @@ def gate_decision(
             Outcome.NOTHING_JUDGED,
             f"cannot judge: {nothing}; a gate that judged nothing does not pass",
         )
-    regressions = [v for v in comparison.regressions if not v.unconfirmed or v.counters_rose]
+    regressions = [
+        v for v in comparison.regressions if not v.unconfirmed or v.counters_rose or v.memory_rose
+    ]
     if regressions:
         count = len(regressions)
         return GateDecision(

@@ -1,4 +1,7 @@
-"""Judging one bench present in both runs: its time, its throughput, its exact counters.
+"""Judging one bench present in both runs: its time, its throughput, its exact counters,
+and its cost: CPU seconds per item by the same rank test and threshold as time, on each
+round's CPU time, and peak memory against the bench's memory threshold
+(:mod:`perfsuite.verdict.cost`).
 
 Per bench, a different ``scale`` or dataset hash makes the pair "not comparable": it
 is listed with the reason and never judged. The threshold is the bench's own (saved
@@ -21,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfsuite.verdict.cost import MEMORY_THRESHOLD, MemoryChange, memory_change
 from perfsuite.verdict.runs import Bench, Run
 from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
 
@@ -31,6 +35,8 @@ MIN_HISTORY = 5
 NOISE_SIGMAS = 3.0
 #: at most this many of the newest earlier runs are used for the noise band
 HISTORY_RUNS = 20
+#: the least median CPU time of a round for CPU per item to be judged
+MIN_ROUND_CPU_S = 0.001
 #: per-bench result facts that must match for a pair to be judged at all
 COMPARABLE_KEYS: tuple[str, ...] = ("scale", "dataset_hash")
 
@@ -80,6 +86,8 @@ class BenchVerdict:
     counters: tuple[CounterChange, ...] = ()
     not_comparable: str | None = None
     note: str | None = None  # e.g. the threshold was widened by run-to-run noise
+    cpu: Comparison | None = None  # CPU seconds per item, where both runs recorded them
+    memory: MemoryChange | None = None  # peak memory, where both runs recorded it
 
     @property
     def verdict(self) -> Verdict | None:
@@ -105,17 +113,28 @@ class BenchVerdict:
         return decided and self.verdict is not Verdict.INCONCLUSIVE
 
     @property
+    def cpu_slower(self) -> bool:
+        """More CPU seconds per item by the rank test (beyond the threshold)."""
+        return self.cpu is not None and self.cpu.verdict is Verdict.SLOWER and not self.cpu.fallback
+
+    @property
+    def memory_rose(self) -> bool:
+        """Peak memory rose beyond the bench's memory threshold."""
+        return self.memory is not None and self.memory.rose
+
+    @property
     def suspect(self) -> bool:
-        """Slower by the rank test: a regression on a screen, a suspect where the
-        command confirms (``--perf-gate``)."""
-        return self.verdict is Verdict.SLOWER and not self.too_few_samples
+        """Slower, or more CPU per item, by the rank test: a regression on a screen, a
+        suspect where the command confirms (``--perf-gate``)."""
+        slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
+        return slower or self.cpu_slower
 
     @property
     def regressed(self) -> bool:
         """Slower by a test of significance (and not cleared by a confirmation), or an
         exact counter rose."""
         cleared = self.confirmation is not None and not self.confirmation.regressed
-        return (self.suspect and not cleared) or bool(self.counters_rose)
+        return (self.suspect and not cleared) or bool(self.counters_rose) or self.memory_rose
 
     @property
     def unconfirmed(self) -> bool:
@@ -235,6 +254,9 @@ def judge_bench(
     """
     counters = _counters(baseline, current)
     note = None
+    memory_threshold = current.memory_threshold or baseline.memory_threshold or MEMORY_THRESHOLD
+    memory = memory_change(baseline.cost, current.cost, memory_threshold)
+    cpu: Comparison | None = None
 
     def verdict(
         time: Comparison | None, rate_change: float | None = None, reason: str | None = None
@@ -250,6 +272,8 @@ def judge_bench(
             counters=counters,
             not_comparable=reason,
             note=note,
+            cpu=cpu,
+            memory=memory if reason is None else None,
         )
 
     reason = _not_comparable(baseline, current)
@@ -267,6 +291,7 @@ def judge_bench(
         time = _compare_times(baseline, current, threshold)
     except ValueError as exc:  # zero or negative timings: nothing sound to judge
         return verdict(None, reason=str(exc))
+    cpu = _compare_cpu(baseline, current, threshold)
     rate_change = None
     old_rate, new_rate = baseline.median_rate(), current.median_rate()
     if baseline.data and current.data and baseline.items and current.items:
@@ -274,6 +299,18 @@ def judge_bench(
     if old_rate and new_rate:
         rate_change = new_rate / old_rate - 1
     return verdict(time, rate_change)
+
+
+def _compare_cpu(baseline: Bench, current: Bench, threshold: float) -> Comparison | None:
+    """CPU seconds per item by the rank test, where both runs saved each round's."""
+    old, new = baseline.cpu_samples(), current.cpu_samples()
+    if not old or not new or min(old) <= 0 or min(new) <= 0:
+        return None
+    for bench in (baseline, current):
+        assert bench.cost is not None
+        if _median(list(bench.cost.rounds_cpu_s)) < MIN_ROUND_CPU_S:
+            return None  # the readings' own cost and resolution would dominate
+    return compare_samples(old, new, threshold)
 
 
 def _compare_times(baseline: Bench, current: Bench, threshold: float) -> Comparison:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, replace_dir
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.cost import COST_HEADER, cost_cells
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
@@ -103,6 +104,7 @@ def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
                 if rate
                 else (f"{bench.median * 1000:.3f} ms/call" if bench.median else "-"),
                 spread,
+                *cost_cells(bench.cost, bench.items, bench.unit),
                 speedup,
                 str(len(bench.data)) if bench.data else "-",
             ]
@@ -114,6 +116,7 @@ GROUP_HEADER = [
     "variant",
     "median throughput",
     "IQR of per-round throughput",
+    *COST_HEADER,
     "speedup over baseline",
     "rounds",
 ]
@@ -174,14 +177,14 @@ def _figure(width: float, height: float) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=100)
+    # constrained: labels, titles and legends are fitted inside the figure, none clipped
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
 
 
 def _png(figure: Any) -> bytes:
     buffer = io.BytesIO()
-    figure.tight_layout()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
 
@@ -211,9 +214,41 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
     return _png(figure)
 
 
+#: the most x tick labels a history plot shows
+HISTORY_TICKS = 12
+
+
+def run_label(run: Run) -> str:
+    """A run's name on an axis: its date and short commit, else its counter.
+
+    >>> from perfsuite.verdict.runs import Run
+    >>> run_label(Run("0007_eb1eee44f501ef5545_20261125_060117.json", {},
+    ...               commit_info={"id": "eb1eee44f501ef5545"}, datetime="2026-11-25T06:01:17"))
+    '11-25 eb1eee4'
+    >>> run_label(Run("0007_nightly.json", {}))
+    '0007'
+    """
+    parts = []
+    stamp = run.datetime or ""
+    if re.match(r"\d{4}-\d{2}-\d{2}", stamp):  # ISO, as pytest-benchmark saves it
+        parts.append(stamp[5:10])
+    commit = run.commit_info.get("id")
+    if isinstance(commit, str) and commit:
+        parts.append(commit[:7])
+    return " ".join(parts) or run.name.split("_")[0][:20]
+
+
 def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | None:
     """One bench's median (with IQR error bars) across ``history``; ``current`` is marked."""
+    figure = history_figure(fullname, history, current)
+    return None if figure is None else _png(figure)
+
+
+def history_figure(fullname: str, history: Sequence[Run], current: Run) -> Any:
+    """:func:`history_png`'s figure: runs on x by date and short commit (at most
+    ``HISTORY_TICKS`` labels), ``None`` when the bench has no figures."""
     points: list[tuple[str, float, float, float, bool]] = []
+    labels: list[str] = []
     use_rates = bool(current.benches[fullname].items)
     for run in history:
         bench = run.benches.get(fullname)
@@ -228,9 +263,10 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
                 continue
             q1 = q2 = q3 = centre
         points.append((run.name, q1, q2, q3, run is current))
+        labels.append(run_label(run))
     if not points:
         return None
-    figure = _figure(max(5.0, 0.5 * len(points) + 3), 3.6)
+    figure = _figure(min(12.0, max(6.0, 0.25 * len(points) + 4)), 4.0)
     axes = figure.add_subplot(1, 1, 1)
     xs = list(range(len(points)))
     medians = [p[2] for p in points]
@@ -256,8 +292,10 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
             color="#e63946",
             label="current run",
         )
-    _mark_steps(axes, fullname, history, [p[0] for p in points])
-    axes.set_xticks(xs, [p[0] for p in points], rotation=30, ha="right", fontsize=7)
+    _mark_steps(axes, fullname, history, [p[0] for p in points], labels)
+    shown = sorted(xs[::-1][:: -(-len(xs) // HISTORY_TICKS)])  # the newest run among them
+    axes.set_xticks(shown, [labels[i] for i in shown], rotation=30, ha="right", fontsize=7)
+    axes.set_xlabel("run (date, commit)", fontsize=8)
     unit = current.benches[fullname].unit
     axes.set_ylabel(
         f"{unit}/s (higher is better)" if use_rates else "seconds per call (lower is better)"
@@ -265,11 +303,18 @@ def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | 
     axes.set_title(current.benches[fullname].label, fontsize=9)
     axes.legend(fontsize=7, loc="best")
     axes.grid(alpha=0.3)
-    return _png(figure)
+    return figure
 
 
-def _mark_steps(axes: Any, fullname: str, history: Sequence[Run], names: list[str]) -> None:
-    """A vertical line before each run where the bench's history steps (perfsuite history)."""
+def _mark_steps(
+    axes: Any,
+    fullname: str,
+    history: Sequence[Run],
+    names: list[str],
+    labels: Sequence[str] | None = None,
+) -> None:
+    """A vertical line before each run where the bench's history steps (perfsuite history),
+    named in the legend by ``labels`` (the run names where not given)."""
     from perfsuite.verdict.history import bench_series, steps_of
 
     series = bench_series(history, fullname)
@@ -279,11 +324,12 @@ def _mark_steps(axes: Any, fullname: str, history: Sequence[Run], names: list[st
         if step.after.run not in names:
             continue
         size = f"{step.change * 100:+.0f}%" if step.change is not None else step.what
+        where = names.index(step.after.run)
         axes.axvline(
-            names.index(step.after.run) - 0.5,
+            where - 0.5,
             color="#e63946" if step.regression else "#8d99ae",
             linestyle="--",
-            label=f"step {size} at {step.after.run}",
+            label=f"step {size} at {labels[where] if labels else step.after.run}",
         )
 
 

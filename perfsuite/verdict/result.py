@@ -15,6 +15,8 @@ shown, never judged, so a note named ``threshold`` or ``items`` cannot change a
 verdict. A bench measured on a GPU may also have ``gpu``: its clocks before, during
 and after the timed rounds and two flags, ``clocks_moved`` and ``throttled``
 (:mod:`perfsuite.bench.clocks` writes it); runs without it read as ``gpu: None``.
+``cost`` is what the measured rounds cost in CPU time and memory
+(:mod:`perfsuite.verdict.cost`); runs saved without it read as ``cost: None``.
 Everything else in ``extra_info`` (keys other plugins add) is left alone.
 
 :meth:`BenchResult.from_dict` is strict: a missing or mistyped key, an unknown key or
@@ -37,15 +39,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.cost import COST_KEY, Cost
 
 #: the ``extra_info`` key a result is saved under
 RESULT_KEY = "perfsuite"
-#: the layout version of ``extra_info["perfsuite"]``; bumped when a key changes meaning
-SCHEMA_VERSION = 1
+#: the layout version of ``extra_info["perfsuite"]``; bumped when a key is added or
+#: changes meaning (2: ``cost``). Every earlier version is read.
+SCHEMA_VERSION = 2
 
 
-#: the keys of a draft: what a bench can record before ``perf.measure`` runs
-DRAFT_KEYS = frozenset({"schema", "counters", "notes"})
+#: the keys of a draft: what a bench can record before ``perf.measure`` runs, and the
+#: cost of a bench that never calls it
+DRAFT_KEYS = frozenset({"schema", "counters", "notes", COST_KEY})
 
 
 def is_draft(data: Any) -> bool:
@@ -109,6 +114,7 @@ class BenchResult:
     efficiency: float | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
     gpu: Mapping[str, Any] | None = None
+    cost: Cost | None = None
 
     @property
     def label(self) -> str:
@@ -166,6 +172,7 @@ class BenchResult:
             "efficiency": self.efficiency,
             "notes": dict(self.notes),
             **({"gpu": dict(self.gpu)} if self.gpu is not None else {}),
+            **({COST_KEY: self.cost.to_dict()} if self.cost is not None else {}),
         }
 
     @classmethod
@@ -185,6 +192,7 @@ _OPTIONAL = (
     "efficiency",
     "notes",
     "gpu",
+    COST_KEY,
 )
 #: the flags of a ``gpu`` object, each true or false where present
 GPU_FLAGS = ("clocks_moved", "throttled")
@@ -196,6 +204,12 @@ def _is_number(value: Any) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_cost(data: Mapping[str, Any], where: str) -> Cost | None:
+    """The ``cost`` of a result or draft, ``None`` where it has none."""
+    value = data.get(COST_KEY)
+    return None if value is None else Cost.from_dict(value, where)
 
 
 class _Reader:
@@ -248,6 +262,7 @@ class _Reader:
             efficiency=self.positive_number("efficiency"),
             notes=self.mapping("notes"),
             gpu=self.gpu(),
+            cost=read_cost(self.data, self.where),
         )
 
     def text(self, key: str) -> str:

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.cost import Cost
 from perfsuite.verdict.legacy import is_legacy, legacy_result
-from perfsuite.verdict.result import RESULT_KEY, BenchResult, is_draft
+from perfsuite.verdict.result import RESULT_KEY, BenchResult, is_draft, read_cost
 
 #: the pytest-benchmark JSON major versions whose layout perfsuite reads
 SUPPORTED_MAJOR_VERSIONS = frozenset({3, 4, 5})
@@ -42,6 +43,8 @@ class Bench:
     plain: tuple[tuple[str, int], ...] = ()
     #: the threshold such a bench's ``perf`` marker gave (``THRESHOLD_KEY``)
     plain_threshold: float | None = None
+    #: what its measured rounds cost (its result's, else its draft's); ``None`` if unknown
+    cost: Cost | None = None
 
     @property
     def threshold(self) -> float | None:
@@ -80,6 +83,15 @@ class Bench:
     def counters(self) -> dict[str, int]:
         """The exact counters this bench recorded."""
         return dict(self.result.counters) if self.result is not None else dict(self.plain)
+
+    @property
+    def memory_threshold(self) -> float | None:
+        """The peak-memory threshold this bench recorded with its cost, if any."""
+        return self.cost.memory_threshold if self.cost is not None else None
+
+    def cpu_samples(self) -> list[float]:
+        """CPU seconds per item, one a measured round (empty where cost is unknown)."""
+        return self.cost.round_samples(self.items) if self.cost is not None else []
 
 
 @dataclass(frozen=True)
@@ -207,7 +219,12 @@ def parse_bench(entry: Any, source: str, index: int) -> Bench:
     extra = entry.get("extra_info")
     extra = extra if isinstance(extra, dict) else {}
     group = entry.get("group")
-    result = read_result(extra, f"{source}: bench {entry['fullname']}")
+    where = f"{source}: bench {entry['fullname']}"
+    result = read_result(extra, where)
+    draft = extra.get(RESULT_KEY)
+    cost = result.cost if result is not None else None
+    if result is None and isinstance(draft, dict) and is_draft(draft):
+        cost = read_cost(draft, where)
     return Bench(
         fullname=entry["fullname"],
         name=str(entry.get("name") or entry["fullname"]),
@@ -217,6 +234,7 @@ def parse_bench(entry: Any, source: str, index: int) -> Bench:
         median=float(median) if _number(median) and float(median) > 0 else None,
         plain=plain_counters(extra) if result is None else (),
         plain_threshold=_threshold_of(extra) if result is None else None,
+        cost=cost,
     )
 
 

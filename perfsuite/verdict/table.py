@@ -15,7 +15,16 @@ from perfsuite.verdict.judge import BenchVerdict
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.textable import format_table
 
-HEADER = ["bench", "verdict", "median time [99% CI]", "throughput", "p", "rounds", "counters"]
+HEADER = [
+    "bench",
+    "verdict",
+    "median time [99% CI]",
+    "throughput",
+    "p",
+    "rounds",
+    "counters",
+    "cost",
+]
 
 
 def _pct(value: float) -> str:
@@ -76,6 +85,21 @@ def _counter_cell(item: BenchVerdict) -> str:
     return ", ".join(parts) or "-"
 
 
+def _cost_cell(item: BenchVerdict) -> str:
+    """CPU per item (its change and verdict) and peak memory, where both runs recorded them."""
+    parts = []
+    if item.cpu is not None:
+        word = item.cpu.verdict.value
+        if item.cpu.fallback is not None:
+            word = "not judged"
+        elif item.cpu_slower:
+            word = word.upper()
+        parts.append(f"cpu/item {_pct(item.cpu.change)} {word}")
+    if item.memory is not None:
+        parts.append(str(item.memory))
+    return ", ".join(parts) or "-"
+
+
 def _gpu_note(item: BenchVerdict) -> str | None:
     """Which side's GPU clocks moved or throttled during its timed rounds, if any."""
     sides = []
@@ -114,6 +138,7 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
                 _p_cell(item),
                 rounds,
                 _counter_cell(item),
+                _cost_cell(item),
             ]
         )
     return rows, notes
@@ -126,6 +151,12 @@ def headline(comparison: RunComparison) -> str:
     parts = [f"{n} {word}" for word, n in counts.items()]
     if rose:
         parts.append(f"exact counters rose in {rose}")
+    cpu = sum(1 for v in comparison.verdicts if v.cpu_slower)
+    if cpu:
+        parts.append(f"CPU per item rose in {cpu}")
+    memory = sum(1 for v in comparison.verdicts if v.memory_rose)
+    if memory:
+        parts.append(f"peak memory rose in {memory}")
     total = len(comparison.verdicts)
     return f"{total} bench{'es' if total != 1 else ''} compared: " + (", ".join(parts) or "none")
 
@@ -178,6 +209,11 @@ def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list
     return lines
 
 
+def _marked(row: Sequence[str]) -> bool:
+    """A row that shows a regression: time, a counter, CPU per item or peak memory."""
+    return row[1].startswith("SLOWER") or "ROSE" in row[6] or "SLOWER" in row[7] or "ROSE" in row[7]
+
+
 def markdown_lines(comparison: RunComparison) -> list[str]:
     """The verdict table and its notes as Markdown."""
     lines = [f"Baseline `{comparison.baseline.source}`, current `{comparison.current.source}`.", ""]
@@ -185,10 +221,7 @@ def markdown_lines(comparison: RunComparison) -> list[str]:
         lines.extend([f"> **Warning:** {line}", ""])
     rows, notes = verdict_rows(comparison)
     if rows:
-        bold = [
-            [f"**{r[0]}**" if r[1].startswith("SLOWER") or "ROSE" in r[6] else r[0], *r[1:]]
-            for r in rows
-        ]
+        bold = [[f"**{r[0]}**" if _marked(r) else r[0], *r[1:]] for r in rows]
         lines.extend(markdown_table(bold, HEADER))
         lines.append("")
     lines.extend(f"[{i}] {note}  " for i, note in enumerate(notes, 1))
