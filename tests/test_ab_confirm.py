@@ -16,10 +16,11 @@ from perfsuite.ab.confirm import confirm, looks
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
-from perfsuite.ab.report import Verdicts, write_report
+from perfsuite.ab.report import write_report
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row, against
 from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict
 

@@ -14,9 +14,9 @@ import pytest
 from perfsuite.ab.command import CONFIRM_ALPHA
 from perfsuite.ab.confirm import pick_suspects
 from perfsuite.ab.outcome import BenchRun
-from perfsuite.ab.report import Verdicts
 from perfsuite.ab.rows import Row
 from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import ALPHA, judge, judge_processes, log_ratios
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, read_log

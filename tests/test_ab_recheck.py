@@ -13,10 +13,11 @@ from perfsuite.ab.confirm import pick_suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
 from perfsuite.ab.recheck import SECOND, rechecked, same_benches
-from perfsuite.ab.report import Verdicts, write_report
+from perfsuite.ab.report import write_report
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row
 from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import ALPHA
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo

@@ -205,8 +205,9 @@ def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
 
 def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
     from perfsuite.ab.outcome import BenchRun, Outcome
-    from perfsuite.ab.report import Verdicts, write_report
+    from perfsuite.ab.report import write_report
     from perfsuite.ab.sidemanage import SideSpec
+    from perfsuite.ab.verdicts import Verdicts
     from perfsuite.verdict.paired import judge
 
     run = BenchRun("benches/bench_x.py::test_x", 0.05)

@@ -262,9 +262,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
     from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
     from perfsuite.ab.recheck import recheck
-    from perfsuite.ab.report import Verdicts, write_report
+    from perfsuite.ab.report import write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
     from perfsuite.ab.sidemanage import SideProcess, SideSpec
+    from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.verdict.paired import ALPHA
 

@@ -44,8 +44,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.ab.budget import SUSPECT_KINDS
-from perfsuite.ab.report import Verdicts
 from perfsuite.ab.rows import Row
+from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.stats import Verdict
 

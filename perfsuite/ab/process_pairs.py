@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from perfsuite.ab.controller import Controller
-from perfsuite.ab.report import Verdicts
 from perfsuite.ab.sidemanage import SideProcess, SideSpec
+from perfsuite.ab.verdicts import Verdicts
 
 #: a session: the files its pair collects (None: the whole selection) and its offset,
 #: which seeds its block order and which side starts first

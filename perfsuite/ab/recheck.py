@@ -38,8 +38,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
-from perfsuite.ab.report import Verdicts
 from perfsuite.ab.rows import pct, suspicious
+from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.stats import Verdict
 
 #: the offset of a file's second pair of processes (its first is at 0): odd, so it

@@ -1,0 +1,229 @@
+"""One A/B's verdicts: every bench's row, who the sides were, and the verdict table.
+
+:class:`Verdicts` is built from what one pair of processes measured (its
+:class:`~perfsuite.ab.outcome.Outcome`), merged over the sessions of bench files,
+pooled over fresh pairs of processes (``--processes``) and updated with the rows of a
+confirmation; :meth:`Verdicts.text_lines` and :meth:`Verdicts.markdown_lines` are its
+table (the report folder is :mod:`perfsuite.ab.report`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from perfsuite.ab.outcome import BenchRun, Outcome
+from perfsuite.ab.rows import HEADER, Row, against, pct
+from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.bench.summary import format_table
+from perfsuite.errors import PerfsuiteError
+from perfsuite.verdict.compare import CounterChange
+from perfsuite.verdict.paired import ALPHA, judge_processes
+from perfsuite.verdict.runs import Bench, Run, load_run
+from perfsuite.verdict.stats import Verdict
+
+
+def _load(path: Path) -> Run | None:
+    try:
+        return load_run(path)
+    except (PerfsuiteError, OSError):
+        return None
+
+
+def _counters(a: Bench | None, b: Bench | None) -> tuple[CounterChange, ...]:
+    old = a.counters() if a else {}
+    new = b.counters() if b else {}
+    return tuple(CounterChange(n, old.get(n), new.get(n)) for n in dict.fromkeys([*old, *new]))
+
+
+@dataclass
+class Verdicts:
+    """Every row of one A/B, with who the sides were."""
+
+    rows: list[Row]
+    specs: list[SideSpec]
+    seed: int
+    runs: list[BenchRun] = field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls, outcome: Outcome, a_json: Path, b_json: Path, specs: Sequence[SideSpec]
+    ) -> Verdicts:
+        run_a, run_b = _load(a_json), _load(b_json)
+        rows = []
+        for bench in outcome.benches:
+            a = run_a.benches.get(bench.nodeid) if run_a else None
+            b = run_b.benches.get(bench.nodeid) if run_b else None
+            saved = b or a
+            unit = saved.unit if saved is not None else "items"
+            status = f"skipped ({bench.skipped})" if bench.skipped else None
+            rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
+        rows += [Row(n, None, status="removed (base only)") for n in outcome.removed]
+        rows += [Row(n, None, status="added (candidate only)") for n in outcome.added]
+        return cls(rows, list(specs), outcome.seed, list(outcome.benches))
+
+    @classmethod
+    def merge(cls, parts: Sequence[Verdicts]) -> Verdicts:
+        """One A/B's verdicts from its sessions (one per bench file): every session's
+        measured benches first, in order, then the added and removed ones."""
+        if not parts:
+            raise ValueError("no session to merge")
+        rows = [r for part in parts for r in part.rows if r.run is not None]
+        rows += [r for part in parts for r in part.rows if r.run is None]
+        runs = [run for part in parts for run in part.runs]
+        return cls(rows, parts[0].specs, parts[0].seed, runs)
+
+    def confirmed(self, checks: Sequence[Verdicts], how: str) -> Verdicts:
+        """These verdicts with each row that ``checks`` measured (the suspects, run
+        again) replaced by its check's row, its status saying ``how`` and the first
+        estimate (and a rechecked `same`'s second); neither is ever pooled in, as the
+        bench was chosen for their being high. A check that says slower or faster the
+        other way from the estimate that made the bench a suspect (:attr:`Row.suspicion`,
+        :func:`against`) makes the row inconclusive."""
+        again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
+        rows = []
+        for row in self.rows:
+            new, before = again.get(row.nodeid), row.run
+            if new is None or new.run is None or before is None or before.result is None:
+                rows.append(row)
+                continue
+            first, second = before.result, before.second
+            lead = second or first  # Row.suspicion: what made it a suspect
+            status = f"{how.format(pairs=len(new.run.sessions) or 1)}; first pair "
+            status += pct(first.change) + (f", second pair {pct(second.change)}" if second else "")
+            run = replace(new.run, first=first, second=second)
+            if run.result and against(lead, run.result):
+                run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
+                status += ", the other way: not confirmed"
+            elif run.result and run.result.futile:
+                status += ", stopped early: more could not decide"
+            rows.append(replace(row, run=run, status=status))
+        runs = [r.run for r in rows if r.run is not None]
+        return Verdicts(rows, self.specs, self.seed, runs)
+
+    @classmethod
+    def pool(cls, sessions: Sequence[Verdicts], alpha: float = ALPHA) -> Verdicts:
+        """One file's verdicts from several fresh pairs of processes (``--processes``):
+        a bench measured in every pair is judged across the pairs
+        (:func:`~perfsuite.verdict.paired.judge_processes`), its blocks kept in order;
+        any other bench keeps its first row (skipped, added, removed)."""
+        if len(sessions) == 1:
+            return sessions[0]
+        rows: list[Row] = []
+        runs: list[BenchRun] = []
+        nodeids = list(dict.fromkeys(r.nodeid for part in sessions for r in part.rows))
+        for nodeid in nodeids:
+            found = [r for part in sessions for r in part.rows if r.nodeid == nodeid]
+            measured = [r.run for r in found if r.run is not None and r.run.result is not None]
+            if len(measured) < len(sessions):
+                kept = next(r for r in found if r.run is None or r.run.result is None)
+                rows.append(kept)
+                runs += [kept.run] if kept.run is not None else []
+                continue
+            pooled = _pool_runs(measured, alpha)
+            rows.append(Row(nodeid, pooled, found[0].unit, found[0].counters, None))
+            runs.append(pooled)
+        return cls(rows, sessions[0].specs, sessions[0].seed, runs)
+
+    @property
+    def regressed(self) -> bool:
+        return any(row.regressed for row in self.rows)
+
+    @property
+    def judged(self) -> list[Row]:
+        """The rows measured on both sides and decided: a verdict other than
+        `inconclusive`."""
+        return [row for row in self.rows if row.judged]
+
+    def not_judged(self) -> str | None:
+        """Why no bench was judged (one line, with what would judge one), or ``None``."""
+        if self.judged or self.regressed:
+            return None
+        if not self.rows:
+            return "no bench in the selection (check the pytest arguments after --)"
+        reasons: dict[str, int] = {}
+        for row in self.rows:
+            reason = row.unjudged_reason()
+            reasons[reason] = reasons.get(reason, 0) + 1
+        listed = "; ".join(f"{n} {why}" for why, n in reasons.items())
+        hints = []
+        if any("only" in why for why in reasons):
+            hints.append(
+                "benches found on one side only: their node ids differ between A and B "
+                "(renamed or moved?)"
+            )
+        if any("without measuring" in why for why in reasons):
+            hints.append(
+                "a bench that passed without measuring used neither the perf nor the "
+                "benchmark fixture"
+            )
+        if any(why.startswith("inconclusive") for why in reasons):
+            hints.append(
+                "more pairs (--max-pairs, --max-seconds) or a quieter machine would decide"
+            )
+        return listed + "".join(f"; {hint}" for hint in hints)
+
+    def title(self) -> str:
+        a, b = self.specs
+        return f"A = {a.revision.label}, B = {b.revision.label}"
+
+    def conclusion(self) -> str:
+        bad = [row.nodeid for row in self.rows if row.regressed]
+        if bad:
+            return f"REGRESSION in {len(bad)} bench(es): {', '.join(bad)}"
+        why = self.not_judged()
+        if why is not None:
+            return f"NOTHING JUDGED: {why}"
+        judged = len(self.judged)
+        left = len(self.rows) - judged
+        rest = f"; {left} not judged (see their rows)" if left else ""
+        return f"no regression in {judged} judged bench(es){rest}"
+
+    def text_lines(self) -> list[str]:
+        lines = [f"perfsuite ab: {self.title()} (B against A; seed {self.seed})"]
+        if self.rows:
+            lines += format_table([row.cells() for row in self.rows], HEADER)
+        else:
+            lines.append("no bench in the selection")
+        lines.append(f"perfsuite ab: {self.conclusion()}")
+        return lines
+
+    def markdown_lines(self) -> list[str]:
+        lines = [
+            "## perfsuite ab",
+            "",
+            f"{self.title()}, blocks alternated in one session (seed {self.seed}).",
+            "",
+            "| " + " | ".join(HEADER) + " |",
+            "|" + "|".join(["---", "---", "---:", "---:", "---:", "---"]) + "|",
+        ]
+        for row in self.rows:
+            cells = [c.replace("|", "\\|") for c in row.cells()]
+            cells[0] = f"`{cells[0]}`"
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", f"**{self.conclusion()}**", ""]
+        return lines
+
+
+def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
+    """Several pairs of processes' runs of one bench as one, judged across the pairs."""
+    first = runs[0]
+    pooled = BenchRun(first.nodeid, first.threshold, warmup=dict(first.warmup))
+    for run in runs:
+        pooled.a_blocks += run.a_blocks
+        pooled.b_blocks += run.b_blocks
+        pooled.order += run.order
+        pooled.drained += run.drained
+        pooled.seconds += run.seconds
+        pooled.unsettled += run.unsettled
+        pooled.sessions.append(math.expm1(statistics.median(run.ratios)))
+        pooled.session_pairs.append(len(run.ratios))
+        pooled.started += run.started
+    higher = first.result.higher_is_better if first.result else False
+    pooled.result = judge_processes(
+        [run.ratios for run in runs], first.threshold, alpha, higher_is_better=higher
+    )
+    return pooled
