@@ -28,11 +28,8 @@ from perfsuite.verdict.paired import (
     judge_processes,
     log_ratios,
     look_schedule,
-    median_interval,
-    min_pairs_for,
-    sign_rank,
-    sign_test_p,
 )
+from perfsuite.verdict.signtest import median_interval, min_pairs_for, sign_rank, sign_test_p
 from perfsuite.verdict.stats import Verdict
 
 LOOK_ALPHA = 0.01 / 16  # default scale: 0.01 over the 16 looks of 12-240 pairs

@@ -24,7 +24,8 @@ from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
 from perfsuite.ab.sidemanage import side_pythonpath
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.paired import Budget, min_pairs_for
+from perfsuite.verdict.paired import Budget
+from perfsuite.verdict.signtest import min_pairs_for
 
 
 def test_split_argv_and_scale() -> None:

@@ -61,7 +61,8 @@ def scale_of(pytest_args: Sequence[str]) -> str:
 
 
 def budget_for(args: argparse.Namespace, scale: str) -> Budget:
-    from perfsuite.verdict.paired import ALPHA, Budget, min_pairs_for
+    from perfsuite.verdict.paired import ALPHA, Budget
+    from perfsuite.verdict.signtest import min_pairs_for
 
     defaults = BUDGETS[scale]
     min_pairs = args.min_pairs or defaults.min_pairs

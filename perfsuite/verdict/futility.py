@@ -16,12 +16,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from perfsuite.verdict.paired import PairedResult
+from perfsuite.verdict.signtest import sign_rank
+
+
+class Estimate(Protocol):
+    """What futility reads of a verdict in progress
+    (:class:`perfsuite.verdict.paired.PairedResult`): its relative change, its interval
+    (``None``: none yet), its threshold, its error rate, and whether it decided."""
+
+    @property
+    def change(self) -> float: ...
+    @property
+    def ci(self) -> tuple[float, float] | None: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def decisive(self) -> bool: ...
+
 
 #: :func:`futile` projects an interval to the evidence a budget can still buy and then
 #: narrows it to this fraction, so a test stops only when even a luckier interval
@@ -29,7 +46,7 @@ if TYPE_CHECKING:
 FUTILITY_MARGIN = 0.75
 
 
-def futile(result: PairedResult, half: float, margin: float = FUTILITY_MARGIN) -> bool:
+def futile(result: Estimate, half: float, margin: float = FUTILITY_MARGIN) -> bool:
     """Whether ``result`` could not become decisive with an interval of half-width
     ``half`` (in log-ratio: what the evidence its budget can still buy would give).
 
@@ -91,7 +108,7 @@ def sign_half_width(log_ratios: Sequence[float], alpha: float, pairs: int) -> fl
     the median would have with ``pairs`` pairs as spread as ``log_ratios``.
 
     That interval runs between the order statistics of ranks ``k`` and ``pairs + 1 -
-    k`` (:func:`perfsuite.verdict.paired.sign_rank`), which sit near the quantiles
+    k`` (:func:`perfsuite.verdict.signtest.sign_rank`), which sit near the quantiles
     ``k / (pairs + 1)`` and ``1 - k / (pairs + 1)``; those are read off ``log_ratios``
     (``method="weibull"``, the expected place of an order statistic). Central
     quantiles, not the interval of the pairs so far scaled by ``sqrt(n / pairs)``: at
@@ -103,8 +120,6 @@ def sign_half_width(log_ratios: Sequence[float], alpha: float, pairs: int) -> fl
     >>> round(sign_half_width(spread, 0.001, 12), 3), round(sign_half_width(spread, 0.001, 240), 3)
     (0.2, 0.009)
     """
-    from perfsuite.verdict.paired import sign_rank
-
     d = np.sort(np.asarray(log_ratios, dtype=float))
     k = sign_rank(max(pairs, int(d.size)), alpha)
     if k is None or d.size == 0:
@@ -132,7 +147,7 @@ def t_narrowing(n: int, reachable: int, alpha: float) -> float:
     return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
 
 
-def t_half_width(result: PairedResult, n: int, reachable: int) -> float:
+def t_half_width(result: Estimate, n: int, reachable: int) -> float:
     """The half-width (in log-ratio) that ``result``'s t interval of ``n`` estimates
     would have with ``reachable`` of them, its spread taken as it is
     (:func:`t_narrowing`); ``inf`` when it has no interval.
