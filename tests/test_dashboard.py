@@ -129,11 +129,16 @@ def test_the_step_and_the_extra_series_are_in_the_model(built: dict[str, Path]) 
     assert len(dashboard.histories) == GROUPS * PER_GROUP
     for history in dashboard.histories:
         assert len(history.points) == 30
-        assert set(history.points[-1].resources) == {"cores", "peak_rss_mb"}
+        figures = {"cores", "peak_rss_mb"}
+        if history.label.endswith("/v0"):  # from the saved cost: CPU per item too
+            figures.add("cpu_s_per_item")
+        assert set(history.points[-1].resources) == figures
         assert dict(history.points[-1].counters) == {"traces": 1}
         if history.label == "/".join(STEPPED):
-            (mark,) = history.marks
+            (mark,) = [m for m in history.marks if m.what == "time"]
             assert (mark.index, mark.regression, mark.accepted) == (STEP_AT, True, False)
+            assert mark.text.startswith("time +")
+            assert f"from Nov 16 (run {STEP_AT + 1:04d}, commits " in mark.text
             assert history.verdict == "regression"
         else:
             assert history.marks == (), history.label
@@ -310,8 +315,8 @@ def test_a_browser_renders_every_plot_marks_the_step_and_follows_the_links(
     notes = [e.text for e in plot.find_elements(By.CSS_SELECTOR, "g.annotation")]
     assert any(n.startswith("step +") and n.endswith("(regression)") for n in notes), notes
     dashed = plot.find_elements(By.CSS_SELECTOR, ".shapelayer path")
-    assert len(dashed) == 1
-    assert "214, 40, 40" in (dashed[0].get_attribute("style") or "")  # red
+    assert dashed
+    assert all("214, 40, 40" in (d.get_attribute("style") or "") for d in dashed)  # red
     hover = browser.execute_script(
         "return document.getElementById(arguments[0]).data[1].customdata[arguments[1]];",
         f"plot-{anchor}",

@@ -53,9 +53,19 @@ def run_html(args: argparse.Namespace) -> int:
     site = build_site(
         Storage.from_option(args.storage), args.html, args.ab_report, args.nightly_report
     )
+    counts = (
+        (site.groups, "group"),
+        (site.benches, "bench history"),
+        (site.reports, "report"),
+        (len(site.files), "file"),
+    )
+    held = ", ".join(f"{n} {what if n == 1 else _plural(what)}" for n, what in counts)
     print(
-        f"perfsuite report: wrote the dashboard into {site.root} ({site.groups} groups, "
-        f"{site.benches} bench histories, {site.reports} reports, {len(site.files)} files, "
+        f"perfsuite report: wrote the dashboard into {site.root} ({held}, "
         f"{site.size:,} bytes; open {site.root / 'index.html'})"
     )
     return OK
+
+
+def _plural(word: str) -> str:
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"

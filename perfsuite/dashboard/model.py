@@ -113,7 +113,8 @@ class Mark:
     index: int
     regression: bool
     accepted: bool
-    size: str  # "+12.3%" or "traces 1 -> 2"
+    what: str  # "time", another series of medians, or "counter ..."
+    size: str  # "+12.3%", "cpu/item +12.3%" or "counter traces 1 -> 2"
     text: str  # the step, its interval, where it starts and its commit range
 
 
@@ -260,6 +261,7 @@ def _history(
             index=step.index,
             regression=step.regression,
             accepted=step.regression and step not in failing,
+            what=step.what,
             size=_size(step),
             text=_describe(step, infos[step.after.position]),
         )
@@ -280,12 +282,16 @@ def _history(
 
 
 def _size(step: HistoryStep) -> str:
-    return f"{step.change * 100:+.1f}%" if step.change is not None else step.what
+    """``+12.3%`` for a time step; other steps say what stepped."""
+    if step.change is None:
+        return step.what
+    size = f"{step.change * 100:+.1f}%"
+    return size if step.what == "time" else f"{step.what} {size}"
 
 
 def _describe(step: HistoryStep, after: RunInfo) -> str:
     """``time +14.3% [+11.7%, +16.9%] from Nov 16 (run 0021, commits a..b)``."""
-    size = step.what if step.change is None else f"time {_size(step)}"
+    size = step.what if step.change is None else f"{step.what} {step.change * 100:+.1f}%"
     if step.ci is not None:
         size += f" [{step.ci[0] * 100:+.1f}%, {step.ci[1] * 100:+.1f}%]"
     counter = after.name.split("_")[0]
