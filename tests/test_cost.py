@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from perfsuite.exitcodes import OK, REGRESSION
-from perfsuite.verdict.compare import compare_runs, gate_decision
+from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.cost import MEMORY_FLOOR_MB, Cost, MemoryChange
+from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.runs import parse_run
 from perfsuite.verdict.table import text_lines
 from tests.samples import normal
@@ -277,3 +278,29 @@ def test_a_damaged_cost_names_the_bench() -> None:
     broken["cpu_s"] = "lots"
     with pytest.raises(PerfsuiteError, match=r"cur: bench test_x.py::test_x: cost cpu_s"):
         _run("cur", TIMES, broken)
+
+
+def test_history_finds_a_peak_memory_step_and_a_cpu_step() -> None:
+    from perfsuite.verdict.history import bench_series, failing_steps, steps_of
+
+    runs = []
+    for night in range(16):
+        peak = 100.0 if night < 10 else 300.0  # tripled from night 10 on
+        cpu = CPU if night < 6 else [c * 1.5 for c in CPU]  # half as much again from night 6
+        runs.append(_run(f"{night:04d}_night", TIMES, _cost(peak, normal_cpu(cpu, night))))
+    series = bench_series(runs, "test_x.py::test_x")
+    assert series is not None
+    steps = steps_of(series)
+    found = {(s.what, s.index) for s in steps}
+    assert ("peak memory", 10) in found
+    assert ("cpu/item", 6) in found
+    assert all(s.regression for s in steps if s.what in ("peak memory", "cpu/item"))
+    assert {s.what for s in failing_steps(steps, None)} == {"peak memory", "cpu/item"}
+    described = [s.describe() for s in steps]
+    assert any(d.startswith("peak memory +200") for d in described), described
+
+
+def normal_cpu(values: list[float], seed: int) -> list[float]:
+    """``values`` with a night's own small noise."""
+    noise = normal(1.0, 0.002, len(values), seed=100 + seed)
+    return [v * n for v, n in zip(values, noise, strict=True)]

@@ -188,7 +188,7 @@ def test_find_steps_on_constructed_series() -> None:
 
 
 def test_the_report_marks_the_steps(tmp_path: Path) -> None:
-    from perfsuite.verdict.report import _figure, _mark_steps, history_png
+    from perfsuite.verdict.plots import _figure, _mark_steps, history_png
 
     make_history(tmp_path, step_at=20, step=0.10)
     runs = saved_runs(tmp_path)
@@ -198,7 +198,7 @@ def test_the_report_marks_the_steps(tmp_path: Path) -> None:
     (line,) = axes.get_lines()
     (step,) = series_of(tmp_path)[name]
     assert step.change is not None
-    assert line.get_label() == f"step +{step.change * 100:.0f}% at {step.after.run}"
+    assert line.get_label() == f"step time +{step.change * 100:.0f}% at {step.after.run}"
     assert list(line.get_xdata()) == [step.index - 0.5, step.index - 0.5]
     assert line.get_color() == "#e63946"
     png = history_png(name, runs, runs[-1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfsuite.verdict.report import HISTORY_TICKS, history_figure, history_png
+from perfsuite.verdict.plots import HISTORY_TICKS, history_figure, history_png
 from perfsuite.verdict.storage import Storage
 from tests.dashboard_data import MACHINE, STEPPED, make_suite_history, run_name
 

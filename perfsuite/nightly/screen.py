@@ -2,14 +2,16 @@
 
 For each bench of tonight's run (the newest saved run), over its comparable points:
 
-* an exact counter that rose since the previous point is a **regression outright**;
+* an exact counter that rose since the previous point is a **regression outright**, and
+  so is a peak memory that rose past the bench's memory threshold (and 16 MB);
 * with at least ``MIN_NIGHTLY_HISTORY`` earlier points, the bench is a **suspect** when a
   slowing step (:mod:`perfsuite.verdict.changepoint`) starts at tonight's point, or when
   tonight's median lies above the band of the recent runs: their median plus
   ``max(threshold, exp(3 sigma) - 1)``, the noise band of
   :func:`perfsuite.verdict.judge.noise_band` over the last ``HISTORY_RUNS`` points;
 * with fewer, it is a suspect when it is slower than the previous point by more than its
-  threshold (the noise of this machine is not known yet, so every move counts).
+  threshold (the noise of this machine is not known yet, so every move counts);
+* where no time moved, its CPU per item is screened the same way.
 
 Suspects are not verdicts: ``perfsuite nightly`` confirms them by an interleaved A/B
 run of the two commits before it fails (:mod:`perfsuite.nightly.confirm`).
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.history import Series, bench_histories
 from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.runs import Run
@@ -74,47 +77,68 @@ def _center(medians: Sequence[float]) -> float:
     return math.exp(center)
 
 
+def _slower(values: Sequence[float], threshold: float, what: str, previous: str) -> str | None:
+    """Why tonight's value (the last) is a suspect of being slower, or ``None``."""
+    newest, earlier = values[-1], values[:-1]
+    if len(earlier) < MIN_NIGHTLY_HISTORY:
+        change = _change(newest, earlier[-1])
+        if change <= threshold:
+            return None
+        return (
+            f"{what} {change * 100:+.1f}% against the previous run {previous} "
+            f"(threshold {threshold * 100:g}%; {len(earlier)} earlier runs, "
+            f"fewer than {MIN_NIGHTLY_HISTORY})"
+        )
+    for step in find_steps(values):
+        if step.index == len(values) - 1 and step.up and step.change > threshold:
+            low, high = step.ci
+            return (
+                f"a step starts tonight: {what} {step.change * 100:+.1f}% "
+                f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
+            )
+    recent = list(earlier[-HISTORY_RUNS:])
+    band = max(threshold, noise_band(recent) or 0.0)
+    change = _change(newest, _center(recent))
+    if change <= band:
+        return None
+    return (
+        f"{what} {change * 100:+.1f}% against the median of the last {len(recent)} runs, "
+        f"outside their band of {band * 100:.1f}%"
+    )
+
+
+def _outright(series: Series) -> list[str]:
+    """What rose since the previous point and fails without confirmation: exact counters,
+    and peak memory past the bench's memory threshold."""
+    newest, before = series.points[-1], series.points[-2]
+    old = before.counters
+    rose = [f"{n} {old[n]} -> {v}" for n, v in newest.counters.items() if n in old and v > old[n]]
+    why = ["exact counter rose: " + ", ".join(rose)] if rose else []
+    if newest.peak_mb is not None and before.peak_mb is not None:
+        memory = MemoryChange(before.peak_mb, newest.peak_mb, series.memory_threshold)
+        if memory.rose:
+            why.append(f"{memory} (threshold {series.memory_threshold * 100:g}%)")
+    return why
+
+
 def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]:
-    """(time suspect, counter regression, screened against the previous run only)."""
+    """(time or CPU suspect, outright regression, screened against the previous run only)."""
     points = series.points
     if len(points) < 2:
         return None, None, True
-    newest, earlier = points[-1], points[:-1]
-    counter = None
-    old = earlier[-1].counters
-    rose = [f"{n} {old[n]} -> {v}" for n, v in newest.counters.items() if n in old and v > old[n]]
-    if rose:
-        change = _change(newest.median, earlier[-1].median)
-        counter = Suspect(series, "exact counter rose: " + ", ".join(rose), change, counter=True)
-    threshold = series.threshold
-    if len(earlier) < MIN_NIGHTLY_HISTORY:
-        change = _change(newest.median, earlier[-1].median)
-        if change > threshold:
-            reason = (
-                f"time {change * 100:+.1f}% against the previous run {earlier[-1].run} "
-                f"(threshold {threshold * 100:g}%; {len(earlier)} earlier runs, "
-                f"fewer than {MIN_NIGHTLY_HISTORY})"
-            )
-            return Suspect(series, reason, change), counter, True
-        return None, counter, True
-    for step in find_steps(series.medians):
-        if step.index == len(points) - 1 and step.up and step.change > threshold:
-            low, high = step.ci
-            reason = (
-                f"a step starts tonight: time {step.change * 100:+.1f}% "
-                f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
-            )
-            return Suspect(series, reason, step.change), counter, False
-    recent = [p.median for p in earlier[-HISTORY_RUNS:]]
-    band = max(threshold, noise_band(recent) or 0.0)
-    change = _change(newest.median, _center(recent))
-    if change > band:
-        reason = (
-            f"time {change * 100:+.1f}% against the median of the last {len(recent)} runs, "
-            f"outside their band of {band * 100:.1f}%"
-        )
-        return Suspect(series, reason, change), counter, False
-    return None, counter, False
+    change = _change(points[-1].median, points[-2].median)
+    outright = _outright(series)
+    counter = Suspect(series, "; ".join(outright), change, counter=True) if outright else None
+    only_previous = len(points) - 1 < MIN_NIGHTLY_HISTORY
+    previous = points[-2].run
+    reason = _slower(series.medians, series.threshold, "time", previous)
+    if reason is None:
+        cpu = [p.cpu_per_item for p in points]
+        if all(c is not None and c > 0 for c in cpu):
+            known = [float(c) for c in cpu if c is not None]
+            reason = _slower(known, series.threshold, "cpu/item", previous)
+    suspect = Suspect(series, reason, change) if reason is not None else None
+    return suspect, counter, only_previous
 
 
 def screen(runs: Sequence[Run]) -> Screening:

@@ -27,6 +27,7 @@ from typing import Any
 from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.cost import MEMORY_FLOOR_MB, MEMORY_THRESHOLD
 from perfsuite.verdict.judge import DEFAULT_THRESHOLD
 from perfsuite.verdict.machine import machine_mismatch
 from perfsuite.verdict.runs import Bench, Run
@@ -46,6 +47,8 @@ class Point:
     median: float  # seconds per call
     rate: float | None  # items/s at the median
     counters: dict[str, int] = field(default_factory=dict)
+    cpu_per_item: float | None = None  # median CPU seconds per item over the rounds
+    peak_mb: float | None = None  # peak resident memory over the bench, MB
 
     @property
     def short_commit(self) -> str:
@@ -63,6 +66,7 @@ class Series:
     unit: str
     threshold: float
     points: tuple[Point, ...]
+    memory_threshold: float = MEMORY_THRESHOLD
 
     @property
     def medians(self) -> list[float]:
@@ -74,7 +78,8 @@ class HistoryStep:
     """A step of one series, starting at ``points[index]``.
 
     ``change`` and ``ci`` are relative changes of the median call time (``None`` for a
-    counter step, whose ``what`` names the counter and its values).
+    counter step, whose ``what`` names the counter and its values); ``what`` is
+    ``time``, ``cpu/item`` or ``peak memory`` for a step of a series of medians.
     """
 
     index: int
@@ -95,7 +100,7 @@ class HistoryStep:
             size = self.what
         else:
             low, high = self.ci
-            size = f"time {self.change * 100:+.1f}% [{low * 100:+.1f}%, {high * 100:+.1f}%]"
+            size = f"{self.what} {self.change * 100:+.1f}% [{low * 100:+.1f}%, {high * 100:+.1f}%]"
         return f"{size} at {self.after.run} (commits {self.commits})"
 
 
@@ -112,6 +117,7 @@ def _point(run: Run, bench: Bench, position: int) -> Point | None:
     commit = run.commit_info.get("id")
     date = run.commit_info.get("time") or run.datetime
     rate = bench.items / median if bench.items else None
+    cpu = bench.cpu_samples()
     return Point(
         run=run.name,
         position=position,
@@ -121,6 +127,8 @@ def _point(run: Run, bench: Bench, position: int) -> Point | None:
         median=median,
         rate=rate,
         counters=bench.counters(),
+        cpu_per_item=_median(cpu) if cpu and min(cpu) > 0 else None,
+        peak_mb=bench.cost.peak_rss_mb if bench.cost is not None else None,
     )
 
 
@@ -162,6 +170,7 @@ def bench_series(
         unit=reference.unit,
         threshold=_threshold(reference, default_threshold),
         points=tuple(points),
+        memory_threshold=reference.memory_threshold or MEMORY_THRESHOLD,
     )
 
 
@@ -192,6 +201,7 @@ def steps_of(series: Series) -> list[HistoryStep]:
                 ci=step.ci,
             )
         )
+    steps.extend(_cost_steps(series))
     for i in range(1, len(points)):
         old, new = points[i - 1].counters, points[i].counters
         rose = [f"{n} {old[n]} -> {v}" for n, v in new.items() if n in old and v > old[n]]
@@ -200,6 +210,29 @@ def steps_of(series: Series) -> list[HistoryStep]:
                 HistoryStep(i, points[i - 1], points[i], True, what="counter " + ", ".join(rose))
             )
     return sorted(steps, key=lambda s: (s.index, s.what))
+
+
+def _cost_steps(series: Series) -> list[HistoryStep]:
+    """Steps of CPU per item (at least the time threshold) and of peak memory (at least
+    its threshold and floor), where every point recorded them; rises are regressions."""
+    points = series.points
+    found = []
+    cpu = [p.cpu_per_item for p in points]
+    peak = [p.peak_mb for p in points]
+    for what, values, least in (
+        ("cpu/item", cpu, series.threshold),
+        ("peak memory", peak, series.memory_threshold),
+    ):
+        if any(v is None or not v > 0 for v in values):
+            continue
+        known = [float(v) for v in values if v is not None]
+        for step in find_steps(known, min_change=least):
+            up = step.up and step.change > least
+            if what == "peak memory":
+                up = up and known[step.index] - known[step.index - 1] > MEMORY_FLOOR_MB
+            before, after = points[step.index - 1], points[step.index]
+            found.append(HistoryStep(step.index, before, after, up, step.change, step.ci, what))
+    return found
 
 
 def failing_steps(steps: Sequence[HistoryStep], accepted: int | None) -> list[HistoryStep]:
