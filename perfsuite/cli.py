@@ -143,7 +143,8 @@ def _storage(args: argparse.Namespace) -> Storage:
 
 def run_compare(args: argparse.Namespace) -> int:
     """``perfsuite compare BASELINE CURRENT``: the verdict table and the gate's exit status."""
-    from perfsuite.verdict.compare import compare_runs, gate_decision
+    from perfsuite.verdict.compare import compare_runs
+    from perfsuite.verdict.gate_rules import gate_decision
     from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.table import markdown_lines, text_lines
 
@@ -261,11 +262,13 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfsuite`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
     if argv[:1] == ["ab"]:  # its own -- PYTEST_ARGS tail
         from perfsuite.ab.command import run as run_ab
+        from perfsuite.ab.command import split_argv
 
-        return run_ab(argv[1:])
-    parser = build_parser()
+        own, pytest_args = split_argv(argv[1:])
+        return run_ab(parser.parse_args(["ab", *own]), pytest_args)
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)

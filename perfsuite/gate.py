@@ -40,7 +40,8 @@ from perfsuite.config import PerfConfig
 from perfsuite.errors import PerfsuiteError
 
 if TYPE_CHECKING:
-    from perfsuite.verdict.compare import GateDecision, RunComparison
+    from perfsuite.verdict.compare import RunComparison
+    from perfsuite.verdict.gate_rules import GateDecision
     from perfsuite.verdict.runs import Bench, Run
     from perfsuite.verdict.storage import Storage
 
@@ -208,7 +209,7 @@ class VerdictPlugin:
         if not self.active:
             return
         if self.baseline is None and self.settings.gate:
-            from perfsuite.verdict.compare import GateDecision, Outcome
+            from perfsuite.verdict.gate_rules import GateDecision, Outcome
 
             self.decision = GateDecision(
                 Outcome.NOTHING_JUDGED,
@@ -221,7 +222,8 @@ class VerdictPlugin:
             return
         current = self.current_run()
         if self.baseline is not None:
-            from perfsuite.verdict.compare import compare_runs, gate_decision
+            from perfsuite.verdict.compare import compare_runs
+            from perfsuite.verdict.gate_rules import gate_decision
 
             self.comparison = compare_runs(
                 self.baseline, current, self.settings.threshold, self._history()
@@ -347,7 +349,7 @@ class VerdictPlugin:
 
             lines.extend(text_lines(self.comparison))
         if self.decision is not None:
-            from perfsuite.verdict.compare import Outcome
+            from perfsuite.verdict.gate_rules import Outcome
 
             status = {
                 Outcome.PASS: "passed",

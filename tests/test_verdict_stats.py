@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.compare import Outcome, compare_runs, gate_decision
+from perfsuite.verdict.compare import compare_runs
+from perfsuite.verdict.gate_rules import Outcome, gate_decision
 from perfsuite.verdict.judge import noise_band
 from perfsuite.verdict.machine import machine_mismatch
 from perfsuite.verdict.result import BenchResult, DatasetRef, Role

@@ -238,12 +238,10 @@ def _checkout(
     return done[rev.sha]
 
 
-def run(argv: Sequence[str]) -> int:
-    """``perfsuite ab``; returns the exit status (messages on stdout, errors on stderr)."""
-    from perfsuite.cli import build_parser
-
-    own, pytest_args = split_argv(argv)
-    args = build_parser().parse_args(["ab", *own])
+def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    """``perfsuite ab`` with its parsed arguments and the pytest arguments after ``--``
+    (:func:`split_argv`); returns the exit status (messages on stdout, errors on
+    stderr)."""
     try:
         with _terminate_as_interrupt():
             return _run(args, pytest_args)

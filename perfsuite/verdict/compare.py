@@ -1,9 +1,9 @@
 """Comparing two runs: every bench of the current run judged against the baseline's,
-the benches added and removed, the machines' differences, and the gate's decision.
+the benches added and removed, and the machines' differences.
 
 Judging one bench is :mod:`perfsuite.verdict.judge`; what makes two machines the same
-is :mod:`perfsuite.verdict.machine`; the gate's rules are
-:mod:`perfsuite.verdict.gate_rules` (re-exported here).
+is :mod:`perfsuite.verdict.machine`; what the gate concludes from a comparison is
+:mod:`perfsuite.verdict.gate_rules`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from perfsuite.verdict.gate_rules import GateDecision, Outcome, gate_decision
 from perfsuite.verdict.judge import (
     DEFAULT_THRESHOLD,
     HISTORY_RUNS,
@@ -31,11 +30,8 @@ __all__ = [
     "BenchVerdict",
     "CounterChange",
     "Difference",
-    "GateDecision",
-    "Outcome",
     "RunComparison",
     "compare_runs",
-    "gate_decision",
     "machine_mismatch",
     "noise_band",
     "pairs",

@@ -15,22 +15,16 @@
   samples for the rank test are shown with their median move but never judged.
 
 Each outcome has one exit status (``EXIT_STATUS``), shared by every command.
-
-:mod:`perfsuite.verdict.compare` re-exports :class:`Outcome`, :class:`GateDecision`
-and :func:`gate_decision`.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from perfsuite import exitcodes
-
-if TYPE_CHECKING:
-    from perfsuite.verdict.compare import RunComparison
-    from perfsuite.verdict.judge import BenchVerdict
+from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.judge import BenchVerdict
 
 
 class Outcome(enum.Enum):
