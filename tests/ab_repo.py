@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfsuite.ab.outcome import BenchRun
-from perfsuite.verdict.paired import ALPHA, judge
+from perfsuite.verdict.paired import PAIRED_ALPHA, judge
 
 PERFSUITE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -249,5 +249,5 @@ def bench_run(nodeid: str, ratios: list[float], threshold: float = 0.05) -> Benc
     run.a_blocks = [[1.0] for _ in ratios]
     run.b_blocks = [[math.exp(r)] for r in ratios]
     run.order = ["A", "B"] * len(ratios)
-    run.result = judge(run.ratios, threshold, ALPHA)
+    run.result = judge(run.ratios, threshold, PAIRED_ALPHA)
     return run

@@ -21,7 +21,7 @@ from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row, against
 from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.paired import ALPHA, PairedResult, judge
+from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict
 
 ALPHA_CONFIRM = 0.05
@@ -37,7 +37,7 @@ def _session(effects: dict[str, float], seed: int) -> Verdicts:
         run.a_blocks = [[1.0] for _ in ratios]
         run.b_blocks = [[math.exp(r)] for r in ratios]
         run.order = ["A", "B"] * len(ratios)
-        run.result = judge(run.ratios, 0.05, ALPHA)
+        run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
         rows.append(Row(nodeid, run))
     return Verdicts(rows, [], 1, [r.run for r in rows if r.run])
 
@@ -147,14 +147,14 @@ def test_each_suspect_keeps_the_look_that_decided_it() -> None:
 
 def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
     # +10% with offsets of +-1-2% between pairs of processes: decisive at 3 pairs at
-    # CONFIRM_ALPHA (a leaning suspect), not at the first stage's ALPHA (an undecided one)
+    # CONFIRM_ALPHA (a leaning suspect), not at the first stage's PAIRED_ALPHA (an undecided one)
     sessions = Sessions({"b.py::lean": math.log(1.1), "b.py::open": math.log(1.1)},
                         [0.01, -0.01, 0.0, 0.02, -0.02, 0.01])  # fmt: skip
-    alphas = {"b.py::lean": ALPHA_CONFIRM, "b.py::open": ALPHA}
+    alphas = {"b.py::lean": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
     rows = {r.nodeid: r for r in confirm(sessions, list(alphas), 12, alphas).rows}
     results = {n: r.run.result for n, r in rows.items() if r.run and r.run.result}
     assert results["b.py::lean"].alpha == pytest.approx(ALPHA_CONFIRM / 3)
-    assert results["b.py::open"].alpha == pytest.approx(ALPHA / 3)
+    assert results["b.py::open"].alpha == pytest.approx(PAIRED_ALPHA / 3)
     assert results["b.py::lean"].verdict is Verdict.SLOWER
     assert [len(r.run.sessions) for r in rows.values() if r.run] == [3, 6]
     assert results["b.py::open"].verdict is Verdict.SLOWER
@@ -200,7 +200,7 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
 
 def test_a_bench_stopped_for_futility_says_so_and_pairs_json_keeps_it(tmp_path: Path) -> None:
     run = BenchRun("b.py::noisy", 0.05)
-    run.result = replace(judge([0.3, -0.3, 0.1] * 4, 0.05, ALPHA), futile=True)
+    run.result = replace(judge([0.3, -0.3, 0.1] * 4, 0.05, PAIRED_ALPHA), futile=True)
     verdicts = Verdicts([Row("b.py::noisy", run)], [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),

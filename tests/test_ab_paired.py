@@ -19,8 +19,8 @@ from perfsuite.verdict.futility import (
     t_narrowing,
 )
 from perfsuite.verdict.paired import (
-    ALPHA,
     LEAN_PAIRS,
+    PAIRED_ALPHA,
     Budget,
     Sequential,
     alpha_per_look,
@@ -131,7 +131,7 @@ def test_look_schedule_and_error_split() -> None:
     assert look_schedule(10, 20) == [10, 14, 18, 20]
     assert look_schedule(5, 5) == [5]
     budget = Budget(12, 40, 60.0)
-    assert budget.alpha_per_look == pytest.approx(ALPHA / 7)
+    assert budget.alpha_per_look == pytest.approx(PAIRED_ALPHA / 7)
     assert alpha_per_look([1, 2, 3, 4], 0.02) == pytest.approx(0.005)
     with pytest.raises(ValueError, match="min_pairs"):
         look_schedule(10, 5)
@@ -282,7 +282,7 @@ def test_projection_follows_the_interval_of_more_pairs() -> None:
     assert large.ci is not None
     ratio = np.diff(np.log1p(large.ci))[0] / np.diff(np.log1p(small.ci))[0]
     spread = np.std(est, ddof=1) / np.std(est[:3], ddof=1)
-    assert ratio == pytest.approx(t_narrowing(3, 12, ALPHA) * spread, rel=0.01)
+    assert ratio == pytest.approx(t_narrowing(3, 12, PAIRED_ALPHA) * spread, rel=0.01)
 
 
 def test_one_wild_pair_does_not_make_a_first_look_futile() -> None:
@@ -327,7 +327,7 @@ def test_time_budget_takes_one_final_look_off_the_schedule() -> None:
 
 def test_early_stopping_keeps_the_family_wise_false_alarm_rate() -> None:
     """A/A sequences (symmetric noise, skewed spikes): a significant interval at any look
-    must happen in at most ALPHA of them."""
+    must happen in at most PAIRED_ALPHA of them."""
     budget = Budget(12, 40, 1e9)
     rng = np.random.default_rng(20261122)
     trials, false_alarms = 3000, 0
@@ -339,7 +339,7 @@ def test_early_stopping_keeps_the_family_wise_false_alarm_rate() -> None:
             if result.ci is not None and (result.ci[0] > 0 or result.ci[1] < 0):
                 false_alarms += 1
                 break
-    assert false_alarms / trials <= ALPHA
+    assert false_alarms / trials <= PAIRED_ALPHA
 
 
 def test_paired_statistics_import_neither_pytest_nor_the_measuring_side() -> None:

@@ -17,7 +17,7 @@ from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.paired import ALPHA, judge, judge_processes, log_ratios
+from perfsuite.verdict.paired import PAIRED_ALPHA, judge, judge_processes, log_ratios
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, read_log
 from tests.ab_repo import bench_run as _run
@@ -52,7 +52,7 @@ def test_process_offsets_that_fool_one_pair_do_not_fool_the_pooled_verdict() -> 
     # Identical code; each pair of processes holds its own offset of up to 12%. Inside
     # one pair the offset looks like a clear, significant change ...
     sessions = _sessions([0.12, -0.10, 0.03, -0.08, 0.09, -0.04], 0.0)
-    assert judge(sessions[0], 0.05, ALPHA).verdict is Verdict.SLOWER
+    assert judge(sessions[0], 0.05, PAIRED_ALPHA).verdict is Verdict.SLOWER
     # ... across the pairs it is what it is: spread, not a change.
     assert judge_processes(sessions, 0.05).verdict is Verdict.INCONCLUSIVE
 
@@ -96,7 +96,7 @@ def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> No
     assert entry["pairs"] == len(entry["a_blocks"]) == sum(entry["session_pairs"])
     # The verdict is the one across the four pairs of processes, and so is the exit code.
     # (Which verdict depends on this machine: a busy one shifts whole processes.)
-    verdict, change = _rejudged(entry, ALPHA)
+    verdict, change = _rejudged(entry, PAIRED_ALPHA)
     assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
     assert result.code == (1 if verdict == "slower" else 0), result.out + result.err
     for side in ("A", "B"):
@@ -162,10 +162,10 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
     # more items/s is better: a rise leans faster, a fall slower
     rise = _run("b.py::rise", [0.3] * 9 + [-0.2] * 3)
     assert rise.result is not None
-    rise.result = judge(rise.ratios, 0.05, ALPHA, higher_is_better=True)
+    rise.result = judge(rise.ratios, 0.05, PAIRED_ALPHA, higher_is_better=True)
     fall = _run("b.py::fall", [-0.3] * 9 + [0.2] * 3)
     assert fall.result is not None
-    fall.result = judge(fall.ratios, 0.05, ALPHA, higher_is_better=True)
+    fall.result = judge(fall.ratios, 0.05, PAIRED_ALPHA, higher_is_better=True)
     rates = Verdicts([Row(r.nodeid, r) for r in (rise, fall)], [], 1, [])
     assert list(pick_suspects(rates, "leaning-slower", 0.05, 0.01)) == ["b.py::fall"]
     with pytest.raises(ValueError, match="unknown kind"):
@@ -208,7 +208,7 @@ def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() 
     run = BenchRun("b.py::rate", 0.05)
     run.a_blocks, run.b_blocks = [[1.0] for _ in wide], [[math.exp(-d)] for d in wide]
     run.order = ["A", "B"] * len(wide)
-    run.result = judge(run.ratios, 0.05, ALPHA, higher_is_better=True)
+    run.result = judge(run.ratios, 0.05, PAIRED_ALPHA, higher_is_better=True)
     assert run.result.change < 0
     assert Row(run.nodeid, run).undecided
 

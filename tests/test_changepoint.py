@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import t as student_t
 
 from perfsuite.verdict.changepoint import (
-    ALPHA,
     MIN_POINTS,
+    STEP_ALPHA,
     STEP_CONFIDENCE,
     find_steps,
     place,
@@ -37,7 +37,7 @@ def test_a_clear_step_is_found_at_its_exact_place() -> None:
     assert not step.down
     assert step.change == pytest.approx(0.2008, abs=1e-4)
     assert step.ci[0] < step.change < step.ci[1]
-    assert step.p_value < ALPHA / 29
+    assert step.p_value < STEP_ALPHA / 29
 
 
 def test_a_flat_seeded_series_raises_none() -> None:
@@ -98,7 +98,7 @@ def test_every_step_found_has_an_interval_that_excludes_zero() -> None:
 
 def test_proposals_are_pruned_and_placed() -> None:
     logs = np.log(np.array(stepped(lognormal(30, 0.01, seed=0), 13, 1.2)))
-    level = ALPHA / 29
+    level = STEP_ALPHA / 29
     assert propose(logs) == [8, 13]  # lenient on purpose: the t-tests decide
     assert prune(logs, [8, 13], level) == [13]
     assert prune(logs, [5, 13, 22], level) == [13]
@@ -111,7 +111,7 @@ def test_one_run_alone_is_an_outlier_unless_it_is_the_newest() -> None:
     values = lognormal(20, 0.01, seed=5)
     spike = [v * 1.5 if i == 9 else v for i, v in enumerate(values)]
     assert find_steps(spike) == []
-    assert prune(np.log(np.array(spike)), [9, 10], ALPHA / 19) == []
+    assert prune(np.log(np.array(spike)), [9, 10], STEP_ALPHA / 19) == []
     first = [v * 1.5 if i == 0 else v for i, v in enumerate(values)]
     assert find_steps(first) == []
     newest = [v * 1.5 if i == 19 else v for i, v in enumerate(values)]

@@ -8,8 +8,8 @@ import pytest
 
 from perfsuite.config import ROUNDS
 from perfsuite.verdict.stats import (
-    ALPHA,
     MIN_RANK_SAMPLES,
+    RANK_ALPHA,
     Verdict,
     compare_aggregates,
     compare_samples,
@@ -21,8 +21,8 @@ from tests.samples import normal
 
 def test_minimum_rounds_for_the_rank_test() -> None:
     assert smallest_p(6, 6) == pytest.approx(2 / math.comb(12, 6))
-    assert smallest_p(6, 6) >= ALPHA > smallest_p(7, 7)
-    assert min_rank_samples(ALPHA) == MIN_RANK_SAMPLES == 7
+    assert smallest_p(6, 6) >= RANK_ALPHA > smallest_p(7, 7)
+    assert min_rank_samples(RANK_ALPHA) == MIN_RANK_SAMPLES == 7
     assert all(rounds >= MIN_RANK_SAMPLES for rounds in ROUNDS.values())
 
 
@@ -30,7 +30,7 @@ def test_clearly_slower() -> None:
     result = compare_samples(normal(1.0, 0.01), normal(1.3, 0.01, seed=1), 0.05)
     assert result.verdict is Verdict.SLOWER
     assert result.p is not None
-    assert result.p < ALPHA
+    assert result.p < RANK_ALPHA
     assert result.ci is not None
     assert 0.25 < result.ci[0] <= result.change <= result.ci[1] < 0.35
 
@@ -64,7 +64,7 @@ def test_noisy_samples_are_inconclusive() -> None:
 def test_significant_but_small_change_is_same() -> None:
     result = compare_samples(normal(1.0, 0.001), normal(1.02, 0.001, seed=1), 0.05)
     assert result.p is not None
-    assert result.p < ALPHA
+    assert result.p < RANK_ALPHA
     assert result.verdict is Verdict.SAME
 
 

@@ -61,7 +61,7 @@ def scale_of(pytest_args: Sequence[str]) -> str:
 
 
 def budget_for(args: argparse.Namespace, scale: str) -> Budget:
-    from perfsuite.verdict.paired import ALPHA, Budget
+    from perfsuite.verdict.paired import PAIRED_ALPHA, Budget
     from perfsuite.verdict.signtest import min_pairs_for
 
     defaults = BUDGETS[scale]
@@ -74,7 +74,7 @@ def budget_for(args: argparse.Namespace, scale: str) -> Budget:
     if max_pairs < needed:
         raise PerfsuiteError(
             f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
-            f"(alpha {ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
+            f"(alpha {PAIRED_ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
         )
     # A larger --max-pairs adds looks, each with a thinner share of alpha: a first look
     # below what that share can decide would spend its share for nothing. Starting

@@ -265,7 +265,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.sidemanage import SideProcess, SideSpec
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
-    from perfsuite.verdict.paired import ALPHA
+    from perfsuite.verdict.paired import PAIRED_ALPHA
 
     root = repo_root(Path.cwd())
     cache = WorktreeCache(root, args.cache_dir)
@@ -342,7 +342,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         verdicts = Verdicts.merge(parts)
         if args.confirm and args.processes == 1:  # one pair of processes said each `same`
             verdicts = recheck(pairs, verdicts, groups == [None], suspect_kind)
-        alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, ALPHA)
+        alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, PAIRED_ALPHA)
         suspects = list(alphas)
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:

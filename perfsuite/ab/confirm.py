@@ -13,7 +13,7 @@ A suspect that only leans (slower or faster, or beyond the threshold) is judged 
 ``CONFIRM_ALPHA``: a false alarm needs the first stage to have erred that way too. An
 undecided one (``--suspects undecided``: the first stage could not rule a regression
 out, which on a noisy machine is most benches) is judged at the first stage's
-``ALPHA``, as the fresh pairs are then its only evidence.
+``PAIRED_ALPHA``, as the fresh pairs are then its only evidence.
 
 The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
 the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at

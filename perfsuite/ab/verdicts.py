@@ -21,7 +21,7 @@ from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import CounterChange
-from perfsuite.verdict.paired import ALPHA, judge_processes
+from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 
@@ -105,7 +105,7 @@ class Verdicts:
         return Verdicts(rows, self.specs, self.seed, runs)
 
     @classmethod
-    def pool(cls, sessions: Sequence[Verdicts], alpha: float = ALPHA) -> Verdicts:
+    def pool(cls, sessions: Sequence[Verdicts], alpha: float = PAIRED_ALPHA) -> Verdicts:
         """One file's verdicts from several fresh pairs of processes (``--processes``):
         a bench measured in every pair is judged across the pairs
         (:func:`~perfsuite.verdict.paired.judge_processes`), its blocks kept in order;

@@ -14,9 +14,9 @@ normal noise of one unknown scale (5% lognormal night-to-night noise is a scale 
    on purpose: it proposes every split the noise might allow, and step 2 decides.
 2. **Test.** Each split is tested as Apache Otava tests e-divisive's: a two-sided
    Student t-test, pooled variance, between the segment before it and the segment
-   after it. It passes when its p-value is at most ``ALPHA / (n - 1)``: Bonferroni
+   after it. It passes when its p-value is at most ``STEP_ALPHA / (n - 1)``: Bonferroni
    over the ``n - 1`` places a step can start, so that a flat series of any length
-   raises a false single step with a probability of ``ALPHA`` at most. The
+   raises a false single step with a probability of ``STEP_ALPHA`` at most. The
    least significant failing split is removed (its two segments merge) and the rest
    are tested again, until every split passes. A split that leaves one run alone
    fails whatever its test (and goes first) unless that run is the newest: one run
@@ -39,7 +39,7 @@ steps. A series of fewer than ``MIN_POINTS`` positive medians has no steps: the 
 estimate of a shorter one has under ``MIN_POINTS - 2`` degrees of freedom, and one odd
 run would decide its test.
 
-Because every step returned passed its test at ``ALPHA / (n - 1) <= 1 -
+Because every step returned passed its test at ``STEP_ALPHA / (n - 1) <= 1 -
 STEP_CONFIDENCE``, its interval excludes zero. ``tools/history_power.py`` measures how
 often a step is found, where, and how often a flat series raises one.
 
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 #: penalty per proposed split, in units of sigma**2 * log(n) (2 is the BIC)
 PENALTY_FACTOR = 2.0
 #: bound on a flat series' false single step, Bonferroni-split over its n - 1 places
-ALPHA = 0.025
+STEP_ALPHA = 0.025
 #: floor under the noise estimate, in log units (0.2%)
 MIN_SIGMA = 0.002
 #: confidence level of the interval around a step's size
@@ -230,7 +230,7 @@ def find_steps(values: Sequence[float], min_change: float = 0.0) -> list[Step]:
     import numpy as np
 
     logs = np.log(np.asarray(values, dtype=np.float64))
-    level = ALPHA / (len(logs) - 1)
+    level = STEP_ALPHA / (len(logs) - 1)
     cuts = place(logs, prune(logs, propose(logs), level), level)
     bounds = [0, *cuts, len(logs)]
     steps = [

@@ -46,9 +46,9 @@ to ``LEAN_PAIRS`` pairs (:func:`perfsuite.verdict.futility.seconds_leave`): fewe
 pairs can neither decide nor lean, so they are time spent for nothing (a cold-start
 bench of 10 s a pair under a 12-s budget ran a second pair, 20 s in all, for a
 verdict that was never possible).
-Stopping without a verdict never adds a false alarm. ``ALPHA`` is two-sided;
+Stopping without a verdict never adds a false alarm. ``PAIRED_ALPHA`` is two-sided;
 a false ``slower`` on an unchanged bench also needs an estimated change beyond the
-threshold, so its rate is well below ``ALPHA / 2``.
+threshold, so its rate is well below ``PAIRED_ALPHA / 2``.
 
 Directions: times are lower-is-better; pass ``higher_is_better=True`` for a metric
 whose rise is an improvement (``d`` then counts a positive change as ``faster``).
@@ -67,7 +67,7 @@ from perfsuite.verdict.signtest import median_interval, sign_test_p
 from perfsuite.verdict.stats import Verdict
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
-ALPHA = 0.01
+PAIRED_ALPHA = 0.01
 #: the fewest pairs between two looks at a bench
 LOOK_EVERY = 4
 #: the fewest pairs whose sign test can lean one way (3 of 3: p = 0.25, the most that
@@ -102,7 +102,7 @@ def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> li
     return looks
 
 
-def alpha_per_look(looks: Sequence[int], alpha: float = ALPHA) -> float:
+def alpha_per_look(looks: Sequence[int], alpha: float = PAIRED_ALPHA) -> float:
     """Bonferroni: each of the ``len(looks)`` looks gets ``alpha / len(looks)``."""
     if not looks:
         raise ValueError("a schedule needs at least one look")
@@ -202,7 +202,7 @@ class Budget:
     min_pairs: int
     max_pairs: int
     max_seconds: float
-    alpha: float = ALPHA
+    alpha: float = PAIRED_ALPHA
     every: int = LOOK_EVERY
 
     @property
@@ -286,7 +286,7 @@ class Sequential:
 def judge_processes(
     session_ratios: Sequence[Sequence[float]],
     threshold: float,
-    alpha: float = ALPHA,
+    alpha: float = PAIRED_ALPHA,
     *,
     higher_is_better: bool = False,
 ) -> PairedResult:

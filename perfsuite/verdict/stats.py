@@ -3,7 +3,7 @@
 A bench is ``slower`` or ``faster`` only when both hold:
 
 * **significance**: a two-sided Mann-Whitney U test on the raw per-round samples of
-  baseline and current rejects "same distribution" at ``p < ALPHA`` (0.002, the level
+  baseline and current rejects "same distribution" at ``p < RANK_ALPHA`` (0.002, the level
   asv uses), and
 * **effect**: the relative change of the median exceeds the bench's threshold
   (default 5%, ``--perf-threshold``, or ``@pytest.mark.perf(threshold=...)``).
@@ -47,8 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 #: significance level of the rank test (asv's)
-ALPHA = 0.002
-#: the fewest samples per side for which a two-sided rank test can reach ALPHA
+RANK_ALPHA = 0.002
+#: the fewest samples per side for which a two-sided rank test can reach RANK_ALPHA
 MIN_RANK_SAMPLES = 7
 #: confidence level of the interval around the relative change of the median
 CONFIDENCE = 0.99
@@ -73,7 +73,7 @@ def smallest_p(n: int, m: int) -> float:
     return min(1.0, 2 / math.comb(n + m, n))
 
 
-def min_rank_samples(alpha: float = ALPHA) -> int:
+def min_rank_samples(alpha: float = RANK_ALPHA) -> int:
     """The fewest samples per side (equal sizes) for which ``p < alpha`` is reachable."""
     n = 1
     while smallest_p(n, n) >= alpha:
@@ -103,7 +103,7 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        return self.p is not None and self.p < ALPHA
+        return self.p is not None and self.p < RANK_ALPHA
 
 
 def _as_array(samples: Sequence[float], side: str) -> np.ndarray:
@@ -143,7 +143,7 @@ def compare_samples(
     threshold: float,
     *,
     higher_is_better: bool = False,
-    alpha: float = ALPHA,
+    alpha: float = RANK_ALPHA,
     min_samples: int = MIN_RANK_SAMPLES,
 ) -> Comparison:
     """Judge raw per-round samples of one metric (times by default; rates with
