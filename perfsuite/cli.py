@@ -43,8 +43,7 @@ from perfsuite.errors import PerfsuiteError
 if TYPE_CHECKING:
     from perfsuite.verdict.storage import Storage
 
-from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
-from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import ExitCode
 
 DEFAULT_STORAGE = ".benchmarks"
 
@@ -233,7 +232,7 @@ def run_report(args: argparse.Namespace) -> int:
         ]
     files = write_report(args.out, current, comparison, history, notes=notes)
     print(f"perfsuite report: wrote {len(files)} files into {args.out} (summary: {files[0]})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def run_history(args: argparse.Namespace) -> int:
@@ -274,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
 
 
 if __name__ == "__main__":

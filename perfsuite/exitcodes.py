@@ -1,5 +1,5 @@
 """The exit statuses every perfsuite verdict ends with: ``--perf-gate``, ``perfsuite
-compare``, ``ab``, ``nightly`` and ``history`` share them.
+compare``, ``ab``, ``nightly``, ``history`` and ``system`` share them (:class:`ExitCode`).
 
 * ``OK`` (0): at least one bench was judged, and none regressed;
 * ``REGRESSION`` (1): a bench is slower (confirmed where the command confirms), or an
@@ -15,8 +15,18 @@ A command that judged nothing never exits 0.
 
 from __future__ import annotations
 
-OK = 0
-REGRESSION = 1
-BAD_INPUT = 2
-NOT_JUDGED = 3
-INTERRUPTED = 130
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """A perfsuite command's exit status (see the module doc).
+
+    >>> int(ExitCode.NOT_JUDGED), ExitCode(1).name
+    (3, 'REGRESSION')
+    """
+
+    OK = 0
+    REGRESSION = 1
+    BAD_INPUT = 2
+    NOT_JUDGED = 3
+    INTERRUPTED = 130

@@ -209,10 +209,10 @@ class VerdictPlugin:
         if not self.active:
             return
         if self.baseline is None and self.settings.gate:
-            from perfsuite.verdict.gate_rules import GateDecision, Outcome
+            from perfsuite.verdict.gate_rules import GateDecision, GateOutcome
 
             self.decision = GateDecision(
-                Outcome.NOTHING_JUDGED,
+                GateOutcome.NOTHING_JUDGED,
                 "cannot judge: no baseline to compare with; a gate that judged nothing "
                 "does not pass (save a run with --benchmark-autosave, then gate the next)",
             )
@@ -244,16 +244,17 @@ class VerdictPlugin:
             shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
 
     def _confirm(self, comparison: RunComparison) -> RunComparison:
-        """Each time suspect of ``comparison`` decided (:func:`perfsuite.suspects.confirm`)."""
+        """Each time suspect of ``comparison`` decided
+        (:func:`perfsuite.suspects.confirm_suspects`)."""
         import tempfile
 
-        from perfsuite.suspects import confirm, passed_options
+        from perfsuite.suspects import confirm_suspects, passed_options
 
         def scratch() -> Path:
             self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
             return self._confirmation_dir
 
-        confirmed, note = confirm(
+        confirmed, note = confirm_suspects(
             comparison,
             self._commit_info(),
             passed_options(list(self.config.invocation_params.args)),
@@ -349,14 +350,14 @@ class VerdictPlugin:
 
             lines.extend(text_lines(self.comparison))
         if self.decision is not None:
-            from perfsuite.verdict.gate_rules import Outcome
+            from perfsuite.verdict.gate_rules import GateOutcome
 
             status = {
-                Outcome.PASS: "passed",
-                Outcome.REGRESSION: "FAILED",
-                Outcome.MISMATCH: "REFUSED",
-                Outcome.NOTHING_JUDGED: "REFUSED",
-                Outcome.UNCONFIRMED: "UNCONFIRMED",
+                GateOutcome.PASS: "passed",
+                GateOutcome.REGRESSION: "FAILED",
+                GateOutcome.MISMATCH: "REFUSED",
+                GateOutcome.NOTHING_JUDGED: "REFUSED",
+                GateOutcome.UNCONFIRMED: "UNCONFIRMED",
             }[self.decision.outcome]
             lines.append(f"perfsuite gate: {status}: {self.decision.message}")
         if self.report_files:

@@ -205,7 +205,7 @@ def machine_move(commit: Commit) -> Confirmed:
     return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
 
 
-def confirm(
+def confirm_suspects(
     comparison: RunComparison,
     commit_info: Mapping[str, Any],
     options: Sequence[str],

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite import exitcodes
+from perfsuite.exitcodes import ExitCode
 from tests.ab_repo import Repo, make_repo
 
 #: work.py: ``run(n)`` does ``n * FACTOR`` steps, ``expected(n)`` its result
@@ -152,7 +152,7 @@ def test_fixture_benches_run_in_lockstep_and_a_heavier_candidate_is_slower(
     args = ["HEAD~1", "HEAD", *BUDGET, *SLOWDOWN, "--report", str(report)]
     sides = ["--", "test_root.py", "tests/test_sub.py", "--perf-scale=smoke"]
     result = repo.ab(*args, *sides, timeout=TIMEOUT_S)
-    assert result.code == exitcodes.REGRESSION, result.out + result.err
+    assert result.code == ExitCode.REGRESSION, result.out + result.err
     assert "without measuring" not in result.out
     table = rows(result.out)
     names = ["test_call", "test_pool", "test_iterations", "test_counted", "test_sub"]
@@ -196,7 +196,7 @@ def test_a_configured_suite_of_equal_work_is_not_slower(tmp_path: Path) -> None:
     result = repo.ab(*args, "--", "--perf-scale=smoke", timeout=TIMEOUT_S)
     # equal work is never slower; whether "same" is decided within the budget depends on
     # the machine's noise, and an undecided A/B says so and exits 3, never 0
-    assert result.code in (exitcodes.OK, exitcodes.NOT_JUDGED), result.out + result.err
+    assert result.code in (ExitCode.OK, ExitCode.NOT_JUDGED), result.out + result.err
     table = rows(result.out)
     benches = ["checks/perf_fixture.py::bench_call", "checks/perf_fixture.py::bench_pedantic"]
     assert sorted(table) == benches
@@ -204,7 +204,7 @@ def test_a_configured_suite_of_equal_work_is_not_slower(tmp_path: Path) -> None:
         assert not verdict.startswith("SLOWER")
         assert pairs > 0
     decided = [v for v, _ in table.values() if not v.startswith("inconclusive")]
-    assert (result.code == exitcodes.OK) == bool(decided), result.out
+    assert (result.code == ExitCode.OK) == bool(decided), result.out
     if not decided:
         assert "NOTHING JUDGED" in result.out
     # the perf marker's threshold, not --threshold's default, judged them

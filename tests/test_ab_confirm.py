@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsuite.ab.confirm import confirm, looks
+from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks
 from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
@@ -67,7 +67,7 @@ def test_looks_double_from_three_up_to_the_most() -> None:
 
 def test_a_clear_regression_stops_at_the_first_look() -> None:
     sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
-    (row,) = confirm(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).rows
     assert sessions.calls == 3
     assert row.verdict is Verdict.SLOWER
     assert row.run is not None
@@ -80,7 +80,7 @@ def test_scattered_pairs_of_processes_go_on_to_the_last_look() -> None:
     # +10% with offsets of +-12% between pairs of processes: not decisive at 3 or 6
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
-    (row,) = confirm(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM).rows
     assert sessions.calls == 12
     assert row.run is not None
     assert len(row.run.sessions) == 12
@@ -91,7 +91,7 @@ def test_an_undecided_suspect_is_kept_as_the_last_look_found_it() -> None:
     # +10% with offsets of +-10%: 6 pairs could clear 0 (so it goes on) but do not
     offsets = [0.1, -0.1, 0.02, 0.08, -0.08, 0.0]
     sessions = Sessions({"b.py::noisy": math.log(1.1)}, offsets)
-    (row,) = confirm(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
     assert sessions.calls == 6
     assert row.verdict is Verdict.INCONCLUSIVE
     assert row.run is not None
@@ -102,7 +102,7 @@ def test_an_undecided_suspect_is_kept_as_the_last_look_found_it() -> None:
 def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
     offsets = [0.3, -0.3, 0.25, -0.2]  # spread far beyond anything 6 pairs decide
     sessions = Sessions({"b.py::noisy": 0.0}, offsets)
-    (row,) = confirm(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
     assert sessions.calls == 3
     assert row.verdict is Verdict.INCONCLUSIVE
     assert row.run is not None
@@ -110,19 +110,19 @@ def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
     assert row.run.result.futile
     # +10% with offsets of +-12%: futile with 6 pairs in all, decided with 12
     scattered = Sessions({"b.py::pil": math.log(1.1)}, [0.12, -0.12, 0.0, 0.1, -0.1, 0.02])
-    (row,) = confirm(scattered, ["b.py::pil"], 6, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(scattered, ["b.py::pil"], 6, ALPHA_CONFIRM).rows
     assert (scattered.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
 
 
 def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     offsets = [0.06, -0.01, 0.02, 0.0, 0.05, -0.02]  # unchanged, pairs of processes +-3%
     unbounded = Sessions({"b.py::aa": 0.0}, offsets)
-    (row,) = confirm(unbounded, ["b.py::aa"], 12, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(unbounded, ["b.py::aa"], 12, ALPHA_CONFIRM).rows
     assert (unbounded.calls, row.verdict) == (12, Verdict.SAME)  # 12 pairs could: it did
     # 10 s a pair, 45 s allowed: after 3 pairs, time for 1 more, which could not decide
     bounded = Sessions({"b.py::aa": 0.0}, offsets)
     clock = Clock(bounded, 10.0)
-    (row,) = confirm(bounded, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock).rows
+    (row,) = confirm_in_fresh_pairs(bounded, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock).rows
     assert (bounded.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
     assert row.run is not None
     assert row.run.result is not None
@@ -138,7 +138,7 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
 def test_each_suspect_keeps_the_look_that_decided_it() -> None:
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
     sessions = Sessions({"b.py::slow": 0.5, "b.py::pil": math.log(1.1)}, offsets)
-    rows = confirm(sessions, ["b.py::slow", "b.py::pil"], 12, ALPHA_CONFIRM).rows
+    rows = confirm_in_fresh_pairs(sessions, ["b.py::slow", "b.py::pil"], 12, ALPHA_CONFIRM).rows
     assert sessions.calls == 12  # the scattered one needs every look
     counts = {row.nodeid: len(row.run.sessions) for row in rows if row.run}
     assert counts == {"b.py::slow": 6, "b.py::pil": 12}  # slow: decided at the second look
@@ -151,7 +151,7 @@ def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
     sessions = Sessions({"b.py::lean": math.log(1.1), "b.py::open": math.log(1.1)},
                         [0.01, -0.01, 0.0, 0.02, -0.02, 0.01])  # fmt: skip
     alphas = {"b.py::lean": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
-    rows = {r.nodeid: r for r in confirm(sessions, list(alphas), 12, alphas).rows}
+    rows = {r.nodeid: r for r in confirm_in_fresh_pairs(sessions, list(alphas), 12, alphas).rows}
     results = {n: r.run.result for n, r in rows.items() if r.run and r.run.result}
     assert results["b.py::lean"].alpha == pytest.approx(ALPHA_CONFIRM / 3)
     assert results["b.py::open"].alpha == pytest.approx(PAIRED_ALPHA / 3)
@@ -164,7 +164,7 @@ def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
 def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
     first = _session({"b.py::slow": 0.2}, 99)
     sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
-    check = confirm(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM)
+    check = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM)
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     assert "(confirmation in 3 pairs of processes; first pair +2" in final.rows[0].cells()[1]
     run = final.rows[0].run
@@ -180,7 +180,7 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
 ) -> None:
     first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
-    check = confirm(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
+    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     first.specs = final.specs = [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
@@ -226,7 +226,9 @@ def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]  # would need all 12 pairs
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
     # 10 s a pair, 35 s allowed: the 4th pair starts at 30 s, none after it
-    check = confirm(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 35.0, Clock(sessions, 10.0))
+    check = confirm_in_fresh_pairs(
+        sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 35.0, Clock(sessions, 10.0)
+    )
     (row,) = check.rows
     assert sessions.calls == 4
     assert row.run is not None
@@ -239,10 +241,12 @@ def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
 def test_the_first_look_is_always_taken_and_a_decided_suspect_stops_early() -> None:
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
-    confirm(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 1.0, Clock(sessions, 10.0))
+    confirm_in_fresh_pairs(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 1.0, Clock(sessions, 10.0))
     assert sessions.calls == 3  # spent long before, yet the first look's 3 pairs run
     clear = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
-    (row,) = confirm(clear, ["b.py::slow"], 12, ALPHA_CONFIRM, 1e9, Clock(clear, 10.0)).rows
+    (row,) = confirm_in_fresh_pairs(
+        clear, ["b.py::slow"], 12, ALPHA_CONFIRM, 1e9, Clock(clear, 10.0)
+    ).rows
     assert clear.calls == 3
     assert row.verdict is Verdict.SLOWER
 
@@ -276,7 +280,7 @@ def test_a_confirmation_the_other_way_from_the_first_estimate_is_not_confirmed()
     first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
     assert first.rows[0].suspect
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
-    check = confirm(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
+    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
     assert check.rows[0].verdict is Verdict.SLOWER  # fresh pairs alone would say slower
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     assert final.rows[0].verdict is Verdict.INCONCLUSIVE

@@ -205,7 +205,7 @@ def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
 
 
 def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
-    from perfsuite.ab.outcome import BenchRun, Outcome
+    from perfsuite.ab.outcome import BenchRun, SessionOutcome
     from perfsuite.ab.report import write_report
     from perfsuite.ab.sidemanage import SideSpec
     from perfsuite.ab.verdicts import Verdicts
@@ -215,7 +215,7 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     run.a_blocks = [[1.0, 1.0]] * 12
     run.b_blocks = [[1.5, 1.5]] * 12
     run.result = judge(run.ratios, 0.05, 0.001)
-    outcome = Outcome([run], removed=["benches/bench_x.py::test_old"], added=[], seed=3)
+    outcome = SessionOutcome([run], removed=["benches/bench_x.py::test_old"], added=[], seed=3)
     specs = [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),

@@ -12,10 +12,7 @@ import numpy as np
 import pytest
 
 from perfsuite.cli import main
-from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
-from perfsuite.exitcodes import NOT_JUDGED as EXIT_MACHINE_MISMATCH
-from perfsuite.exitcodes import OK as EXIT_OK
-from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.result import BenchResult, Role
 
 MACHINE = "Linux-CPython-3.11-64bit"
@@ -85,14 +82,14 @@ def compare(storage: Path, *args: str) -> int:
 
 
 def test_compare_same_exits_0(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(storage, "0001", "0002") == EXIT_OK
+    assert compare(storage, "0001", "0002") == ExitCode.OK
     out = capsys.readouterr().out
     assert "decode/pil" in out
     assert "perfsuite compare: pass" in out
 
 
 def test_compare_slower_exits_1(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(storage, "0001", "0003_slow") == EXIT_REGRESSION
+    assert compare(storage, "0001", "0003_slow") == ExitCode.REGRESSION
     out = capsys.readouterr().out
     assert "SLOWER" in out
     assert "time +29.8%" in out
@@ -101,26 +98,26 @@ def test_compare_slower_exits_1(storage: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_compare_faster_exits_0(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(storage, "0003", "0001") == EXIT_OK
+    assert compare(storage, "0003", "0001") == ExitCode.OK
     assert "faster" in capsys.readouterr().out
 
 
 def test_compare_counter_rise_exits_1(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(storage, "0001", "0004") == EXIT_REGRESSION
+    assert compare(storage, "0001", "0004") == ExitCode.REGRESSION
     assert "traces 3 -> 7 ROSE" in capsys.readouterr().out
 
 
 def test_compare_machine_mismatch(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(storage, "0001", "0005") == EXIT_MACHINE_MISMATCH
+    assert compare(storage, "0001", "0005") == ExitCode.NOT_JUDGED
     out = capsys.readouterr().out
     assert "cpu_count 2 -> 8" in out
     assert "--allow-machine-mismatch" in out
-    assert compare(storage, "0001", "0005", "--allow-machine-mismatch") == EXIT_OK
+    assert compare(storage, "0001", "0005", "--allow-machine-mismatch") == ExitCode.OK
 
 
 def test_compare_file_paths_and_markdown(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base, cur = storage / MACHINE / "0001_base.json", storage / MACHINE / "0003_slow.json"
-    assert main(["compare", str(base), str(cur), "--markdown"]) == EXIT_REGRESSION
+    assert main(["compare", str(base), str(cur), "--markdown"]) == ExitCode.REGRESSION
     out = capsys.readouterr().out
     assert "| bench | verdict |" in out
     assert "| **decode/pil** | SLOWER" in out
@@ -140,14 +137,14 @@ def test_compare_bad_file_exits_2(
 ) -> None:
     bad = storage / "bad.json"
     bad.write_text(content)
-    assert compare(storage, str(bad), "0001") == EXIT_BAD_INPUT
+    assert compare(storage, str(bad), "0001") == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert err.startswith(f"perfsuite compare: error: {bad}: {message}")
     assert err.count("\n") == 1
 
 
 def test_compare_unknown_run_id_exits_2(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(storage, "0009_slow", "0001") == EXIT_BAD_INPUT
+    assert compare(storage, "0009_slow", "0001") == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert "run '0009_slow' not found" in err
     assert "closest: " in err
@@ -155,20 +152,20 @@ def test_compare_unknown_run_id_exits_2(storage: Path, capsys: pytest.CaptureFix
 
 
 def test_compare_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compare", str(tmp_path / "a" / "x.json"), "0001"]) == EXIT_BAD_INPUT
+    assert main(["compare", str(tmp_path / "a" / "x.json"), "0001"]) == ExitCode.BAD_INPUT
     assert "no such file" in capsys.readouterr().err
 
 
 def test_usage_error_exits_2() -> None:
     with pytest.raises(SystemExit) as info:
         main(["compare", "only-one"])
-    assert info.value.code == EXIT_BAD_INPUT
+    assert info.value.code == ExitCode.BAD_INPUT
 
 
 def test_report_command(storage: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (storage / MACHINE / "0005_other.json").unlink()
     out = tmp_path / "report"
-    assert main(["report", "--storage", str(storage), "--out", str(out)]) == EXIT_OK
+    assert main(["report", "--storage", str(storage), "--out", str(out)]) == ExitCode.OK
     summary = (out / "summary.md").read_text()
     assert "Baseline `" in summary
     assert "0003_slow.json" in summary
@@ -187,11 +184,11 @@ def test_console_script_runs(storage: Path) -> None:
     command = [str(script)] if script.exists() else [sys.executable, "-m", "perfsuite.cli"]
     args = ["compare", "0001", "0003", "--storage", str(storage)]
     slower = subprocess.run([*command, *args], capture_output=True, text=True, check=False)
-    assert slower.returncode == EXIT_REGRESSION, slower.stderr
+    assert slower.returncode == ExitCode.REGRESSION, slower.stderr
     same = subprocess.run(
         [*command, "compare", "0001", "0002", "--storage", f"file://{storage}"],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert same.returncode == EXIT_OK, same.stderr
+    assert same.returncode == ExitCode.OK, same.stderr

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite.exitcodes import OK, REGRESSION
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.cost import MEMORY_FLOOR_MB, Cost, MemoryChange
 from perfsuite.verdict.gate_rules import gate_decision
@@ -211,7 +211,7 @@ def test_a_memory_rise_past_the_threshold_fails_the_gate() -> None:
     assert item.memory_rose
     assert item.regressed
     decision = gate_decision(comparison, allow_mismatch=False)
-    assert decision.exit_status == REGRESSION
+    assert decision.exit_status == ExitCode.REGRESSION
     assert "peak 100 -> 200 MB ROSE" in decision.message
     assert any("peak 100 -> 200 MB ROSE" in line for line in text_lines(comparison))
 
@@ -221,7 +221,7 @@ def test_an_unchanged_peak_passes() -> None:
     [item] = comparison.verdicts
     assert not item.memory_rose
     decision = gate_decision(comparison, allow_mismatch=False)
-    assert decision.exit_status == OK, decision.message
+    assert decision.exit_status == ExitCode.OK, decision.message
 
 
 def test_the_memory_threshold_and_floor() -> None:

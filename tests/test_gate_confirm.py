@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.exitcodes import NOT_JUDGED, OK, REGRESSION
+from perfsuite.exitcodes import ExitCode
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0,
@@ -114,7 +114,7 @@ def test_a_committed_slowdown_is_confirmed(repo: Path) -> None:
     commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
     proc = gate(repo, delay=0.01)
     out = proc.stdout
-    assert proc.returncode == REGRESSION, out + proc.stderr
+    assert proc.returncode == ExitCode.REGRESSION, out + proc.stderr
     assert "SLOWER (confirmed)" in out
     assert "confirmed by A/B: +" in out
     assert "perfsuite gate: FAILED: 1 regression: " in out
@@ -127,7 +127,7 @@ def test_a_move_with_unchanged_code_is_cleared(repo: Path) -> None:
     commit(repo, "docs", **{"README.md": "a bench, described\n"})
     proc = gate(repo, delay=0.02)  # the machine got slower; the code did not
     out = proc.stdout
-    assert proc.returncode == OK, out + proc.stderr
+    assert proc.returncode == ExitCode.OK, out + proc.stderr
     assert "slower, cleared" in out
     assert "cleared by A/B (same)" in out
     assert "perfsuite gate: passed: no regression in 1 judged bench; 1 suspect(s) cleared" in out
@@ -137,14 +137,14 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(repo: Path) -> None:
     save(repo)
     proc = gate(repo, delay=0.02)
     out = proc.stdout
-    assert proc.returncode == OK, out + proc.stderr
+    assert proc.returncode == ExitCode.OK, out + proc.stderr
     assert "slower, the machine's" in out
     assert "both runs are of commit" in out
     assert "confirmations took" not in out  # no A/B ran
     # a tracked file changed: the same commit no longer means the same code
     (repo / "README.md").write_text("edited\n")
     dirty = gate(repo, delay=0.02)
-    assert dirty.returncode == OK, dirty.stdout + dirty.stderr
+    assert dirty.returncode == ExitCode.OK, dirty.stdout + dirty.stderr
     assert "cleared by A/B (same)" in dirty.stdout
 
 
@@ -156,7 +156,7 @@ def test_a_baseline_commit_not_in_the_repository_is_unconfirmed(repo: Path) -> N
     saved.write_text(json.dumps(document))
     proc = gate(repo, delay=0.02)
     out = proc.stdout
-    assert proc.returncode == NOT_JUDGED, out + proc.stderr
+    assert proc.returncode == ExitCode.NOT_JUDGED, out + proc.stderr
     assert "SLOWER? unconfirmed" in out
     assert "the baseline's commit ffffffffffff is not in this repository" in out
     assert "to confirm: perfsuite ab ffffffffffffffffffffffffffffffffffffffff" in out
@@ -172,7 +172,7 @@ def test_a_baseline_without_raw_samples_says_how_to_get_them(repo: Path) -> None
         # perfsuite's own benches always keep their rounds: judged as usual
         assert "no raw samples" not in out
         return
-    assert proc.returncode == NOT_JUDGED, out + proc.stderr
+    assert proc.returncode == ExitCode.NOT_JUDGED, out + proc.stderr
     assert "baseline has no raw samples" in out
     assert "--benchmark-save-data" in out
     assert "perfsuite gate: REFUSED: cannot judge" in out

@@ -13,10 +13,7 @@ import pytest
 from PIL import Image
 
 from perfsuite.cli import main
-from perfsuite.exitcodes import NOT_JUDGED
-from perfsuite.exitcodes import NOT_JUDGED as EXIT_MACHINE_MISMATCH
-from perfsuite.exitcodes import OK as EXIT_OK
-from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.result import BenchResult, DatasetRef, Role
 from tests.fake_timer import FAKE_TIMER
 from tests.test_verdict_gate import BENCH, CONFTEST, MACHINE_ID, run, save_baseline
@@ -55,7 +52,7 @@ def test_a_baseline_at_another_scale_is_refused(
 ) -> None:
     save_baseline(bench, monkeypatch)  # --perf-scale=smoke
     result = gate(bench, monkeypatch, "--perf-scale=default")
-    assert result.ret == NOT_JUDGED
+    assert result.ret == ExitCode.NOT_JUDGED
     out = result.stdout.str()
     assert "perfsuite gate: REFUSED: cannot judge: none of the 1 benches was comparable" in out
     assert "1 x scale smoke -> default" in out
@@ -82,7 +79,7 @@ def test_a_baseline_on_another_images_folder_is_refused(
     saved = run(pytester, monkeypatch, "--benchmark-autosave", f"--perf-images={red}", data)
     assert saved.ret == 0, saved.stdout.str()
     other = gate(pytester, monkeypatch, f"--perf-images={blue}", data)
-    assert other.ret == NOT_JUDGED
+    assert other.ret == ExitCode.NOT_JUDGED
     out = other.stdout.str()
     assert "perfsuite gate: REFUSED: cannot judge" in out
     assert "dataset_hash" in out
@@ -102,7 +99,7 @@ def test_an_empty_baseline_is_refused(
 ) -> None:
     write_baseline(bench, {"version": "5.3.1", "benchmarks": [], "machine_info": {}})
     result = gate(bench, monkeypatch, "--perf-allow-machine-mismatch")
-    assert result.ret == NOT_JUDGED
+    assert result.ret == ExitCode.NOT_JUDGED
     assert "the baseline 0001_handmade holds no benches" in result.stdout.str()
 
 
@@ -117,7 +114,7 @@ def test_a_baseline_with_zero_timings_is_refused(
         entry["stats"]["median"] = 0.0
     saved.write_text(json.dumps(doc))
     result = gate(bench, monkeypatch)
-    assert result.ret == NOT_JUDGED
+    assert result.ret == ExitCode.NOT_JUDGED
     out = result.stdout.str()
     assert "perfsuite gate: REFUSED: cannot judge" in out
     assert "must be finite and positive" in out
@@ -127,7 +124,7 @@ def test_the_first_run_on_a_new_machine_passes_with_a_note(
     bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = gate(bench, monkeypatch, "--benchmark-autosave")
-    assert result.ret == NOT_JUDGED, result.stdout.str()  # saved, but nothing judged
+    assert result.ret == ExitCode.NOT_JUDGED, result.stdout.str()  # saved, but nothing judged
     assert "this run becomes the first baseline" in result.stdout.str()
 
 
@@ -156,7 +153,7 @@ def test_too_few_samples_are_shown_not_judged(
     saved = run(bench, monkeypatch, "--benchmark-autosave", "--perf-rounds=3", delay=0.01)
     assert saved.ret == 0, saved.stdout.str()
     result = gate(bench, monkeypatch, "--perf-rounds=3", delay=0.04)
-    assert result.ret == NOT_JUDGED, result.stdout.str()
+    assert result.ret == ExitCode.NOT_JUDGED, result.stdout.str()
     out = result.stdout.str()
     assert "inconclusive [1]" in out  # +300% shown, never judged from 3 rounds
     assert "rank test needs >= 7 rounds per side" in out
@@ -164,7 +161,7 @@ def test_too_few_samples_are_shown_not_judged(
     save_baseline(bench, monkeypatch, delay=0.01)  # 0002: 10 rounds, enough for the test
     judged = gate(bench, monkeypatch, "--benchmark-compare=0002", delay=0.04)
     # slower on the screen; outside a git checkout no A/B can confirm it
-    assert judged.ret == NOT_JUDGED, judged.stdout.str()
+    assert judged.ret == ExitCode.NOT_JUDGED, judged.stdout.str()
     assert "perfsuite gate: UNCONFIRMED: 1 suspect(s)" in judged.stdout.str()
 
 
@@ -205,31 +202,31 @@ def compare(tmp_path: Path, base: dict[str, Any], cur: dict[str, Any], *args: st
 
 
 def test_compare_refuses_another_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(tmp_path, run_doc(0.1), run_doc(0.1, scale="default")) == EXIT_MACHINE_MISMATCH
+    assert compare(tmp_path, run_doc(0.1), run_doc(0.1, scale="default")) == ExitCode.NOT_JUDGED
     assert "nothing judged: cannot judge: none of the 1 benches" in capsys.readouterr().out
-    assert compare(tmp_path, run_doc(0.1), run_doc(0.1)) == EXIT_OK
+    assert compare(tmp_path, run_doc(0.1), run_doc(0.1)) == ExitCode.OK
 
 
 def test_compare_refuses_an_empty_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     empty = {"version": "5.3.1", "benchmarks": [], "machine_info": {}}
-    assert compare(tmp_path, empty, run_doc(0.1)) == EXIT_MACHINE_MISMATCH
+    assert compare(tmp_path, empty, run_doc(0.1)) == ExitCode.NOT_JUDGED
     assert "holds no benches" in capsys.readouterr().out
 
 
 def test_compare_threshold_wins_over_recorded_ones(tmp_path: Path) -> None:
     base, slower = run_doc(0.1, threshold=0.5), run_doc(0.13, threshold=0.5)
-    assert compare(tmp_path, base, slower) == EXIT_OK  # +30% is inside the recorded 50%
-    assert compare(tmp_path, base, slower, "--threshold", "10%") == EXIT_REGRESSION
-    assert compare(tmp_path, base, slower, "--threshold", "0.4") == EXIT_OK
+    assert compare(tmp_path, base, slower) == ExitCode.OK  # +30% is inside the recorded 50%
+    assert compare(tmp_path, base, slower, "--threshold", "10%") == ExitCode.REGRESSION
+    assert compare(tmp_path, base, slower, "--threshold", "0.4") == ExitCode.OK
 
 
 def test_compare_refuses_another_dataset(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     other = run_doc(0.1, dataset="def456")
-    assert compare(tmp_path, run_doc(0.1), other) == EXIT_MACHINE_MISMATCH
+    assert compare(tmp_path, run_doc(0.1), other) == ExitCode.NOT_JUDGED
     out = capsys.readouterr().out
     assert "1 x dataset_hash abc123 -> def456" in out
     assert "compare runs on the same --perf-images folder" in out
@@ -240,5 +237,5 @@ def test_compare_refuses_zero_timings(tmp_path: Path, capsys: pytest.CaptureFixt
     stats = zero["benchmarks"][0]["stats"]
     stats["data"] = [0.0] * len(stats["data"])
     stats["median"] = 0.0
-    assert compare(tmp_path, zero, run_doc(0.1)) == EXIT_MACHINE_MISMATCH
+    assert compare(tmp_path, zero, run_doc(0.1)) == ExitCode.NOT_JUDGED
     assert "nothing judged: cannot judge" in capsys.readouterr().out

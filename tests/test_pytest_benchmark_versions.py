@@ -25,7 +25,7 @@ import pytest
 from packaging.version import Version
 
 import tests.ab_repo
-from perfsuite import exitcodes
+from perfsuite.exitcodes import ExitCode
 from tests.ab_repo import SIDE_ARGS, make_repo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -208,7 +208,7 @@ def test_unchanged_ab_runs_its_sides_and_judges(version: str, tmp_path: Path) ->
     )
     # 0: no regression. A machine so busy that nine pairs of identical code differ by
     # more than 90% leaves them inconclusive: 3. A side that stopped would be 2.
-    assert proc.returncode in (exitcodes.OK, exitcodes.NOT_JUDGED), proc.stdout + proc.stderr
+    assert proc.returncode in (ExitCode.OK, ExitCode.NOT_JUDGED), proc.stdout + proc.stderr
     runs = json.loads((report / "pairs.json").read_text())
     assert sorted(run["nodeid"] for run in runs) == [
         "benches/bench_work.py::test_work[one]",
@@ -217,7 +217,7 @@ def test_unchanged_ab_runs_its_sides_and_judges(version: str, tmp_path: Path) ->
     for run in runs:
         assert len(run["a_blocks"]) == len(run["b_blocks"]) == 9
         assert run["verdict"] in ("same", "inconclusive"), run["verdict"]
-    if proc.returncode == exitcodes.OK:
+    if proc.returncode == ExitCode.OK:
         assert "perfsuite ab: no regression in " in proc.stdout
     for side in ("A", "B"):
         assert sorted(saved(report / f"{side}.json")) == ["test_work[one]", "test_work[two]"]

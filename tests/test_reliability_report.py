@@ -11,8 +11,7 @@ from perfsuite.cli import main
 from perfsuite.data import fsutil
 from perfsuite.data.fsutil import atomic_write_bytes
 from perfsuite.errors import PerfsuiteError
-from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
-from perfsuite.exitcodes import OK as EXIT_OK
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.report import write_report
 from tests.test_report import run
 
@@ -85,14 +84,14 @@ def test_perfsuite_report_command_keeps_the_old_report_on_failure(
     )
     (machine / "0001_a.json").write_text(doc)
     out = tmp_path / "report"
-    assert main(["report", "--storage", str(storage), "--out", str(out)]) == EXIT_OK
+    assert main(["report", "--storage", str(storage), "--out", str(out)]) == ExitCode.OK
     before = snapshot(out)
 
     def full_disk(path: Path, text: str) -> None:
         raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(report_module, "atomic_write_text", full_disk)
-    assert main(["report", "--storage", str(storage), "--out", str(out)]) == EXIT_BAD_INPUT
+    assert main(["report", "--storage", str(storage), "--out", str(out)]) == ExitCode.BAD_INPUT
     assert "No space left on device" in capsys.readouterr().err
     assert snapshot(out) == before
 

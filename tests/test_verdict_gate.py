@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.utils import get_machine_id
 
-from perfsuite.exitcodes import NOT_JUDGED
+from perfsuite.exitcodes import ExitCode
 from tests.fake_timer import FAKE_TIMER
 
 pytest_plugins = ["pytester"]
@@ -84,7 +84,7 @@ def test_gate_outside_git_leaves_a_slowdown_unconfirmed(
 ) -> None:
     save_baseline(bench, monkeypatch, delay=0.01)
     result = run(bench, monkeypatch, "--benchmark-compare", "--perf-gate", delay=0.04)
-    assert result.ret == NOT_JUDGED, result.stdout.str()
+    assert result.ret == ExitCode.NOT_JUDGED, result.stdout.str()
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert "perfsuite verdict" in out
@@ -130,7 +130,7 @@ def test_gate_refuses_another_machine(
 ) -> None:
     save_baseline(bench, monkeypatch, cpu="Some Other CPU")
     result = run(bench, monkeypatch, "--benchmark-compare", "--perf-gate")
-    assert result.ret == NOT_JUDGED
+    assert result.ret == ExitCode.NOT_JUDGED
     out = result.stdout.str()
     assert "baseline is from a different machine or stack: cpu_model Some Other CPU ->" in out
     assert "perfsuite gate: REFUSED" in out
@@ -144,7 +144,7 @@ def test_gate_refuses_another_machine(
 
 def test_no_baseline_yet_is_a_note(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(bench, monkeypatch, "--benchmark-autosave", "--benchmark-compare", "--perf-gate")
-    assert result.ret == NOT_JUDGED, result.stdout.str()
+    assert result.ret == ExitCode.NOT_JUDGED, result.stdout.str()
     assert "perfsuite gate: REFUSED: cannot judge: no baseline" in result.stdout.str()
     result.stdout.fnmatch_lines(
         ["*no baseline in *store* yet: this run becomes the first baseline"]
@@ -242,5 +242,5 @@ def test_storage_outside_the_working_directory(
     assert "perfsuite gate: passed" in same.stdout.str()
     assert str(saved) in (out / "summary.md").read_text()
     slower = run(bench, monkeypatch, "--benchmark-compare=0001", "--perf-gate", uri, delay=0.04)
-    assert slower.ret == NOT_JUDGED, slower.stdout.str()
+    assert slower.ret == ExitCode.NOT_JUDGED, slower.stdout.str()
     assert "perfsuite gate: UNCONFIRMED: 1 suspect(s)" in slower.stdout.str()

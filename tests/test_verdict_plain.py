@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfsuite.cli import main
-from perfsuite.exitcodes import OK, REGRESSION
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.runs import load_run
 from tests.fake_timer import FAKE_TIMER
 
@@ -49,9 +49,9 @@ def test_a_plain_bench_keeps_its_markers_threshold_and_counters(
     assert bench.threshold == 0.5
     assert bench.counters() == {"traces": 3, "hits": 2}
     same = save(pytester, 2, "same.json")
-    assert main(["compare", str(before), str(same)]) == OK
+    assert main(["compare", str(before), str(same)]) == ExitCode.OK
     rose = save(pytester, 5, "rose.json")
-    assert main(["compare", str(before), str(rose)]) == REGRESSION
+    assert main(["compare", str(before), str(rose)]) == ExitCode.REGRESSION
     out = capsys.readouterr().out
     assert "hits 2 -> 5 ROSE" in out
     assert "(>50%)" in out  # the marker's threshold, not the default 5%

@@ -11,8 +11,7 @@ import pytest
 
 from perfsuite.cli import main
 from perfsuite.errors import PerfsuiteError
-from perfsuite.exitcodes import OK as EXIT_OK
-from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.result import RESULT_KEY, SCHEMA_VERSION, BenchResult, DatasetRef, Role
 from perfsuite.verdict.runs import load_run, parse_run
@@ -181,7 +180,7 @@ def new_layout_copy(legacy: dict[str, Any], slowdown: float) -> dict[str, Any]:
     return doc
 
 
-@pytest.mark.parametrize(("slowdown", "status"), [(1.0, EXIT_OK), (1.5, EXIT_REGRESSION)])
+@pytest.mark.parametrize(("slowdown", "status"), [(1.0, ExitCode.OK), (1.5, ExitCode.REGRESSION)])
 def test_perfsuite_compare_judges_a_legacy_run_against_a_new_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], slowdown: float, status: int
 ) -> None:

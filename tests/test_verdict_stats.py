@@ -12,7 +12,7 @@ import pytest
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import compare_runs
-from perfsuite.verdict.gate_rules import Outcome, gate_decision
+from perfsuite.verdict.gate_rules import GateOutcome, gate_decision
 from perfsuite.verdict.judge import noise_band
 from perfsuite.verdict.machine import machine_mismatch
 from perfsuite.verdict.result import BenchResult, DatasetRef, Role
@@ -104,7 +104,7 @@ def test_run_comparison_table_names_directions() -> None:
     assert "time +3" in text
     assert "images/s -2" in text
     decision = gate_decision(comparison, allow_mismatch=False)
-    assert decision.outcome is Outcome.REGRESSION
+    assert decision.outcome is GateOutcome.REGRESSION
     assert "g/a (slower)" in decision.message
     assert any(line.startswith("| **g/a**") for line in markdown_lines(comparison))
 
@@ -119,7 +119,7 @@ def test_exact_counter_rise_is_a_regression() -> None:
     assert item.regressed
     assert [str(c) for c in item.counters_rose] == ["traces 4 -> 9"]
     decision = gate_decision(comparison, allow_mismatch=False)
-    assert decision.outcome is Outcome.REGRESSION
+    assert decision.outcome is GateOutcome.REGRESSION
     assert "traces 4 -> 9" in decision.message
     assert "traces 4 -> 9 ROSE" in "\n".join(text_lines(comparison))
 
@@ -175,7 +175,7 @@ def test_baseline_without_raw_samples_is_never_judged_from_medians() -> None:
     assert "inconclusive [1]" in text
     assert "[1] baseline has no raw samples" in text
     decision = gate_decision(comparison, allow_mismatch=False)
-    assert decision.outcome is Outcome.NOTHING_JUDGED
+    assert decision.outcome is GateOutcome.NOTHING_JUDGED
     assert decision.exit_status == 3
 
 
@@ -190,7 +190,7 @@ def test_machine_mismatch_lists_what_differs() -> None:
         "tensorflow 2.20.0 -> 2.21.0",
     ]
     refused = gate_decision(comparison, allow_mismatch=False)
-    assert refused.outcome is Outcome.MISMATCH
+    assert refused.outcome is GateOutcome.MISMATCH
     assert "cpu_count 4 -> 2" in refused.message
     assert gate_decision(comparison, allow_mismatch=True).passed
 

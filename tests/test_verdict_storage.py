@@ -12,8 +12,7 @@ import pytest
 
 from perfsuite.cli import main
 from perfsuite.errors import PerfsuiteError
-from perfsuite.exitcodes import OK as EXIT_OK
-from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.result import BenchResult, Role
 from perfsuite.verdict.storage import Storage, storage_path, this_machine_id
 
@@ -161,10 +160,10 @@ def test_a_storage_outside_the_working_directory(
     for option in (f"file://{root}", str(root)):
         storage = Storage.from_option(option)
         assert storage.latest() == root / MACHINE / "0001_slow.json"
-        assert main(["compare", "0002", "0001", "--storage", option]) == EXIT_REGRESSION
-        assert main(["compare", "0002", "0002_base", "--storage", option]) == EXIT_OK
+        assert main(["compare", "0002", "0001", "--storage", option]) == ExitCode.REGRESSION
+        assert main(["compare", "0002", "0002_base", "--storage", option]) == ExitCode.OK
         out = elsewhere / "report"
-        assert main(["report", "--storage", option, "--out", str(out)]) == EXIT_OK
+        assert main(["report", "--storage", option, "--out", str(out)]) == ExitCode.OK
         summary = (out / "summary.md").read_text()
         # the newest run by datetime is reported, against the run saved before it
         assert f"Baseline `{root / MACHINE / '0002_base.json'}`" in summary

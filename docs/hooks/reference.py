@@ -153,7 +153,7 @@ _STATUS = re.compile(r"^\* ``(?P<name>\w+)`` \((?P<value>\d+)\)(?::\s*(?P<text>.
 
 
 def exit_statuses() -> str:
-    """The shared exit statuses: one row per constant of :mod:`perfsuite.exitcodes`,
+    """The shared exit statuses: one row per member of :class:`perfsuite.exitcodes.ExitCode`,
     its meaning from the module's docstring."""
     from perfsuite import exitcodes
 
@@ -169,13 +169,13 @@ def exit_statuses() -> str:
         else:
             current = None
     rows = []
-    for name, value in vars(exitcodes).items():
-        if not (name.isupper() and isinstance(value, int)):
-            continue
-        if name not in meanings:
-            raise PluginError(f"perfsuite/exitcodes.py: {name} ({value}) is not in the docstring")
-        meaning = meanings[name].rstrip(";.").replace("``", "`") or "interrupted (Ctrl-C)"
-        rows.append([f"{value}", f"`{name}`", _cell(meaning)])
+    for code in exitcodes.ExitCode:
+        if code.name not in meanings:
+            raise PluginError(
+                f"perfsuite/exitcodes.py: {code.name} ({code}) is not in the docstring"
+            )
+        meaning = meanings[code.name].rstrip(";.").replace("``", "`") or "interrupted (Ctrl-C)"
+        rows.append([f"{int(code)}", f"`{code.name}`", _cell(meaning)])
     return _table(["status", "name", "meaning"], rows)
 
 

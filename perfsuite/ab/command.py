@@ -27,11 +27,7 @@ from perfsuite.ab.budget import (
     suspects_for,
 )
 from perfsuite.errors import PerfsuiteError
-from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
-from perfsuite.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
-from perfsuite.exitcodes import NOT_JUDGED as EXIT_NOT_JUDGED
-from perfsuite.exitcodes import OK as EXIT_OK
-from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
+from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
     from perfsuite.ab.revisions import Revision, WorktreeCache
@@ -247,14 +243,14 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             return _run(args, pytest_args)
     except KeyboardInterrupt:
         print("perfsuite ab: interrupted; both sides stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite ab: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
-    from perfsuite.ab.confirm import confirm, looks, pick_suspects
+    from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks, pick_suspects
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
@@ -276,7 +272,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if swept:
             where = swept[0].parent
             print(f"perfsuite ab: removed {len(swept)} folder(s) of killed runs from {where}")
-        return EXIT_OK
+        return ExitCode.OK
     if args.base is None:
         raise PerfsuiteError("BASE is required: perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]")
     base, candidate = resolve(root, args.base), resolve(root, args.candidate)
@@ -363,7 +359,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                     )
 
                 try:
-                    return confirm(again, ids, args.confirm, alphas, confirm_seconds)
+                    return confirm_in_fresh_pairs(again, ids, args.confirm, alphas, confirm_seconds)
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 
@@ -389,5 +385,5 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             write_report(args.report, verdicts, side_json, side_logs, notes, machine)
             print(f"perfsuite ab: report in {args.report}")
         if verdicts.regressed:
-            return EXIT_REGRESSION
-        return EXIT_NOT_JUDGED if verdicts.not_judged() is not None else EXIT_OK
+            return ExitCode.REGRESSION
+        return ExitCode.NOT_JUDGED if verdicts.not_judged() is not None else ExitCode.OK

@@ -106,7 +106,7 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     return True
 
 
-def confirm(
+def confirm_in_fresh_pairs(
     session: Callable[[int], Verdicts],
     suspects: Sequence[str],
     most: int,

@@ -44,7 +44,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.ab.outcome import BenchRun, Outcome
+from perfsuite.ab.outcome import BenchRun, SessionOutcome
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.paired import Budget, Sequential
@@ -183,7 +183,7 @@ class Controller:
 
     # -- the session -------------------------------------------------------------
 
-    def run(self) -> Outcome:
+    def run(self) -> SessionOutcome:
         """Both sides from connection to exit: :meth:`measure`, then :meth:`finish`."""
         self.measure()
         return self.finish()
@@ -220,7 +220,7 @@ class Controller:
             r is not None and (r.result is not None or r.skipped is not None) for r in runs
         )
 
-    def finish(self) -> Outcome:
+    def finish(self) -> SessionOutcome:
         """After :meth:`measure`: wait until both sides finished and exited."""
         while not all(s.finished for s in self.state.values()):
             self._handle(*self._wait())
@@ -228,7 +228,7 @@ class Controller:
             if not side.wait(EXIT_TIMEOUT_S):
                 raise side.fault("did not exit after its last bench")
         common, removed, added = self._plan
-        return Outcome(
+        return SessionOutcome(
             benches=[self.runs[n] for n in common if n in self.runs],
             removed=removed,
             added=added,

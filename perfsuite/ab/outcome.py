@@ -47,8 +47,9 @@ class BenchRun:
 
 
 @dataclass
-class Outcome:
-    """What the controller saw: per-bench runs, and the benches of one side only."""
+class SessionOutcome:
+    """What the controller saw in one session (one pair of processes): per-bench runs,
+    and the benches of one side only."""
 
     benches: list[BenchRun]
     removed: list[str]  # base only

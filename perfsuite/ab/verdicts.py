@@ -1,7 +1,7 @@
 """One A/B's verdicts: every bench's row, who the sides were, and the verdict table.
 
 :class:`Verdicts` is built from what one pair of processes measured (its
-:class:`~perfsuite.ab.outcome.Outcome`), merged over the sessions of bench files,
+:class:`~perfsuite.ab.outcome.SessionOutcome`), merged over the sessions of bench files,
 pooled over fresh pairs of processes (``--processes``) and updated with the rows of a
 confirmation; :meth:`Verdicts.text_lines` and :meth:`Verdicts.markdown_lines` are its
 table (the report folder is :mod:`perfsuite.ab.report`).
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from perfsuite.ab.outcome import BenchRun, Outcome
+from perfsuite.ab.outcome import BenchRun, SessionOutcome
 from perfsuite.ab.rows import HEADER, Row, against, pct
 from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.bench.summary import format_table
@@ -50,7 +50,7 @@ class Verdicts:
 
     @classmethod
     def build(
-        cls, outcome: Outcome, a_json: Path, b_json: Path, specs: Sequence[SideSpec]
+        cls, outcome: SessionOutcome, a_json: Path, b_json: Path, specs: Sequence[SideSpec]
     ) -> Verdicts:
         run_a, run_b = _load(a_json), _load(b_json)
         rows = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfsuite.exitcodes import OK
+from perfsuite.exitcodes import ExitCode
 
 
 def add_arguments(report: argparse.ArgumentParser) -> None:
@@ -64,7 +64,7 @@ def run_html(args: argparse.Namespace) -> int:
         f"perfsuite report: wrote the dashboard into {site.root} ({held}, "
         f"{site.size:,} bytes; open {site.root / 'index.html'})"
     )
-    return OK
+    return ExitCode.OK
 
 
 def _plural(word: str) -> str:

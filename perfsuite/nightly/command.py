@@ -25,10 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsuite.errors import PerfsuiteError
-from perfsuite.exitcodes import BAD_INPUT as EXIT_BAD_INPUT
-from perfsuite.exitcodes import NOT_JUDGED as EXIT_NOT_JUDGED
-from perfsuite.exitcodes import OK as EXIT_OK
-from perfsuite.exitcodes import REGRESSION as EXIT_REGRESSION
+from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from perfsuite.verdict.runs import Run
@@ -153,7 +150,7 @@ def run_history(args: argparse.Namespace) -> int:
         target = find_accept_target(runs, args.accept)
         accept(root, machine, target)
         print(f"perfsuite history: accepted the steps up to {target.name} on {machine}")
-        return EXIT_OK
+        return ExitCode.OK
     matches = keyword_matcher(args.keyword)
     record = accepted_run(root, machine)
     accepted = accepted_position(runs, record)
@@ -193,15 +190,15 @@ def run_history(args: argparse.Namespace) -> int:
             f"perfsuite history: {failing_total} regression steps after the last accepted run "
             f"({note}); accept a known change with perfsuite history --accept RUN"
         )
-        return EXIT_REGRESSION
+        return ExitCode.REGRESSION
     if searched == 0:
         print(
             f"perfsuite history: NOTHING JUDGED: no bench has the {MIN_POINTS} comparable "
             f"runs a step search needs ({note}); save more runs"
         )
-        return EXIT_NOT_JUDGED
+        return ExitCode.NOT_JUDGED
     print(f"perfsuite history: no regression step in {searched} bench(es) ({note})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
@@ -226,15 +223,15 @@ def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = Non
             report,
             ab_command or AB_COMMAND,
         )
-    status = EXIT_OK
+    status = ExitCode.OK
     if screening.screened == 0 or (
         screening.suspects and (confirmation is None or confirmation.unconfirmed)
     ):
-        status = EXIT_NOT_JUDGED
+        status = ExitCode.NOT_JUDGED
     if confirmation is not None and confirmation.fault:
-        status = EXIT_BAD_INPUT
+        status = ExitCode.BAD_INPUT
     if screening.counters or (confirmation is not None and confirmation.confirmed):
-        status = EXIT_REGRESSION
+        status = ExitCode.REGRESSION
     text = nightly_markdown(screening, confirmation, status)
     if args.report is not None:
         atomic_write_text(args.report / "summary.md", text + "\n")

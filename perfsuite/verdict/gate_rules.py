@@ -22,12 +22,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from perfsuite import exitcodes
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import BenchVerdict
 
 
-class Outcome(enum.Enum):
+class GateOutcome(enum.Enum):
     """What a gate concludes from a comparison."""
 
     PASS = "pass"
@@ -37,13 +37,13 @@ class Outcome(enum.Enum):
     UNCONFIRMED = "unconfirmed"
 
 
-#: each outcome's exit status (:mod:`perfsuite.exitcodes`), the same for every command
+#: each outcome's exit status, the same for every command
 EXIT_STATUS = {
-    Outcome.PASS: exitcodes.OK,
-    Outcome.REGRESSION: exitcodes.REGRESSION,
-    Outcome.MISMATCH: exitcodes.NOT_JUDGED,
-    Outcome.NOTHING_JUDGED: exitcodes.NOT_JUDGED,
-    Outcome.UNCONFIRMED: exitcodes.NOT_JUDGED,
+    GateOutcome.PASS: ExitCode.OK,
+    GateOutcome.REGRESSION: ExitCode.REGRESSION,
+    GateOutcome.MISMATCH: ExitCode.NOT_JUDGED,
+    GateOutcome.NOTHING_JUDGED: ExitCode.NOT_JUDGED,
+    GateOutcome.UNCONFIRMED: ExitCode.NOT_JUDGED,
 }
 
 
@@ -51,15 +51,15 @@ EXIT_STATUS = {
 class GateDecision:
     """The gate's outcome and the one line that explains it."""
 
-    outcome: Outcome
+    outcome: GateOutcome
     message: str
 
     @property
     def passed(self) -> bool:
-        return self.outcome is Outcome.PASS
+        return self.outcome is GateOutcome.PASS
 
     @property
-    def exit_status(self) -> int:
+    def exit_status(self) -> ExitCode:
         return EXIT_STATUS[self.outcome]
 
 
@@ -86,14 +86,14 @@ def gate_decision(
     if comparison.mismatch and not allow_mismatch:
         what = "; ".join(str(d) for d in comparison.mismatch)
         return GateDecision(
-            Outcome.MISMATCH,
+            GateOutcome.MISMATCH,
             f"cannot judge: the baseline is from a different machine or stack "
             f"({what}); pass {allow_flag} to gate anyway",
         )
     nothing = nothing_judged(comparison)
     if nothing is not None:
         return GateDecision(
-            Outcome.NOTHING_JUDGED,
+            GateOutcome.NOTHING_JUDGED,
             f"cannot judge: {nothing}; a gate that judged nothing does not pass",
         )
     regressions = [
@@ -102,14 +102,14 @@ def gate_decision(
     if regressions:
         count = len(regressions)
         return GateDecision(
-            Outcome.REGRESSION,
+            GateOutcome.REGRESSION,
             f"{count} regression{'s' if count > 1 else ''}: "
             + "; ".join(_why(item) for item in regressions),
         )
     unconfirmed = [v for v in comparison.verdicts if v.unconfirmed]
     if unconfirmed:
         return GateDecision(
-            Outcome.UNCONFIRMED,
+            GateOutcome.UNCONFIRMED,
             f"{len(unconfirmed)} suspect(s) slower on the screen could not be confirmed: "
             + "; ".join(_why(item) for item in unconfirmed),
         )
@@ -121,7 +121,7 @@ def gate_decision(
     unjudged = [v.label for v in comparison.verdicts if not v.judged and not v.not_comparable]
     if unjudged:
         message += f"; {len(unjudged)} not judged (see their rows)"
-    return GateDecision(Outcome.PASS, message)
+    return GateDecision(GateOutcome.PASS, message)
 
 
 def nothing_judged(comparison: RunComparison) -> str | None:
