@@ -1,4 +1,5 @@
-"""Suspects of a screen, confirmed by ``perfsuite ab`` in a child process.
+"""Suspects of a screen, confirmed by ``perfsuite ab`` in a child process: the gate's
+and the nightly's.
 
 A screen (``--perf-gate``'s comparison with the saved baseline) only picks suspects:
 benches slower by the rank test. Each is then decided in these steps:
@@ -16,12 +17,17 @@ benches slower by the rank test. Each is then decided in these steps:
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
 
-Nothing of ``perfsuite ab`` is imported: the command line and its report are the
-contract.
+``perfsuite nightly`` confirms its suspects by the same rule and the same child run
+(:mod:`perfsuite.nightly.command`): step 1, else ``perfsuite ab`` of the previous run's
+commit against ``HEAD`` over the suspects, read by its exit status.
+
+Nothing of ``perfsuite ab`` is imported: the command line, its exit status and its
+report are the contract.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import subprocess
@@ -33,12 +39,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Confirmed
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
 
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
+#: the exit statuses of an A/B that ran to a verdict; any other is a fault
+VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
 #: perfsuite options a confirmation must not pass on to the A/B's sides
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: perfsuite options that take no value
@@ -70,6 +79,12 @@ class AbRun:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     why_not: str | None = None  # why the A/B was not run
     last_line: str = ""  # the A/B's last line of output, for a failure
+
+    @property
+    def concluded(self) -> bool:
+        """The A/B ran and ended with a verdict's status (no regression, a regression,
+        or nothing judged), not a fault."""
+        return self.status in VERDICT_STATUSES
 
 
 def passed_options(args: Sequence[str]) -> list[str]:
@@ -120,21 +135,23 @@ def run_ab(
     options: Sequence[str],
     cwd: Path,
     report: Path,
-    log: Path,
+    log: Path | None,
     ab_args: Sequence[str] = (),
     command: Sequence[str] = AB_COMMAND,
+    refuse: Callable[[Path, Commit], str | None] | None = cannot_run,
 ) -> AbRun:
     """Run the A/B of the suspects (``ab_args``: its own options; its output into
-    ``log``), or say why it cannot run."""
+    ``log``, or this process's output when None), or say why it cannot run: what
+    ``refuse`` finds, or that it could not start."""
     sha = base.sha or "BASE"
     line = (*command, sha, *ab_args, "--report", str(report), "--", *nodeids, *options)
     shown = shlex.join(["perfsuite", "ab", sha, *ab_args, "--", *nodeids, *options])
-    why = cannot_run(cwd, base)
+    why = refuse(cwd, base) if refuse is not None else None
     if why is not None:
         return AbRun(tuple(line), shown, None, why_not=why)
     start = time.monotonic()
     try:
-        with log.open("wb") as out:
+        with log.open("wb") if log is not None else contextlib.nullcontext() as out:
             status = subprocess.run(
                 line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 check=False,
@@ -152,7 +169,7 @@ def run_ab(
         for entry in loaded if isinstance(loaded, list) else []:
             if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
                 rows[entry["nodeid"]] = entry
-    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log else []
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=lines[-1] if lines else "")
 
 
@@ -168,9 +185,9 @@ def decide(nodeid: str, ab: AbRun) -> Confirmed:
     row = ab.rows.get(nodeid) or next(
         (r for n, r in ab.rows.items() if n.endswith("/" + nodeid)), None
     )
-    if row is None or ab.status not in (0, 1, 3):
+    if row is None or not ab.concluded:
         why = f"the A/B failed (exit {ab.status}: {ab.last_line})"
-        if ab.status in (0, 1, 3):
+        if ab.concluded:
             why = "not measured by the A/B"
         return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
     verdict = row.get("verdict")
@@ -198,7 +215,9 @@ def same_code(baseline: Commit, current: Commit) -> bool:
     )
 
 
-MACHINE_TEXT = "the machine's move: both runs are of commit {sha} on a clean tree"
+MACHINE_TEXT = (
+    "the machine's move: both runs are of commit {sha} on a clean tree, no code change to confirm"
+)
 
 
 def machine_move(commit: Commit) -> Confirmed:

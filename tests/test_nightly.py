@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from perfsuite.cli import build_parser, main
-from perfsuite.nightly.command import run_nightly
-from perfsuite.nightly.confirm import split_k
+from perfsuite.nightly.command import run_nightly, split_k
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen, screen_series
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series

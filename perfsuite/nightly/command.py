@@ -9,7 +9,9 @@ bench has enough runs for a step search.
 
 ``perfsuite nightly [--storage URI] [--report DIR] [--no-confirm] [-- PYTEST_ARGS]``
 screens the newest saved run (:mod:`perfsuite.nightly.screen`), confirms the suspects
-with ``perfsuite ab`` (:mod:`perfsuite.nightly.confirm`) and exits 1 on a confirmed
+as the gate does (:mod:`perfsuite.suspects`: none when both runs are of one commit on
+a clean tree, else ``perfsuite ab <previous run's commit> HEAD --report DIR/ab --
+PYTEST_ARGS -k <suspects>`` in a child process) and exits 1 on a confirmed
 regression or a risen exact counter, 2 on bad input or when ``perfsuite ab`` fails, 3
 when tonight's run screened no bench or a suspect could not be confirmed (``--no-confirm``,
 no commit to compare, or an A/B that could not decide), 0 otherwise
@@ -28,6 +30,8 @@ from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from perfsuite.nightly.screen import Screening, Suspect
+    from perfsuite.nightly.summary import Confirmation
     from perfsuite.verdict.runs import Run
 
 
@@ -53,6 +57,33 @@ def keyword_matcher(expression: str | None) -> Callable[[str], bool]:
         return bool(eval(compiled, {"__builtins__": {}}, {"_w": found}))
 
     return match
+
+
+def split_k(pytest_args: Sequence[str]) -> tuple[list[str], str | None]:
+    """The pytest arguments without ``-k``, and the ``-k`` expression they held."""
+    rest: list[str] = []
+    expression = None
+    args = list(pytest_args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-k" and i + 1 < len(args):
+            expression = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("-k") and len(arg) > 2:
+            expression = arg[2:].lstrip("=")
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, expression
+
+
+def keyword_expression(suspects: Sequence[Suspect], user_k: str | None = None) -> str:
+    """``-k`` selecting the suspects' tests (and the user's own ``-k``, if any)."""
+    names = sorted({s.test_name for s in suspects})
+    expression = " or ".join(names)
+    return f"({user_k}) and ({expression})" if user_k else expression
 
 
 def _storage_options(sub: argparse.ArgumentParser) -> None:
@@ -201,27 +232,48 @@ def run_history(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def confirm_tonight(
+    screening: Screening, pytest_args: Sequence[str], report: Path, ab_command: Sequence[str]
+) -> Confirmation:
+    """Tonight's suspects decided by the gate's rule and child run
+    (:mod:`perfsuite.suspects`): not at all without the previous run's commit, the
+    machine's move on one commit and a clean tree, else ``perfsuite ab`` of that commit
+    against ``HEAD`` (its output on this process's; its report in ``report``)."""
+    from perfsuite.nightly.summary import Confirmation
+    from perfsuite.suspects import Commit, machine_move, run_ab, same_code
+
+    previous, tonight = screening.previous, screening.tonight
+    base = Commit.of(previous.commit_info) if previous is not None else Commit(None, False)
+    if base.sha is None:
+        return Confirmation(skipped="the baseline run has no commit id (saved outside git)")
+    if same_code(base, Commit.of(tonight.commit_info)):
+        return Confirmation(skipped=machine_move(base).text, machine=True)
+    rest, user_k = split_k(pytest_args)
+    selection = [*rest, "-k", keyword_expression(screening.suspects, user_k)]
+    print(
+        f"perfsuite nightly: {len(screening.suspects)} suspect(s); confirming in an A/B of "
+        f"{base.sha[:12]} against HEAD",
+        flush=True,
+    )
+    ab = run_ab(base, [], selection, Path.cwd(), report, None, ("HEAD",), ab_command, None)
+    summary_file = report / "summary.md"
+    summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
+    return Confirmation(ab, summary)
+
+
 def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
     from perfsuite.data.fsutil import atomic_write_text
-    from perfsuite.nightly.confirm import AB_COMMAND, Confirmation, confirm
     from perfsuite.nightly.screen import screen
     from perfsuite.nightly.summary import nightly_markdown
+    from perfsuite.suspects import AB_COMMAND
 
     _root, _machine, runs = _load_history(args)
     screening = screen(runs)
     confirmation: Confirmation | None = None
     if screening.suspects and not args.no_confirm:
-        previous = screening.previous
-        base = previous.commit_info.get("id") if previous is not None else None
-        head = screening.tonight.commit_info.get("id")
         report = (args.report or Path("reports/nightly")) / "ab"
-        confirmation = confirm(
-            base if isinstance(base, str) else None,
-            head if isinstance(head, str) else None,
-            screening.suspects,
-            args.pytest_args,
-            report,
-            ab_command or AB_COMMAND,
+        confirmation = confirm_tonight(
+            screening, args.pytest_args, report, ab_command or AB_COMMAND
         )
     status = ExitCode.OK
     if screening.screened == 0 or (

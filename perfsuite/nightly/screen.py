@@ -14,7 +14,7 @@ For each bench of tonight's run (the newest saved run), over its comparable poin
 * where no time moved, its CPU per item is screened the same way.
 
 Suspects are not verdicts: ``perfsuite nightly`` confirms them by an interleaved A/B
-run of the two commits before it fails (:mod:`perfsuite.nightly.confirm`).
+run of the two commits before it fails (:func:`perfsuite.nightly.command.confirm_tonight`).
 """
 
 from __future__ import annotations

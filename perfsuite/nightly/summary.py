@@ -1,12 +1,44 @@
-"""The nightly verdict as Markdown, fit for ``$GITHUB_STEP_SUMMARY``."""
+"""The nightly verdict as Markdown, fit for ``$GITHUB_STEP_SUMMARY``, and the
+confirmation it reports."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from perfsuite.nightly.confirm import Confirmation
+from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import Screening, Suspect
+from perfsuite.suspects import AbRun
 from perfsuite.verdict.table import markdown_table
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """How tonight's suspects were confirmed: the A/B that ran (with its report's
+    ``summary.md``), or why none ran (``machine``: both runs are of one commit on a
+    clean tree, so a move is the machine's)."""
+
+    ab: AbRun | None = None
+    summary: str = ""
+    skipped: str | None = None
+    machine: bool = False
+
+    @property
+    def confirmed(self) -> bool:
+        return self.ab is not None and self.ab.status == ExitCode.REGRESSION
+
+    @property
+    def fault(self) -> bool:
+        """The A/B could not start, or ended with a fault's status."""
+        return self.ab is not None and not self.ab.concluded
+
+    @property
+    def unconfirmed(self) -> bool:
+        """The suspects stay undecided: no A/B could run (other than on one commit), or
+        it judged nothing."""
+        if self.ab is None:
+            return not self.machine
+        return self.ab.status == ExitCode.NOT_JUDGED
 
 
 def _series_cell(suspect: Suspect, last: int = 6) -> str:
@@ -19,22 +51,22 @@ def _suspect_rows(suspects: Sequence[Suspect]) -> list[list[str]]:
 
 
 def verdict_line(screening: Screening, confirmation: Confirmation | None, status: int) -> str:
-    if status == 1:
+    if status == ExitCode.REGRESSION:
         parts = []
         if screening.counters:
             parts.append(f"exact counters rose in {len(screening.counters)}")
         if confirmation is not None and confirmation.confirmed:
             parts.append("perfsuite ab confirmed a regression")
         return "**FAILED**: " + "; ".join(parts)
-    if status == 3 and screening.screened == 0:
+    if status == ExitCode.NOT_JUDGED and screening.screened == 0:
         return "**NOTHING JUDGED**: tonight's run screened no bench"
-    if status == 3:
+    if status == ExitCode.NOT_JUDGED:
         why = "--no-confirm" if confirmation is None else confirmation.skipped
         why = why or "perfsuite ab could not decide"
         return (
             f"**UNCONFIRMED**: {len(screening.suspects)} suspect(s) could not be confirmed ({why})"
         )
-    if status != 0:
+    if status != ExitCode.OK:
         return "**ERROR**: the suspects could not be confirmed (perfsuite ab failed)"
     if not screening.suspects:
         return f"passed: no suspect among {screening.screened} benches"
@@ -42,6 +74,18 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
     if confirmation is not None and confirmation.skipped:
         return f"passed: {count}, not confirmed: {confirmation.skipped}"
     return f"passed: {count}, perfsuite ab found no regression"
+
+
+def _outcome(ab: AbRun) -> str:
+    """What the A/B's exit status says: a verdict, or its fault."""
+    words = {
+        ExitCode.OK: "no regression",
+        ExitCode.REGRESSION: "regression confirmed",
+        ExitCode.NOT_JUDGED: "nothing judged",
+    }
+    if ab.status is None:
+        return f"fault ({ab.why_not})"
+    return words[ExitCode(ab.status)] if ab.concluded else f"fault (exit {ab.status})"
 
 
 def nightly_markdown(screening: Screening, confirmation: Confirmation | None, status: int) -> str:
@@ -74,12 +118,10 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
         lines.extend(["## Confirmation", ""])
         if confirmation is None:
             lines.append("Not run (--no-confirm).")
-        elif confirmation.skipped:
+        elif confirmation.ab is None:
             lines.append(f"Not run: {confirmation.skipped}.")
         else:
-            words = {0: "no regression", 1: "regression confirmed", 3: "nothing judged"}
-            outcome = words.get(confirmation.status or 0, f"fault (exit {confirmation.status})")
-            lines.append(f"`{' '.join(confirmation.command)}`: {outcome}.")
+            lines.append(f"`{' '.join(confirmation.ab.command)}`: {_outcome(confirmation.ab)}.")
             if confirmation.summary:
                 lines.extend(["", confirmation.summary.replace("\n# ", "\n### ")])
         lines.append("")
