@@ -40,7 +40,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.exitcodes import ExitCode
-from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Confirmed
+from perfsuite.verdict.judge import (
+    CLEARED,
+    CONFIRMED,
+    MACHINE,
+    UNCONFIRMED,
+    BenchVerdict,
+    Confirmed,
+)
+from perfsuite.verdict.stats import Verdict
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
@@ -177,8 +185,9 @@ def _pct(value: Any) -> str:
     return f"{float(value) * 100:+.1f}%" if isinstance(value, int | float) else "?"
 
 
-def decide(nodeid: str, ab: AbRun) -> Confirmed:
-    """One suspect's outcome from the A/B's row for it."""
+def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
+    """One suspect's outcome from the A/B's row for it: its time's verdict, or with
+    ``what="cpu"`` (a suspect by its CPU per item alone) its CPU's."""
     shown = ab.shown
     if ab.status is None:
         return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}; to confirm: {shown}")
@@ -190,6 +199,8 @@ def decide(nodeid: str, ab: AbRun) -> Confirmed:
         if ab.concluded:
             why = "not measured by the A/B"
         return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
+    if what == "cpu":
+        row = row.get("cpu") or {"verdict": None, "pairs": row.get("pairs")}
     verdict = row.get("verdict")
     ci = row.get("ci")
     interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
@@ -203,6 +214,11 @@ def decide(nodeid: str, ab: AbRun) -> Confirmed:
         f"unconfirmed: A/B {verdict or 'not measured'} ({measured}); more pairs "
         f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
     )
+
+
+def _what(item: BenchVerdict) -> str:
+    """What made ``item`` a suspect: its time, else its CPU per item."""
+    return "time" if item.verdict is Verdict.SLOWER else "cpu"
 
 
 def same_code(baseline: Commit, current: Commit) -> bool:
@@ -251,7 +267,7 @@ def confirm_suspects(
         )
         report = scratch()
         ab = run_ab(base, nodeids, options, cwd, report, report.with_name("ab.log"), ab_args)
-        decided = {n: decide(n, ab) for n in nodeids}
+        decided = {v.fullname: decide(v.fullname, ab, _what(v)) for v in suspects}
         if ab.status is not None:
             tally = Counter(outcome.outcome for outcome in decided.values())
             counts = ", ".join(f"{n} {word}" for word, n in tally.items())

@@ -304,3 +304,45 @@ def normal_cpu(values: list[float], seed: int) -> list[float]:
     """``values`` with a night's own small noise."""
     noise = normal(1.0, 0.002, len(values), seed=100 + seed)
     return [v * n for v, n in zip(values, noise, strict=True)]
+
+
+GPU_BENCH = """
+import torch
+
+
+def test_gpu_alloc(benchmark):
+    def hold():
+        block = torch.empty(64 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
+        return block.numel()
+
+    torch.cuda.init()
+    assert benchmark.pedantic(hold, rounds=3) == 64 * 1024 * 1024
+"""
+
+
+def test_gpu_peak_memory_is_recorded(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch", reason="torch is not installed: no GPU peak to read")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU (torch.cuda.is_available() is False): no GPU peak to read")
+    (tmp_path / "test_gpu.py").write_text(GPU_BENCH)
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "test_gpu.py", "-q", "-p", "no:randomly"),
+            *("--perf-threshold=0.05", f"--benchmark-json={out}"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [bench] = json.loads(out.read_text())["benchmarks"]
+    spent = Cost.from_dict(bench["extra_info"]["perfsuite"]["cost"], "test_gpu_alloc")
+    assert spent.gpu_peak_mb is not None
+    assert 64 <= spent.gpu_peak_mb <= 80  # 64 MB held a round, the allocator's rounding on top

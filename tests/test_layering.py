@@ -1,4 +1,5 @@
-"""The package's layers: perfsuite.verdict stands alone, and no module imports form a cycle."""
+"""The package's layers: perfsuite.verdict stands alone, and no module imports form a
+cycle, neither at load time nor inside functions."""
 
 from __future__ import annotations
 
@@ -57,31 +58,33 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Imports run when the module loads: not in functions, not under TYPE_CHECKING."""
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
-                yield from _module_level(node.body)
-            yield from _module_level(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody):
-                yield from _module_level(block)
-            for handler in node.handlers:
-                yield from _module_level(handler.body)
-        elif isinstance(node, ast.With):
-            yield from _module_level(node.body)
+def imports_in(node: ast.AST, *, functions: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports anywhere below ``node``, never those under ``if TYPE_CHECKING:`` (its
+    ``else`` is walked). Without ``functions``, only those that run when the module loads:
+    none inside a function's body, a lambda or a default's... (they run when called)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for statement in child.orelse:
+                yield from imports_in(
+                    ast.Module(body=[statement], type_ignores=[]), functions=functions
+                )
+        elif functions or not isinstance(
+            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+        ):
+            yield from imports_in(child, functions=functions)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """perfsuite module -> the perfsuite modules it imports at module level."""
+def import_graph(*, functions: bool = False) -> dict[str, set[str]]:
+    """perfsuite module -> the perfsuite modules it imports: at module level, or with
+    ``functions`` anywhere in it (inside functions too)."""
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _module_level(ast.parse(path.read_text(), str(path)).body):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in imports_in(tree, functions=functions):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -131,4 +134,52 @@ def test_the_graph_sees_module_level_imports_only() -> None:
 
 def test_no_import_cycle_among_perfsuite_modules() -> None:
     cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+IMPORTS = """
+from typing import TYPE_CHECKING
+
+import perfsuite.errors
+
+if TYPE_CHECKING:
+    from perfsuite.config import PerfConfig
+else:
+    from perfsuite import options
+
+
+class Holder:
+    from perfsuite import outputs
+
+
+def later():
+    from perfsuite.verdict import runs
+
+    return lambda: __import__("json")
+"""
+
+
+def test_the_walk_skips_type_checking_and_sees_functions_when_asked() -> None:
+    tree = ast.parse(IMPORTS)
+    loaded = [ast.unparse(n) for n in imports_in(tree, functions=False)]
+    assert loaded == [
+        "from typing import TYPE_CHECKING",
+        "import perfsuite.errors",
+        "from perfsuite import options",
+        "from perfsuite import outputs",
+    ]
+    anywhere = [ast.unparse(n) for n in imports_in(tree, functions=True)]
+    assert anywhere == [*loaded, "from perfsuite.verdict import runs"]
+
+
+def test_the_whole_graph_sees_imports_inside_functions() -> None:
+    graph = import_graph(functions=True)
+    assert "perfsuite.gate" in graph["perfsuite.plugin"]  # inside pytest_configure
+    assert graph["perfsuite.plugin"] >= import_graph()["perfsuite.plugin"]
+
+
+def test_no_import_cycle_even_inside_functions() -> None:
+    """No two modules need each other, at load time or when a function runs:
+    ``if TYPE_CHECKING:`` imports, which never run, are the only ones left out."""
+    cycle = find_cycle(import_graph(functions=True))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

@@ -47,6 +47,7 @@ from typing import Any
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
+from perfsuite.verdict.cost import MEMORY_THRESHOLD
 from perfsuite.verdict.paired import Budget, Sequential
 
 #: how often a wait checks that both sides are still alive
@@ -325,6 +326,13 @@ class Controller:
                 return float(value)
         return self.threshold
 
+    def _memory_threshold(self) -> float:
+        for name in ("B", "A"):
+            value = (self.state[name].ready or {}).get("memory_threshold")
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+                return float(value)
+        return MEMORY_THRESHOLD
+
     def _pair_limit(self) -> tuple[int, int]:
         """(rounds per block, most pairs): a side with a finite pool of rounds (fresh
         processes started up front) alternates one round per block, as many as the
@@ -341,7 +349,7 @@ class Controller:
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
         self._running = nodeid
-        run = BenchRun(nodeid, self._threshold())
+        run = BenchRun(nodeid, self._threshold(), memory_threshold=self._memory_threshold())
         run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
         k, max_pairs = self._pair_limit()
@@ -369,6 +377,7 @@ class Controller:
             run.seconds = time.monotonic() - start
             n = len(run.a_blocks)
             run.result = sequential.look(run.ratios, run.seconds, last=n >= max_pairs)
+        run.cpu = run.cpu_result(self.budget.alpha)
         for side in self.sides.values():
             side.thaw()
         for name in self.sides:
@@ -395,5 +404,6 @@ class Controller:
                 seconds = [float(s) for s in message.get("seconds", [])]
                 if not seconds or any(not s > 0 for s in seconds):
                     raise self.sides[name].fault(f"{nodeid}: a block timed {seconds}")
+                run.add_cost(name, message, len(seconds))
                 return seconds, int(message.get("drained") or 0)
             self._handle(sender, message)  # an error or a failure report raises

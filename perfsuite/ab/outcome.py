@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
-from perfsuite.verdict.paired import PairedResult, log_ratios
+from perfsuite.verdict.cost import MEMORY_THRESHOLD, MIN_ROUND_CPU_S, MemoryChange
+from perfsuite.verdict.paired import PairedResult, judge, log_ratios
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass
@@ -28,6 +34,52 @@ class BenchRun:
     started: list[str] = field(default_factory=list)  # per pair of processes: side started first
     first: PairedResult | None = None  # a confirmed bench: what its first pair of processes read
     second: PairedResult | None = None  # a rechecked `same`: what its second pair read
+    a_cpu: list[list[float]] = field(default_factory=list)  # CPU seconds per call, per round
+    b_cpu: list[list[float]] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)  # side -> calls a round
+    peak_mb: dict[str, float] = field(default_factory=dict)  # side -> peak memory so far
+    memory_threshold: float = MEMORY_THRESHOLD
+    cpu_missing: bool = False  # a block came without its rounds' CPU
+    cpu: PairedResult | None = None  # CPU per call, judged once the time is decided
+
+    def add_cost(self, side: str, message: dict[str, Any], rounds: int) -> None:
+        """A ``block_done``'s cost: its rounds' CPU per call, calls a round, peak memory.
+        A block without them (a side that predates them) leaves the bench's CPU unjudged."""
+        cpu = message.get("cpu")
+        blocks = self.a_cpu if side == "A" else self.b_cpu
+        if isinstance(cpu, list) and len(cpu) == rounds and all(_number(c) for c in cpu):
+            blocks.append([float(c) for c in cpu])
+        else:
+            self.cpu_missing = True
+        calls = message.get("calls")
+        if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0:
+            self.calls.setdefault(side, calls)
+        peak = message.get("peak_mb")
+        if isinstance(peak, int | float) and _number(peak):
+            self.peak_mb[side] = max(float(peak), self.peak_mb.get(side, 0.0))
+
+    def cpu_result(self, alpha: float) -> PairedResult | None:
+        """CPU per call of B over A, judged as time is (paired block medians), where
+        both sides sent every round's CPU and a round takes at least ``MIN_ROUND_CPU_S``."""
+        n = len(self.a_cpu)
+        if self.cpu_missing or n == 0 or n != len(self.b_cpu):
+            return None
+        for side, blocks in (("A", self.a_cpu), ("B", self.b_cpu)):
+            per_round = statistics.median(c for block in blocks for c in block)
+            if per_round * self.calls.get(side, 1) < MIN_ROUND_CPU_S:
+                return None  # the readings' own cost and resolution would dominate
+        try:
+            ratios = log_ratios(self.a_cpu, self.b_cpu)
+        except ValueError:  # a round read no CPU at all
+            return None
+        return judge(ratios, self.threshold, alpha)
+
+    @property
+    def memory(self) -> MemoryChange | None:
+        """Peak memory of B against A's, where both sides sent it."""
+        if "A" not in self.peak_mb or "B" not in self.peak_mb:
+            return None
+        return MemoryChange(self.peak_mb["A"], self.peak_mb["B"], self.memory_threshold)
 
     def typical(self) -> float | None:
         """The drain's yardstick, one for both sides so both drain alike: the faster

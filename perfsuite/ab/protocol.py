@@ -13,13 +13,16 @@ Side to controller:
 * ``arrive {nodeid, phase}``: about to set up a bench (``phase`` ``setup``: fixtures and
   test body) or warm it up (``warmup``: the rounds perfsuite runs before the blocks);
   waits for ``go``. Without ``phase`` (a side that predates it): both, in one turn
-* ``ready {nodeid, max_rounds, threshold, warmup}``: warm-up done (``warmup``: its
-  rounds' seconds per call), waiting for blocks
+* ``ready {nodeid, max_rounds, threshold, warmup, memory_threshold}``: warm-up done
+  (``warmup``: its rounds' seconds per call), waiting for blocks
   (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
-  up front; ``threshold``: the bench's minimum effect, markers included)
-* ``block_done {nodeid, seconds: [...], drained}``: each round of one block, its
-  seconds per call (a round of a ``benchmark(fn)`` bench makes many calls, and the
-  two sides may make different numbers of them), and how many untimed rounds drained it
+  up front; ``threshold``: the bench's minimum effect, markers included;
+  ``memory_threshold``: the peak-memory rise that is a regression)
+* ``block_done {nodeid, seconds: [...], drained, cpu: [...], calls, peak_mb}``: each
+  round of one block, its seconds per call (a round of a ``benchmark(fn)`` bench makes
+  many calls, and the two sides may make different numbers of them), how many untimed
+  rounds drained it, each round's CPU seconds per call, the calls a round makes, and
+  the bench's peak memory so far in MB (``cpu`` and ``peak_mb`` may be null)
 * ``report {nodeid, when, outcome, message}``: a bench's failure or skip (any phase),
   or its passed call
 * ``error {nodeid, message}``: a round raised

@@ -259,6 +259,7 @@ class LockstepSide:
         threshold: float,
         teardown: Callable[..., Any] | None = None,
         iterations: int | Calibration = 1,
+        memory_threshold: float | None = None,
     ) -> Any:
         """Warm up, then time blocks of rounds when the controller says so.
 
@@ -269,8 +270,14 @@ class LockstepSide:
         round's seconds per call (over ``iterations``), so sides that chose different
         counts compare alike. Returns the last call's result. The rounds go into
         pytest-benchmark's stats (``iterations`` calls each) once the controller says
-        ``done``.
+        ``done``. With each block go its rounds' CPU seconds per call, read just outside
+        each round's timed region, and the bench's peak memory so far
+        (:mod:`perfsuite.bench.cost`); ``memory_threshold`` is the bench's own.
         """
+        from perfsuite.bench.cost import start
+
+        meter = start()
+        spent = 0.0  # the last round's CPU seconds
 
         def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
             if setup is None:
@@ -282,8 +289,9 @@ class LockstepSide:
 
         def run(calls: int) -> float:
             """One round of ``calls`` calls: its seconds."""
-            nonlocal result
+            nonlocal result, spent
             args, kwargs = arguments()
+            cpu = meter.cpu() if meter is not None else 0.0
             if calls == 1:
                 start = time.perf_counter()
                 result = target(*args, **kwargs)
@@ -294,6 +302,7 @@ class LockstepSide:
                 for _ in loops:
                     result = target(*args, **kwargs)
                 seconds = time.perf_counter() - start
+            spent = meter.cpu() - cpu if meter is not None else 0.0
             if teardown is not None:
                 teardown(*args, **kwargs)
             return seconds
@@ -309,7 +318,12 @@ class LockstepSide:
 
         reference = [timed() for _ in range(warmup_rounds)]
         self.channel.send(
-            "ready", nodeid=nodeid, max_rounds=max_rounds, threshold=threshold, warmup=reference
+            "ready",
+            nodeid=nodeid,
+            max_rounds=max_rounds,
+            threshold=threshold,
+            warmup=reference,
+            memory_threshold=memory_threshold,
         )
         rounds: list[float] = []  # each round's seconds, all its calls
         while True:
@@ -326,14 +340,25 @@ class LockstepSide:
                 if max_rounds is None:  # a pool's rounds are other processes' layouts
                     shuffle_layout(self.layout)
                 drained = drain(timed, least, yardstick)
-                block = [run(calls) for _ in range(int(message["rounds"]))]
+                block, cpu = [], []
+                for _ in range(int(message["rounds"])):
+                    block.append(run(calls))
+                    cpu.append(spent / calls)
             except BaseException as exc:
                 text = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 self._send("error", nodeid=nodeid, message=text)
                 raise
             rounds.extend(block)
             per_call = [seconds / calls for seconds in block]  # as the stats divide them
-            self.channel.send("block_done", nodeid=nodeid, seconds=per_call, drained=drained)
+            self.channel.send(
+                "block_done",
+                nodeid=nodeid,
+                seconds=per_call,
+                drained=drained,
+                cpu=cpu if meter is not None else None,
+                calls=calls,
+                peak_mb=meter.peak_mb() if meter is not None else None,
+            )
         if rounds:
             # pytest-benchmark has no public call that records rounds timed elsewhere.
             stats = benchmark._make_stats(calls)

@@ -140,6 +140,7 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
             max_rounds=None,
             threshold=settings.threshold,
             iterations=lambda run: calibrate(run, least),
+            memory_threshold=settings.memory_threshold,
         )
 
     def raw_pedantic(
@@ -187,6 +188,7 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
             threshold=settings.threshold,
             teardown=teardown,
             iterations=iterations,
+            memory_threshold=settings.memory_threshold,
         )
 
     bench._raw = raw

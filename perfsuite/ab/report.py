@@ -20,7 +20,13 @@ from typing import Any
 
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.paired import PairedResult
+
+
+def _memory(change: MemoryChange) -> dict[str, Any]:
+    """A bench's peak memory, A against B, as pairs.json keeps it."""
+    return {"a_mb": change.baseline_mb, "b_mb": change.current_mb, "rose": change.rose}
 
 
 def _result(result: PairedResult | None) -> dict[str, Any]:
@@ -104,7 +110,11 @@ def write_report(
                  "sessions": run.sessions, "session_pairs": run.session_pairs,
                  "started": run.started, **_result(run.result),
                  **({"first": _result(run.first)} if run.first else {}),
-                 **({"second": _result(run.second)} if run.second else {})}
+                 **({"second": _result(run.second)} if run.second else {}),
+                 "a_cpu": run.a_cpu, "b_cpu": run.b_cpu, "calls": run.calls,
+                 "peak_mb": run.peak_mb, "memory_threshold": run.memory_threshold,
+                 **({"cpu": _result(run.cpu)} if run.cpu else {}),
+                 **({"memory": _memory(run.memory)} if run.memory else {})}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")

@@ -15,7 +15,7 @@ from perfsuite.verdict.stats import Verdict
 #: lean that way at least this much (two-sided sign test; 3 pairs of 3 give 0.25)
 SUSPECT_SIGN_P = 0.25
 
-HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters"]
+HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters", "cost"]
 
 
 def worse(result: PairedResult) -> bool:
@@ -139,8 +139,21 @@ class Row:
         return self.run.result.verdict if self.run and self.run.result else None
 
     @property
+    def cpu_slower(self) -> bool:
+        """More CPU per call in B, by the time's paired test and threshold."""
+        cpu = self.run.cpu if self.run else None
+        return cpu is not None and cpu.verdict is Verdict.SLOWER
+
+    @property
+    def memory_rose(self) -> bool:
+        """B's peak memory rose past the bench's memory threshold over A's."""
+        memory = self.run.memory if self.run else None
+        return memory is not None and memory.rose
+
+    @property
     def regressed(self) -> bool:
-        return self.verdict is Verdict.SLOWER or any(c.rose for c in self.counters)
+        slower = self.verdict is Verdict.SLOWER or self.cpu_slower or self.memory_rose
+        return slower or any(c.rose for c in self.counters)
 
     @property
     def judged(self) -> bool:
@@ -158,11 +171,14 @@ class Row:
     def cells(self) -> list[str]:
         result = self.run.result if self.run else None
         if result is None:
-            return [self.nodeid, self.status or "not measured", "-", "-", "-", self._counters()]
+            status = self.status or "not measured"
+            return [self.nodeid, status, "-", "-", "-", self._counters(), "-"]
         word = result.verdict.value
         word = word.upper() if result.verdict is Verdict.SLOWER else word
         if any(c.rose for c in self.counters):
             word += " (counter rose)"
+        if self.cpu_slower or self.memory_rose:
+            word += " (cost rose)"
         if self.status:
             word += f" ({self.status})"
         elif result.futile:
@@ -171,7 +187,19 @@ class Row:
         if result.ci is not None:
             time += f" [{pct(result.ci[0])}, {pct(result.ci[1])}]"
         rate = f"{self.unit}/s {pct(result.rate_change)}"
-        return [self.nodeid, word, time, rate, str(result.pairs), self._counters()]
+        return [self.nodeid, word, time, rate, str(result.pairs), self._counters(), self._cost()]
+
+    def _cost(self) -> str:
+        """CPU per call (change, verdict) and peak memory, where both sides sent them."""
+        parts = []
+        cpu = self.run.cpu if self.run else None
+        if cpu is not None:
+            word = cpu.verdict.value.upper() if self.cpu_slower else cpu.verdict.value
+            parts.append(f"cpu/call {pct(cpu.change)} {word}")
+        memory = self.run.memory if self.run else None
+        if memory is not None:
+            parts.append(str(memory))
+        return ", ".join(parts) or "-"
 
     def _counters(self) -> str:
         parts = []

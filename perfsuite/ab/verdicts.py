@@ -198,7 +198,7 @@ class Verdicts:
             f"{self.title()}, blocks alternated in one session (seed {self.seed}).",
             "",
             "| " + " | ".join(HEADER) + " |",
-            "|" + "|".join(["---", "---", "---:", "---:", "---:", "---"]) + "|",
+            "|" + "|".join(["---", "---", "---:", "---:", "---:", "---", "---"]) + "|",
         ]
         for row in self.rows:
             cells = [c.replace("|", "\\|") for c in row.cells()]
@@ -222,6 +222,15 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
         pooled.sessions.append(math.expm1(statistics.median(run.ratios)))
         pooled.session_pairs.append(len(run.ratios))
         pooled.started += run.started
+        pooled.a_cpu += run.a_cpu
+        pooled.b_cpu += run.b_cpu
+        pooled.cpu_missing |= run.cpu_missing or len(run.a_cpu) != len(run.a_blocks)
+        for side, calls in run.calls.items():
+            pooled.calls.setdefault(side, calls)
+        for side, peak in run.peak_mb.items():
+            pooled.peak_mb[side] = max(peak, pooled.peak_mb.get(side, 0.0))
+    pooled.memory_threshold = first.memory_threshold
+    pooled.cpu = pooled.cpu_result(alpha)
     higher = first.result.higher_is_better if first.result else False
     pooled.result = judge_processes(
         [run.ratios for run in runs], first.threshold, alpha, higher_is_better=higher

@@ -172,6 +172,28 @@ class CostMeter:
 
         return measured
 
+    def _new_children_cpu(self) -> float:
+        """CPU seconds of the children started since the meter started and alive now."""
+        new = [c for c in self._live_children() if c.pid not in self._children]
+        return sum(self._child_cpu(child) or 0.0 for child in new)
+
+    def peak_mb(self) -> float:
+        """The rise of resident memory so far above the start, children included (MB)."""
+        peak_children = 0.0
+        for child in self._live_children():
+            peak = _status_kb(child.pid, "VmHWM")
+            peak_mb = peak / 1024.0 if peak is not None else self._child_rss(child)
+            if child.pid in self._children and not self._child_reset.get(child.pid):
+                peak_mb = self._child_rss(child)
+            peak_children += max(peak_mb - self._child_rss0.get(child.pid, 0.0), 0.0)
+        reaped_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+        if reaped_peak > self._reaped_peak0:  # a child that ended since peaked so
+            peak_children += reaped_peak
+        high = _status_kb("self", "VmHWM") if self._reset else None
+        seen = max([_own_rss_mb(), *(mb for _, mb in self.rss)])
+        own_peak = high / 1024.0 if high is not None else seen
+        return max(own_peak - self._rss0, 0.0) + peak_children
+
     def finish(self, measured: int, round_calls: int) -> Cost | None:
         """The cost of the last ``measured`` rounds (``round_calls`` calls each), or
         ``None`` where fewer rounds ran (benchmarks disabled)."""
@@ -180,23 +202,8 @@ class CostMeter:
             return None
         first = total - measured  # the measured rounds' first index
         timed_cpu = self.cpu_s[first:]
-        cpu = sum(timed_cpu)
-        peak_children = 0.0
-        for child in self._live_children():
-            if child.pid not in self._children:  # started during the bench, still alive
-                cpu += self._child_cpu(child) or 0.0
-            peak = _status_kb(child.pid, "VmHWM")
-            peak_mb = peak / 1024.0 if peak is not None else self._child_rss(child)
-            if child.pid in self._children and not self._child_reset.get(child.pid):
-                peak_mb = self._child_rss(child)
-            peak_children += max(peak_mb - self._child_rss0.get(child.pid, 0.0), 0.0)
-        reaped_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-        if reaped_peak > self._reaped_peak0:  # a child that ended during the bench peaked so
-            peak_children += reaped_peak
+        cpu = sum(timed_cpu) + self._new_children_cpu()
         end_rss = _own_rss_mb()
-        high = _status_kb("self", "VmHWM") if self._reset else None
-        seen = max([end_rss, *(mb for _, mb in self.rss)])
-        own_peak = high / 1024.0 if high is not None else seen
         before = [mb for index, mb in self.rss if index < first]
         timed_rss = [mb for index, mb in self.rss if index >= first]
         start_rss = before[-1] if before else self._rss0
@@ -214,13 +221,28 @@ class CostMeter:
             cpu_s=cpu,
             wall_s=sum(self.wall_s[first:]),
             rounds_cpu_s=tuple(timed_cpu),
-            peak_rss_mb=max(own_peak - self._rss0, 0.0) + peak_children,
+            peak_rss_mb=self.peak_mb(),
             rss_growth_mb=(timed_rss[-1] if timed_rss else end_rss) - start_rss,
             rounds_rss_mb=tuple(thin(timed_rss)),
             gpu_peak_mb=gpu_peak,
             warmup_cpu_s=sum(self.cpu_s[:first]) if warm else None,
             warmup_wall_s=sum(self.wall_s[:first]) if warm else None,
         )
+
+
+#: set to ``off`` to measure no bench's cost (what measuring costs is shown against it)
+SWITCH_ENV = "PERFSUITE_COST"
+
+
+def start() -> CostMeter | None:
+    """A meter started now; ``None`` where psutil cannot read this process or
+    ``PERFSUITE_COST=off``."""
+    if os.environ.get(SWITCH_ENV, "").strip().lower() == "off":
+        return None
+    try:
+        return CostMeter()
+    except Exception:
+        return None
 
 
 def attach(benchmark: Any) -> CostMeter | None:
@@ -230,11 +252,8 @@ def attach(benchmark: Any) -> CostMeter | None:
     this perfsuite does not know) or psutil cannot start.
     """
     make_runner = getattr(benchmark, "_make_runner", None)
-    if make_runner is None:
-        return None
-    try:
-        meter = CostMeter()
-    except Exception:
+    meter = start() if make_runner is not None else None
+    if make_runner is None or meter is None:
         return None
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:

@@ -169,6 +169,7 @@ class Lockstep(Protocol):
         warmup_rounds: int,
         max_rounds: int | None,
         threshold: float,
+        memory_threshold: float | None = None,
     ) -> Any: ...
 
 
@@ -323,6 +324,7 @@ class Perf:
                 # a bench with setup may have a fixed supply of fresh objects (processes)
                 max_rounds=self.settings.rounds if finite else None,
                 threshold=self.settings.threshold,
+                memory_threshold=self.settings.memory_threshold,
             )
         return self.benchmark.pedantic(
             rounds.target,

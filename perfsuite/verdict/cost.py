@@ -38,6 +38,9 @@ COST_KEY = "cost"
 MEMORY_THRESHOLD = 0.25
 #: ... and of more than this many MB: allocator noise on a small peak is not one
 MEMORY_FLOOR_MB = 16.0
+#: the least median CPU time of a round for CPU per item to be judged: below it, the
+#: readings' own cost and resolution would dominate
+MIN_ROUND_CPU_S = 0.001
 #: the most per-round resident-memory points a bench saves
 MAX_RSS_POINTS = 100
 
@@ -202,6 +205,9 @@ def memory_change(
     return MemoryChange(baseline.peak_rss_mb, current.peak_rss_mb, threshold)
 
 
+#: resident memory that grew by this much over the rounds is shown beside the peak
+GROWTH_SHOWN_MB = 8.0
+
 #: the columns :func:`cost_cells` fills, beside a table's throughput
 COST_HEADER = ["cores", "items/cpu-s", "peak-MB"]
 
@@ -215,5 +221,16 @@ def cost_cells(spent: Cost | None, items_per_call: int | None, unit: str) -> lis
     return [
         "-" if cores is None else f"{cores:.2f}",
         "-" if per_cpu is None else f"{per_cpu:,.4g} {unit if items_per_call else 'calls'}",
-        "-" if spent.peak_rss_mb is None else f"{spent.peak_rss_mb:,.0f}",
+        _peak_cell(spent),
     ]
+
+
+def _peak_cell(spent: Cost) -> str:
+    """Peak MB, and how much resident memory grew over the rounds where it grew."""
+    if spent.peak_rss_mb is None:
+        return "-"
+    cell = f"{spent.peak_rss_mb:,.0f}"
+    growth = spent.rss_growth_mb
+    if growth is not None and growth >= GROWTH_SHOWN_MB:
+        cell += f" (+{growth:,.0f} in rounds)"
+    return cell

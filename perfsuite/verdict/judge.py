@@ -24,7 +24,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfsuite.verdict.cost import MEMORY_THRESHOLD, MemoryChange, memory_change
+from perfsuite.verdict.cost import (
+    MEMORY_THRESHOLD,
+    MIN_ROUND_CPU_S,
+    MemoryChange,
+    memory_change,
+)
 from perfsuite.verdict.runs import Bench, Run
 from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
 
@@ -35,8 +40,6 @@ MIN_HISTORY = 5
 NOISE_SIGMAS = 3.0
 #: at most this many of the newest earlier runs are used for the noise band
 HISTORY_RUNS = 20
-#: the least median CPU time of a round for CPU per item to be judged
-MIN_ROUND_CPU_S = 0.001
 #: per-bench result facts that must match for a pair to be judged at all
 COMPARABLE_KEYS: tuple[str, ...] = ("scale", "dataset_hash")
 

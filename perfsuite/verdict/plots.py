@@ -79,6 +79,28 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
     return _png(figure)
 
 
+def memory_png(group: str, benches: Sequence[Bench]) -> bytes | None:
+    """Each variant's resident memory (MB) over its measured rounds, where recorded."""
+    series = [
+        (b, list(b.cost.rounds_rss_mb))
+        for b in benches
+        if b.cost is not None and len(b.cost.rounds_rss_mb) >= 2
+    ]
+    if not series:
+        return None
+    figure = _figure(7.0, 4.0)
+    axes = figure.add_subplot(1, 1, 1)
+    for bench, values in series:
+        spread = [i / (len(values) - 1) for i in range(len(values))]
+        axes.plot(spread, values, label=variant_of(bench))
+    axes.set_xlabel("measured rounds (first to last)")
+    axes.set_ylabel("resident memory, MB")
+    axes.set_title(f"{group}: memory over the rounds")
+    axes.legend(fontsize=7, loc="best")
+    axes.grid(alpha=0.3)
+    return _png(figure)
+
+
 #: the most x tick labels a history plot shows
 HISTORY_TICKS = 12
 

@@ -6,6 +6,8 @@
   each variant's median items/s, its spread and its speedup over the group's baseline;
 * ``throughput-<group>.png``: per group, each variant's per-round items/s as a box plot
   (seconds per call for benches that declare no items);
+* ``memory-<group>.png``: per group whose benches recorded a cost, each variant's
+  resident memory over its measured rounds (a cache that fills shows as a ramp);
 * ``history/<bench>.png``: per bench, its median items/s (or time) across the saved
   runs, with the interquartile range as error bars, the current run marked, and a
   dashed line where ``perfsuite history`` finds a step (red for a regression).
@@ -32,6 +34,7 @@ from perfsuite.verdict.plots import (
     history_png,
     is_baseline,
     is_roofline,
+    memory_png,
     quantiles,
     throughput_png,
     variant_of,
@@ -226,11 +229,14 @@ def _write_files(
 ) -> list[Path]:
     written: list[Path] = []
     for group, benches in groups(current).items():
-        data = throughput_png(group, benches)
-        if data is not None:
-            path = out / f"throughput-{safe_name(group)}.png"
-            atomic_write_bytes(path, data)
-            written.append(path)
+        for kind, data in (
+            ("throughput", throughput_png(group, benches)),
+            ("memory", memory_png(group, benches)),
+        ):
+            if data is not None:
+                path = out / f"{kind}-{safe_name(group)}.png"
+                atomic_write_bytes(path, data)
+                written.append(path)
     for fullname in current.benches:
         data = history_png(fullname, history, current)
         if data is not None:
