@@ -59,20 +59,16 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def imports_in(node: ast.AST, *, functions: bool) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The imports anywhere below ``node``, never those under ``if TYPE_CHECKING:`` (its
-    ``else`` is walked). Without ``functions``, only those that run when the module loads:
-    none inside a function's body, a lambda or a default's... (they run when called)."""
+    """The import statements anywhere below ``node`` but under ``if TYPE_CHECKING:``
+    (whose ``else`` is walked). Without ``functions``, only those that run when the
+    module loads: none in a function's body (it runs when called)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
         elif isinstance(child, ast.If) and _is_type_checking(child.test):
             for statement in child.orelse:
-                yield from imports_in(
-                    ast.Module(body=[statement], type_ignores=[]), functions=functions
-                )
-        elif functions or not isinstance(
-            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-        ):
+                yield from imports_in(ast.Module([statement], []), functions=functions)
+        elif functions or not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
             yield from imports_in(child, functions=functions)
 
 
@@ -154,8 +150,6 @@ class Holder:
 
 def later():
     from perfsuite.verdict import runs
-
-    return lambda: __import__("json")
 """
 
 
