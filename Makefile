@@ -56,7 +56,7 @@ test: lint typecheck actionlint docs
 # $XDG_CACHE_HOME/perfsuite/pytest-benchmark-suite; fails if perfsuite changes an outcome.
 # Slow (two venvs, the suite twice): not part of `make test`.
 pytest-benchmark-suite: $(STAMP)
-	$(BIN)/python tools/pytest_benchmark_suite.py
+	$(BIN)/python tools/validation/pytest_benchmark_suite.py
 
 # The tests and smoke benches at the lowest supported versions (constraints-lowest.txt:
 # the floors pyproject.toml declares), in their own venv; CI runs it on Python 3.10.

@@ -26,6 +26,9 @@ saved run (or ``--current``) against the run before it (or ``--baseline``).
 ``perfsuite report --html DIR`` writes the dashboard, a static HTML site of every
 bench's history (:mod:`perfsuite.dashboard`).
 
+``perfsuite system`` shows what on this machine would make timings noisy
+(:mod:`perfsuite.system`).
+
 BASELINE, CURRENT, ``--baseline`` and ``--current`` are file paths or run ids/globs in
 the storage (``0004``, ``0004_nightly``, ``Linux-CPython-3.11-64bit/0004``).
 """
@@ -129,8 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dashboard_arguments(report)
     from perfsuite.ab.command import add_parser as add_ab_parser
+    from perfsuite.system import add_parser as add_system_parser
 
     add_ab_parser(commands)
+    add_system_parser(commands)
     return parser
 
 
@@ -249,12 +254,20 @@ def run_nightly(args: argparse.Namespace) -> int:
     return command.run_nightly(args)
 
 
+def run_system(args: argparse.Namespace) -> int:
+    """``perfsuite system`` (perfsuite/system.py)."""
+    from perfsuite import system
+
+    return system.run_system(args)
+
+
 #: one function per subcommand; a new subcommand adds its parser in build_parser and a line here
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compare": run_compare,
     "report": run_report,
     "history": run_history,
     "nightly": run_nightly,
+    "system": run_system,
 }
 
 

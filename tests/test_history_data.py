@@ -74,7 +74,7 @@ def make_history(
     """Save ``nights`` derived runs into ``storage``; returns their paths, oldest first.
 
     A +10% step under 5% noise is two noise sigmas, which no detector always places
-    within one run (``tools/history_power.py`` measures how often this one does), so the
+    within one run (``tools/validation/history_power.py`` measures how often this one does), so the
     tests use a fixed seed (4) where it is found at its place in both benches, both ways.
 
     ``step`` multiplies the timings of every bench (or those in ``only``) from night

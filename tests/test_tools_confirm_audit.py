@@ -1,4 +1,4 @@
-"""tools/confirm_audit.py reads confirmed benches from report folders, old and new."""
+"""tools/validation/confirm_audit.py reads confirmed benches from report folders, old and new."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "confirm_audit.py"
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "validation" / "confirm_audit.py"
 
 
 def _tool() -> ModuleType:

@@ -1,4 +1,5 @@
-"""tools/gpu_check.py: what it reads from a run and an A/A, and its one line without a GPU."""
+"""tools/validation/gpu_check.py: what it reads from a run and an A/A, and its one line
+without a GPU."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOL = ROOT / "tools" / "gpu_check.py"
+TOOL = ROOT / "tools" / "validation" / "gpu_check.py"
 
 
 def _tool() -> ModuleType:

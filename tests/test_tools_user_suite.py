@@ -1,5 +1,6 @@
 """The measurement tools' generated sources are valid Python, and the gate's output reads
-back as the gate printed it (``tools/user_suite.py``, ``tools/gate_check.py``)."""
+back as the gate printed it (``tools/validation/user_suite.py``,
+``tools/validation/gate_check.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from perfsuite.verdict.table import HEADER
 from perfsuite.verdict.textable import format_table
-from tools import gate_check, user_suite
+from tools.validation import gate_check, user_suite
 
 
 @pytest.mark.parametrize("extra", [0.0, 0.05, 0.2])

@@ -53,7 +53,7 @@ def shuffle_layout(rng: random.Random) -> None:
     benches allocate next lies at new offsets.
 
     A bench's speed can follow where its buffers lie: a single-threaded PIL decode here
-    runs at one of two speeds 33% apart by layout alone (``tools/process_offsets.py``). A
+    runs at one of two speeds 33% apart by layout alone (``tools/validation/process_offsets.py``). A
     change that only moves an allocation (a comment in a bench file) then held a 5-12%
     offset between two revisions of identical code, and a layout drawn once per
     process turned it into an offset that one pair of processes holds for its life,

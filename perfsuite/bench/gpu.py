@@ -33,7 +33,7 @@ class GPUInfo:
         return asdict(self)
 
 
-def _nvml() -> dict[str, Any]:
+def nvml_facts() -> dict[str, Any]:
     """Driver version and devices from NVML, if the library and a driver are present."""
     try:
         import pynvml  # from nvidia-ml-py
@@ -85,7 +85,7 @@ def detect_gpu(nodes: Sequence[str] = GPU_NODES) -> GPUInfo:
     Where Linux shows no GPU device node at all (:func:`no_gpu_node`), neither framework
     is imported: the answer is no GPU, with that reason.
     """
-    nvml = _nvml()
+    nvml = nvml_facts()
     driver = nvml.get("driver")
     absent = no_gpu_node(nodes)
     if absent is not None and not nvml.get("count"):

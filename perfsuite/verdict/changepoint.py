@@ -40,7 +40,7 @@ estimate of a shorter one has under ``MIN_POINTS - 2`` degrees of freedom, and o
 run would decide its test.
 
 Because every step returned passed its test at ``STEP_ALPHA / (n - 1) <= 1 -
-STEP_CONFIDENCE``, its interval excludes zero. ``tools/history_power.py`` measures how
+STEP_CONFIDENCE``, its interval excludes zero. ``tools/validation/history_power.py`` measures how
 often a step is found, where, and how often a flat series raises one.
 
 ``ruptures``, ``numpy`` and ``scipy`` are imported only when a series is searched.

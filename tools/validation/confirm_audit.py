@@ -3,8 +3,8 @@
 A confirmation re-measures a suspect in fresh pairs of processes and judges it on those
 alone (Student's t over their medians), on the premise that a fresh pair does not share
 whatever offset made the first pair of processes read the bench as changed. Over the
-report folders given (``--report DIR`` of A/A runs, e.g. from ``tools/ab_suite_time.py``),
-this prints, per confirmed bench and in total:
+report folders given (``--report DIR`` of A/A runs, e.g. from
+``tools/validation/ab_suite_time.py``), this prints, per confirmed bench and in total:
 
 * ``first``: the first pair's change (``pairs.json``'s ``first``; reports written
   before it was kept there are read from ``summary.md``'s ``first pair +x%``);
@@ -19,7 +19,7 @@ this prints, per confirmed bench and in total:
 
 Usage::
 
-    python tools/confirm_audit.py REPORT_DIR [REPORT_DIR ...] [--quiet]
+    python tools/validation/confirm_audit.py REPORT_DIR [REPORT_DIR ...] [--quiet]
 """
 
 from __future__ import annotations

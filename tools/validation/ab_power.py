@@ -29,7 +29,7 @@ against that baseline (EXTRA_AB_OPTIONS go to the gate's A/B), and records the e
 status, each bench's verdict words and the gate's line; the summary gives, per case,
 the exit statuses, the runs that failed and the gated runs' wall seconds. Usage::
 
-    python tools/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
+    python tools/validation/ab_power.py [--runs 20] [--scale default] [--cases unchanged,+10%]
                              [--suite perf|benchmark] [--via ab|gate]
                              [--select benches/bench_pil.py] [--out ab_power.json]
                              [--keep DIR] [--reports DIR] [-- EXTRA_AB_OPTIONS]
@@ -52,8 +52,8 @@ from typing import Any
 
 from perfsuite.ab.load import MachineLoad
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ has no __init__.py
-from tools import user_suite
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
+from tools.validation import user_suite
 
 EXTRA = {"unchanged": 0.0, "+5%": 0.05, "+10%": 0.10, "+20%": 0.20}
 VERDICTS = ("slower", "faster", "same", "inconclusive")
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     pytest_args = [f"--perf-scale={args.scale}"]
     if args.suite == "perf":
         pytest_args = [*select, *pytest_args, f"--perf-data-dir={work / 'data'}", "-q"]
-    about = user_suite.provenance(Path(__file__).resolve().parents[1])
+    about = user_suite.provenance(Path(__file__).resolve().parents[2])
     document = {
         **about, "suite": args.suite, "via": args.via, "scale": args.scale, "runs": args.runs,
         "pytest_args": pytest_args, "extra_ab": extra,

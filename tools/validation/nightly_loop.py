@@ -15,7 +15,7 @@ per item: after its map, every sixth decoded image is dropped, so each batch dec
 clone, so the nightly's ``perfsuite ab <last night's commit> HEAD`` confirms it by
 running both commits; the commit is reverted after that night. Usage::
 
-    python tools/nightly_loop.py --nights 10 [--inject [NIGHT]] [--variant baseline]
+    python tools/validation/nightly_loop.py --nights 10 [--inject [NIGHT]] [--variant baseline]
                                  [--workdir DIR] [-- PYTEST_ARGS]
 
 e.g. ``-- --perf-scale=smoke -k "test_tfdata and (baseline or parallel_map)"`` for a
@@ -38,7 +38,7 @@ from typing import Any
 from perfsuite.nightly.screen import screen
 from perfsuite.verdict.storage import Storage
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = Path("perfsuite/workloads/tfdata_variants.py")
 #: ``.map(preprocess)`` followed by ``.repeat()`` inside the variant's function
 INJECT_AFTER = ".map(preprocess)\n        .repeat()\n"

@@ -2,7 +2,7 @@
 
 One command, from the root of a checkout with the GPU stack installed::
 
-    python tools/gpu_check.py [--scale default] [--pairs 12] [--goal 0.05] [--keep DIR]
+    python tools/validation/gpu_check.py [--scale default] [--pairs 12] [--goal 0.05] [--keep DIR]
                               [--no-ab]
 
 1. Runs the torch benches, ``pytest benches/bench_compile.py benches/bench_warmup.py -m
@@ -37,7 +37,7 @@ from perfsuite.bench.gpu import detect_gpu
 from perfsuite.verdict.stats import MIN_RANK_SAMPLES
 from perfsuite.verdict.textable import format_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the files of the torch benches that run on either device (bench_dali.py's CPU
 #: pipelines stay on the CPU by design)
 TORCH_BENCHES = ("benches/bench_compile.py", "benches/bench_warmup.py")

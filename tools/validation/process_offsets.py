@@ -16,8 +16,8 @@ framework the workers import first and never use: ``torch``, ``tensorflow``) and
 Each trial also prints the 10th, 50th and 90th percentiles of each process's block
 medians, which show a layout-bound bench's speeds (modes). Usage::
 
-    python tools/process_offsets.py [--trials 8] [--pairs 60] [--imports none,torch,tensorflow]
-        [--layouts none,process,block]
+    python tools/validation/process_offsets.py [--trials 8] [--pairs 60]
+        [--imports none,torch,tensorflow] [--layouts none,process,block]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ The last line is a reference for placing a step: how often its likeliest place i
 within one night of it when both levels are known, which the detector is not told.
 Usage::
 
-    python tools/history_power.py [--series 200] [--seed 0] [--nights 30]
+    python tools/validation/history_power.py [--series 200] [--seed 0] [--nights 30]
                                   [--noise 0.05] [--step 0.10]
 """
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ has no __init__.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
 from perfsuite.cli import main as perfsuite_main
 from perfsuite.verdict.history import bench_histories, steps_of
 from tests.test_history_data import FIXTURE, make_history, saved_runs

@@ -17,7 +17,7 @@ how many runs of each case got each verdict, how often the gate failed, and how 
 one comparison cycle (a pytest run with ``--benchmark-compare --perf-gate``)
 takes. Usage::
 
-    python tools/ab_check.py [--cycles 20] [--rounds 12] [--timer time.process_time]
+    python tools/validation/ab_check.py [--cycles 20] [--rounds 12] [--timer time.process_time]
                              [--no-retrace] [--keep DIR]
 """
 

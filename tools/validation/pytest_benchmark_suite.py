@@ -24,7 +24,8 @@ newest pytest before 9.2 (``--pytest`` chooses another).
 
 Usage::
 
-    python tools/pytest_benchmark_suite.py [--cache DIR] [--version X] [--pytest Y] [--fresh]
+    python tools/validation/pytest_benchmark_suite.py [--cache DIR] [--version X]
+                                                      [--pytest Y] [--fresh]
     make pytest-benchmark-suite
 """
 
@@ -42,7 +43,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(__file__).resolve().parents[2]
 #: what pytest-benchmark's tox.ini installs beside its extras (its ``deps``, no coverage)
 TOX_DEPS = ("pygal==3.1.3", "pygaljs==1.0.2", "setuptools>=80")
 #: its ``[dependency-groups] dev`` (tox's ``dependency_groups = dev``)

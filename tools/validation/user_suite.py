@@ -1,7 +1,7 @@
 """A pytest-benchmark user's bench suite, the gate run over a case, and reading its output.
 
-Used by ``tools/ab_power.py --suite benchmark`` and ``--via gate`` and by
-``tools/gate_check.py``; run nothing by itself.
+Used by ``tools/validation/ab_power.py --suite benchmark`` and ``--via gate`` and by
+``tools/validation/gate_check.py``; run nothing by itself.
 
 * :func:`write_benchmark_case` writes the suite a pytest-benchmark user has: no pytest
   configuration file, no perfsuite API, only the ``benchmark`` fixture. ``test_decode.py``

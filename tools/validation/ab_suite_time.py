@@ -12,7 +12,7 @@ the suspects confirmed in fresh pairs of processes, every verdict that was not
 ``same`` and how busy the machine was during the A/B (the report's ``machine.json``),
 and writes the verdicts to ``--out``. Usage::
 
-    python tools/ab_suite_time.py [--rev HEAD] [--out ab_suite.json] [--ab-args "..."]
+    python tools/validation/ab_suite_time.py [--rev HEAD] [--out ab_suite.json] [--ab-args "..."]
                                   [--plain "..."] [-- PYTEST_ARGS]
 
 PYTEST_ARGS default to ``benches -m "not gpu" --perf-device=cpu`` at default scale;

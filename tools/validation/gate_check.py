@@ -26,7 +26,7 @@ It prints the date, machine and perfsuite commit, each run, and the spread (min 
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
 (JSON) as it goes. Usage::
 
-    python tools/gate_check.py [--runs 10] [--slow-runs 10] [--slow-bench NODEID]
+    python tools/validation/gate_check.py [--runs 10] [--slow-runs 10] [--slow-bench NODEID]
                                [--fraction 0.10] [--scale default]
                                [--pytest-args "-k retracing"] [--data-dir DIR]
                                [--keep DIR] [--out gate_check.json]
@@ -50,10 +50,10 @@ from typing import Any
 
 from perfsuite.config import default_data_dir
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ has no __init__.py
-from tools import user_suite
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
+from tools.validation import user_suite
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SLOW_BENCH = "benches/bench_retracing.py::test_retracing[tf_function-forward-fixed]"
 FAILED = re.compile(r"perfsuite gate: FAILED: (\d+) regressions?: (.*)")
 

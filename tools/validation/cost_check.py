@@ -16,7 +16,7 @@ and reports:
 Every session's JSON is kept under ``--out-dir``; the summary goes to stdout and to
 ``--out`` (JSON). Usage::
 
-    python tools/cost_check.py [--runs 5] [--off-runs 3] [--scale default]
+    python tools/validation/cost_check.py [--runs 5] [--off-runs 3] [--scale default]
                                [--pytest-args "-k tfdata"] [--out cost_check.json]
 """
 
@@ -35,7 +35,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def session(out: Path, scale: str, extra: list[str], cost: bool) -> dict[str, Any]:
