@@ -332,6 +332,7 @@ def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
         settings = BenchSettings.for_item(cfg, item)
     except pytest.UsageError as exc:
         pytest.fail(str(exc), pytrace=False)
+    side = request.config.pluginmanager.get_plugin(AB_SIDE_PLUGIN)  # perfsuite ab's, or None
     handle = Perf(
         benchmark,
         item.nodeid,
@@ -339,7 +340,7 @@ def perf(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[Perf]:
         settings,
         session_results(request.config),
         gpu=lambda: request.getfixturevalue("gpu"),  # asked for by GPU benches only
-        lockstep=request.config.pluginmanager.get_plugin(AB_SIDE_PLUGIN),
+        lockstep=side.measure if side is not None else None,
     )
     yield handle
     if handle.record is not None:

@@ -21,7 +21,7 @@ import dataclasses
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from perfsuite.bench import cost
 from perfsuite.bench.clocks import ClockWatch
@@ -154,23 +154,10 @@ class SessionResults:
                 record.save(record.result.replace(**derived))
 
 
-class Lockstep(Protocol):
-    """Where a bench's rounds go in a side of ``perfsuite ab``: the side's plugin
-    (:class:`perfsuite.ab.remote.LockstepSide`), which warms up, then times blocks of
-    rounds when its controller says so and records them in ``benchmark``'s stats."""
-
-    def measure(
-        self,
-        benchmark: Any,
-        nodeid: str,
-        target: Callable[..., Any],
-        *,
-        setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]] | None,
-        warmup_rounds: int,
-        max_rounds: int | None,
-        threshold: float,
-        memory_threshold: float | None = None,
-    ) -> Any: ...
+#: where a bench's rounds go in a side of ``perfsuite ab``: its plugin's
+#: :meth:`perfsuite.ab.remote.LockstepSide.measure`, which warms up, then times blocks
+#: of rounds when the controller says so and records them in ``benchmark``'s stats
+Lockstep = Callable[..., Any]
 
 
 class Perf:
@@ -315,7 +302,7 @@ class Perf:
     def _run(self, rounds: _Rounds, *, finite: bool) -> Any:
         """The warm-up and timed rounds, alone or in lockstep with ``perfsuite ab``'s peer."""
         if self.lockstep is not None:
-            return self.lockstep.measure(
+            return self.lockstep(
                 self.benchmark,
                 self.nodeid,
                 rounds.target,
