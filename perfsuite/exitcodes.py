@@ -1,5 +1,6 @@
-"""The exit statuses every perfsuite verdict ends with: ``--perf-gate``, ``perfsuite
-compare``, ``ab``, ``nightly``, ``history`` and ``system`` share them (:class:`ExitCode`).
+"""The exit statuses of every perfsuite command (:class:`ExitCode`): ``--perf-gate``,
+``perfsuite compare``, ``ab``, ``nightly`` and ``history`` end their verdicts with them,
+and ``perfsuite system``, which judges nothing, exits ``OK``.
 
 * ``OK`` (0): at least one bench was judged, and none regressed;
 * ``REGRESSION`` (1): a bench is slower (confirmed where the command confirms), or an
@@ -10,7 +11,7 @@ compare``, ``ab``, ``nightly``, ``history`` and ``system`` share them (:class:`E
   the line says why and what would judge it;
 * ``INTERRUPTED`` (130).
 
-A command that judged nothing never exits 0.
+A verdict that judged nothing never exits 0.
 """
 
 from __future__ import annotations
