@@ -240,7 +240,7 @@ def test_more_cpu_per_item_is_a_suspect_judged_by_the_rank_test() -> None:
     assert item.cpu.change == pytest.approx(0.3, abs=0.01)
     assert item.cpu_slower
     assert item.suspect  # its time is the same: the CPU makes it one
-    assert any("cpu/item +30.0% SLOWER" in line for line in text_lines(comparison))
+    assert any("cpu/item +30.0% ROSE" in line for line in text_lines(comparison))
     same = _judged(_cost(100, CPU), _cost(100, list(reversed(CPU))))
     assert not same.verdicts[0].cpu_slower
     assert not same.verdicts[0].suspect

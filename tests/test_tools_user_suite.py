@@ -43,7 +43,7 @@ GATED = [
     "=== perfsuite verdict ===",
     "perfsuite gate: confirmations took 17 s (2 suspect(s): 1 confirmed, 1 cleared)",
     "baseline: 0001",
-    *format_table([[*row, "-", "0.001", "7/7", "-"] for row in ROWS], HEADER),
+    *format_table([[*row, "-", "0.001", "7/7", "-", "-"] for row in ROWS], HEADER),
     "[1] confirmed by A/B: +10.2% [+8.0%, +12.0%] in 20 pairs",
     "[2] cleared by A/B (same): +0.4% [-1.0%, +2.0%] in 20 pairs",
     "3 benches compared: 2 slower, 1 same",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.verdict.compare import CounterChange
+from perfsuite.verdict.cost import CPU_WORDS
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
 
@@ -177,7 +178,8 @@ class Row:
         word = word.upper() if result.verdict is Verdict.SLOWER else word
         if any(c.rose for c in self.counters):
             word += " (counter rose)"
-        if self.cpu_slower or self.memory_rose:
+        # a slower time says the CPU's rise already; a risen peak is news either way
+        if self.memory_rose or (self.cpu_slower and result.verdict is not Verdict.SLOWER):
             word += " (cost rose)"
         if self.status:
             word += f" ({self.status})"
@@ -194,8 +196,7 @@ class Row:
         parts = []
         cpu = self.run.cpu if self.run else None
         if cpu is not None:
-            word = cpu.verdict.value.upper() if self.cpu_slower else cpu.verdict.value
-            parts.append(f"cpu/call {pct(cpu.change)} {word}")
+            parts.append(f"cpu/call {pct(cpu.change)} {CPU_WORDS[cpu.verdict.value]}")
         memory = self.run.memory if self.run else None
         if memory is not None:
             parts.append(str(memory))

@@ -205,6 +205,9 @@ def memory_change(
     return MemoryChange(baseline.peak_rss_mb, current.peak_rss_mb, threshold)
 
 
+#: the word a cost cell gives a verdict on CPU per item (an upper-case one is a regression)
+CPU_WORDS = {"slower": "ROSE", "faster": "fell", "same": "same", "inconclusive": "inconclusive"}
+
 #: resident memory that grew by this much over the rounds is shown beside the peak
 GROWTH_SHOWN_MB = 8.0
 

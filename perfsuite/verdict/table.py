@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.cost import CPU_WORDS
 from perfsuite.verdict.judge import BenchVerdict
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.textable import format_table
@@ -89,11 +90,9 @@ def _cost_cell(item: BenchVerdict) -> str:
     """CPU per item (its change and verdict) and peak memory, where both runs recorded them."""
     parts = []
     if item.cpu is not None:
-        word = item.cpu.verdict.value
+        word = CPU_WORDS[item.cpu.verdict.value]
         if item.cpu.fallback is not None:
             word = "not judged"
-        elif item.cpu_slower:
-            word = word.upper()
         parts.append(f"cpu/item {_pct(item.cpu.change)} {word}")
     if item.memory is not None:
         parts.append(str(item.memory))
@@ -211,7 +210,7 @@ def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list
 
 def _marked(row: Sequence[str]) -> bool:
     """A row that shows a regression: time, a counter, CPU per item or peak memory."""
-    return row[1].startswith("SLOWER") or "ROSE" in row[6] or "SLOWER" in row[7] or "ROSE" in row[7]
+    return row[1].startswith("SLOWER") or "ROSE" in row[6] or "ROSE" in row[7]
 
 
 def markdown_lines(comparison: RunComparison) -> list[str]:
