@@ -82,9 +82,9 @@ def _rejudged(entry: dict[str, Any], alpha: float) -> tuple[str, float]:
 
 def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    repo.set_work(300_000, "base")
+    repo.set_work(150_000, "base")  # ~8 ms a call: 40 pairs of 4-round blocks
     base = repo.commit("base")
-    repo.set_work(600_000, "candidate")  # twice the work
+    repo.set_work(300_000, "candidate")  # twice the work
     report = tmp_path / "report"
     args = [*SMALL, "--processes", "4", "--report", str(report), *SIDE_ARGS, "-k", "one"]
     result = repo.ab(base, *args, timeout=240)
@@ -228,10 +228,10 @@ atexit.register(time.sleep, 1.5)  # runs first: a teardown as slow as a framewor
 
 def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    repo.set_work(300_000, "base", extra=LIFE)
+    repo.set_work(150_000, "base", extra=LIFE)
     base = repo.commit("base")
     repo.set_work(
-        600_000, "candidate", extra=LIFE
+        300_000, "candidate", extra=LIFE
     )  # twice the work: the first pair finds it slower
     report, log = tmp_path / "report", tmp_path / "events.log"
     args = [*SMALL, "--confirm", "3", "--report", str(report), *SIDE_ARGS, "-k", "one"]
