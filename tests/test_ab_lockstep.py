@@ -10,6 +10,8 @@ from perfsuite.ab.revisions import WorktreeCache
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, processes_with, read_log
 
 LOOPS = 300_000
+#: half the work a call (~8 ms), where the verdict is no `same`: a 3x slowdown, a risen counter
+SHORT = LOOPS // 2
 ONE_SIDE = "def test_{name}(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n"
 #: room to decide `same` (exit 0, where an `inconclusive` is 3) on a busy machine
 SAME = ["--max-pairs", "60"]
@@ -29,9 +31,9 @@ def _timed_rounds(log: list[tuple[str, int, str, float]]) -> list[tuple[str, flo
 
 def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    repo.set_work(LOOPS, "base")
+    repo.set_work(SHORT, "base")
     base = repo.commit("base")
-    repo.set_work(3 * LOOPS, "candidate")  # uncommitted: the working tree is the candidate
+    repo.set_work(3 * SHORT, "candidate")  # uncommitted: the working tree is the candidate
     log = tmp_path / "rounds.jsonl"
     report = tmp_path / "report"
     # one pair of processes (no confirmation), so the log holds one lockstep's rounds
@@ -117,7 +119,7 @@ def test_unchanged_passes_and_cached_worktrees_are_reused_then_cleaned(tmp_path:
 
 def test_added_removed_and_a_risen_counter(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    repo.set_work(LOOPS, "base")
+    repo.set_work(SHORT, "base")
     repo.write(
         "benches/bench_old.py",
         "def test_old(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n",
@@ -128,7 +130,7 @@ def test_added_removed_and_a_risen_counter(tmp_path: Path) -> None:
         "benches/bench_new.py",
         "def test_new(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n",
     )
-    repo.set_work(LOOPS, "candidate", counter=2)
+    repo.set_work(SHORT, "candidate", counter=2)
     result = repo.ab(base, *SMALL, "--confirm", "0", *SIDE_ARGS)
     assert result.code == 1, result.out + result.err
     assert re.search(r"bench_old.py::test_old +removed \(base only\)", result.out)
