@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,9 +71,9 @@ def commit(repo: Path, message: str, **files: str) -> None:
     git(repo, "commit", "-q", "-m", message)
 
 
-@pytest.fixture(params=sorted(BENCHES))
-def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
+def make_repo(folder: Path, kind: str) -> Path:
+    """``folder``/repo, one commit of the ``kind`` bench (its store goes beside it)."""
+    root = folder / "repo"
     root.mkdir()
     git(root, "init", "-q")
     git(root, "config", "user.email", "gate@example.invalid")
@@ -79,10 +81,41 @@ def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     commit(
         root,
         "bench",
-        **{"work.py": WORK.format(factor=1.0), "test_bench.py": BENCHES[request.param]},
+        **{"work.py": WORK.format(factor=1.0), "test_bench.py": BENCHES[kind]},
         **{"README.md": "a bench\n"},
     )
     return root
+
+
+@pytest.fixture(params=sorted(BENCHES))
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return make_repo(tmp_path, request.param)
+
+
+@pytest.fixture(scope="module")
+def saved_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """The folder of a repository and its store with one baseline saved, per bench kind:
+    saved once (a pytest run of its own), read only by copying."""
+    folders: dict[str, Path] = {}
+
+    def folder(kind: str) -> Path:
+        if kind not in folders:
+            made = tmp_path_factory.mktemp(f"saved-{kind}")
+            save(make_repo(made, kind))
+            folders[kind] = made
+        return folders[kind]
+
+    return folder
+
+
+@pytest.fixture(params=sorted(BENCHES))
+def saved_repo(
+    request: pytest.FixtureRequest, tmp_path: Path, saved_once: Callable[[str], Path]
+) -> Path:
+    """A repository whose first commit's baseline is saved: this test's own copy of the
+    repository and its store (same commit, same saved run), as ``save(repo)`` leaves them."""
+    shutil.copytree(saved_once(request.param), tmp_path, symlinks=True, dirs_exist_ok=True)
+    return tmp_path / "repo"
 
 
 def pytest_run(repo: Path, *args: str, delay: float = 0.01) -> subprocess.CompletedProcess[str]:
@@ -109,8 +142,8 @@ def gate(repo: Path, delay: float) -> subprocess.CompletedProcess[str]:
     return pytest_run(repo, "--benchmark-compare", "--perf-gate", AB_ARGS, delay=delay)
 
 
-def test_a_committed_slowdown_is_confirmed(repo: Path) -> None:
-    save(repo)
+def test_a_committed_slowdown_is_confirmed(saved_repo: Path) -> None:
+    repo = saved_repo
     commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
     proc = gate(repo, delay=0.01)
     out = proc.stdout
@@ -122,8 +155,8 @@ def test_a_committed_slowdown_is_confirmed(repo: Path) -> None:
     assert "perfsuite gate: confirmations took" in out
 
 
-def test_a_move_with_unchanged_code_is_cleared(repo: Path) -> None:
-    save(repo)
+def test_a_move_with_unchanged_code_is_cleared(saved_repo: Path) -> None:
+    repo = saved_repo
     commit(repo, "docs", **{"README.md": "a bench, described\n"})
     proc = gate(repo, delay=0.02)  # the machine got slower; the code did not
     out = proc.stdout
@@ -133,8 +166,8 @@ def test_a_move_with_unchanged_code_is_cleared(repo: Path) -> None:
     assert "perfsuite gate: passed: no regression in 1 judged bench; 1 suspect(s) cleared" in out
 
 
-def test_one_commit_on_a_clean_tree_is_the_machines_move(repo: Path) -> None:
-    save(repo)
+def test_one_commit_on_a_clean_tree_is_the_machines_move(saved_repo: Path) -> None:
+    repo = saved_repo
     proc = gate(repo, delay=0.02)
     out = proc.stdout
     assert proc.returncode == ExitCode.OK, out + proc.stderr
@@ -148,8 +181,8 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(repo: Path) -> None:
     assert "cleared by A/B (same)" in dirty.stdout
 
 
-def test_a_baseline_commit_not_in_the_repository_is_unconfirmed(repo: Path) -> None:
-    save(repo)
+def test_a_baseline_commit_not_in_the_repository_is_unconfirmed(saved_repo: Path) -> None:
+    repo = saved_repo
     (saved,) = (repo.parent / "store").rglob("0001_*.json")
     document = json.loads(saved.read_text())
     document["commit_info"]["id"] = "f" * 40
