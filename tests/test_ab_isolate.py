@@ -10,6 +10,7 @@ import pytest
 from perfsuite.ab.isolate import collect_files, merge_json, sessions
 from perfsuite.ab.revisions import resolve
 from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.exitcodes import ExitCode
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
 
 LOOPS = 300_000
@@ -34,7 +35,9 @@ def test_each_bench_file_runs_in_processes_of_its_own(tmp_path: Path) -> None:
     # identical code: a 30% threshold keeps a per-process offset from flagging a suspect
     same = ("--threshold", "0.3")
     result = repo.ab(base, *SMALL, *same, "--report", str(report), *SIDE_ARGS)
-    assert result.code == 0, result.out + result.err
+    # equal work is never a regression; whether it is decided `same` depends on the load
+    assert result.code in (ExitCode.OK, ExitCode.NOT_JUDGED), result.out + result.err
+    assert "SLOWER" not in result.out
     assert "2 bench file(s), each in its own pair of processes" in result.out
     for nodeid in ("bench_alone.py::test_alone", "bench_work.py::test_work[one]"):
         assert nodeid in result.out

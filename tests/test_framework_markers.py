@@ -89,7 +89,8 @@ def test_markers_are_registered(pytester: pytest.Pytester) -> None:
     lines = result.stdout.lines
     for start in (
         "@pytest.mark.perf(group=None, variant=None, baseline=None, roofline=None, threshold=None,"
-        " rounds=None, default_rounds=None, warmup_rounds=None): per-bench settings",
+        " rounds=None, default_rounds=None, warmup_rounds=None, counters=None,"
+        " memory_threshold=None): per-bench settings",
         "@pytest.mark.gpu: needs a GPU: skipped where none is found or with --perf-device cpu",
         "@pytest.mark.tf: needs TensorFlow: skipped where it is missing "
         "(pip install 'perfsuite[tf]')",

@@ -184,6 +184,7 @@ def _good_values(root: Path) -> list[tuple[str, str, str, Any]]:
         ("--perf-device", "cpu", "device", Device.CPU),
         ("--perf-rounds", "9", "rounds", 9),
         ("--perf-threshold", "7%", "threshold", pytest.approx(0.07)),
+        ("--perf-memory-threshold", "150%", "memory_threshold", pytest.approx(1.5)),
         (
             "--perf-tfdata-service",
             "grpc://dispatcher:5000",

@@ -159,9 +159,14 @@ def test_benchmark_json_with_and_without_perfsuite(
     both = saved(tmp_path / "with.json")
     assert sorted(plain) == ["test_sum"]
     assert sorted(both) == ["test_measure", "test_sum"]
-    # the plain benchmark is saved alike; perfsuite's measurement carries its extra_info
+    # the plain benchmark is saved alike, but for its cost in a session that uses perfsuite
+    # (--perf-data-dir); perfsuite's measurement carries its extra_info
     assert plain["test_sum"].keys() == both["test_sum"].keys()
-    assert plain["test_sum"]["extra_info"] == both["test_sum"]["extra_info"] == {}
+    assert plain["test_sum"]["extra_info"] == {}
+    draft = both["test_sum"]["extra_info"]
+    assert isinstance(draft, dict)
+    assert set(draft) == {"perfsuite"}
+    assert set(draft["perfsuite"]) == {"schema", "cost"}
     measured = both["test_measure"]["extra_info"]
     assert isinstance(measured, dict)
     assert measured["perfsuite"]["items"] == 1
