@@ -240,6 +240,10 @@ class VerdictPlugin:
             if self._confirmation_dir is not None:
                 with contextlib.suppress(OSError):
                     shutil.copytree(self._confirmation_dir, self.settings.report / "confirmation")
+                rest = self._confirmation_dir.with_name("ab-rest")
+                if rest.is_dir():
+                    with contextlib.suppress(OSError):
+                        shutil.copytree(rest, self.settings.report / "confirmation" / "rest")
         if self._confirmation_dir is not None:
             shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
 
@@ -250,9 +254,10 @@ class VerdictPlugin:
 
         from perfsuite.suspects import confirm_suspects, passed_options
 
-        def scratch() -> Path:
-            self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
-            return self._confirmation_dir
+        def scratch(name: str) -> Path:
+            if self._confirmation_dir is None:
+                self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
+            return self._confirmation_dir.with_name(name)
 
         confirmed, note = confirm_suspects(
             comparison,

@@ -17,6 +17,16 @@ benches slower by the rank test. Each is then decided in these steps:
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
 
+A shared machine shifts whole sessions: against a baseline of minutes before, most
+benches of an unchanged tree can read a few percent slower, and an A/B of each would
+cost several times the run. So, where at least ``MIN_FOR_SHIFT`` benches were judged,
+the session's shift is the median change of all of them; a time suspect whose change
+less that shift stays under its threshold *moved with the session*. Of those, the
+A/B of step 2 measures the ``SHIFT_SAMPLE`` that moved most (a real regression adds
+to the machine's shift, so it ranks high), beside every other suspect. If each
+sampled one is cleared, the shift is the machine's and the rest that moved with it
+are cleared, each row saying so; otherwise a second A/B measures the rest, as step 2.
+
 ``perfsuite nightly`` confirms its suspects by the same rule and the same child run
 (:mod:`perfsuite.nightly.command`): step 1, else ``perfsuite ab`` of the previous run's
 commit against ``HEAD`` over the suspects, read by its exit status.
@@ -29,7 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -60,6 +72,10 @@ VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
+#: judged benches needed before the session's median change is taken as its shift
+MIN_FOR_SHIFT = 10
+#: how many suspects that moved with the session an A/B measures before clearing the rest
+SHIFT_SAMPLE = 2
 
 
 @dataclass(frozen=True)
@@ -240,18 +256,57 @@ def machine_move(commit: Commit) -> Confirmed:
     return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
 
 
+def session_shift(comparison: RunComparison) -> float | None:
+    """The session's shift: the median change of every bench judged by the rank test
+    (``None`` under ``MIN_FOR_SHIFT`` of them, or where it is not a slowdown).
+
+    >>> from types import SimpleNamespace as N
+    >>> t = lambda c: N(time=N(change=c, fallback=None), not_comparable=None)
+    >>> round(session_shift(N(verdicts=[t(0.1)] * 6 + [t(0.0)] * 5)), 3)
+    0.1
+    >>> session_shift(N(verdicts=[t(0.1)] * 9)) is None
+    True
+    """
+    changes = [
+        math.log1p(v.time.change)
+        for v in comparison.verdicts
+        if v.time is not None and v.time.fallback is None and not v.not_comparable
+    ]
+    if len(changes) < MIN_FOR_SHIFT:
+        return None
+    shift = math.expm1(statistics.median(changes))
+    return shift if shift > 0 else None
+
+
+def with_session(item: BenchVerdict, shift: float | None) -> bool:
+    """A time suspect whose change, less the session's shift, is under its threshold."""
+    if shift is None or _what(item) != "time" or item.time is None:
+        return False
+    return (1 + item.time.change) / (1 + shift) - 1 < item.time.threshold
+
+
+def _cleared_with(shift: float, sample: Sequence[BenchVerdict], item: BenchVerdict) -> Confirmed:
+    change = item.time.change if item.time is not None else 0.0
+    names = ", ".join(v.fullname for v in sample)
+    return Confirmed(
+        CLEARED,
+        f"cleared with the session: the session moved {_pct(shift)} (its median change), "
+        f"this bench {_pct(change)}, and the A/B cleared what moved most with it ({names})",
+    )
+
+
 def confirm_suspects(
     comparison: RunComparison,
     commit_info: Mapping[str, Any],
     options: Sequence[str],
     cwd: Path,
-    scratch: Callable[[], Path],
+    scratch: Callable[[str], Path],
     ab_args: Sequence[str] = (),
     say: Callable[[str], None] = print,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
-    ``scratch()`` gives the folder for the A/B's report (its log goes beside it)."""
+    ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it)."""
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
     if not suspects:
         return comparison, None
@@ -260,20 +315,61 @@ def confirm_suspects(
     if same_code(base, Commit.of(commit_info)):
         decided = {v.fullname: machine_move(base) for v in suspects}
     else:
-        nodeids = [v.fullname for v in suspects]
-        say(
-            f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
-            f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
+        shift = session_shift(comparison)
+        moved = sorted(
+            (v for v in suspects if with_session(v, shift)),
+            key=lambda v: v.time.change if v.time is not None else 0.0,
+            reverse=True,
         )
-        report = scratch()
-        ab = run_ab(base, nodeids, options, cwd, report, report.with_name("ab.log"), ab_args)
-        decided = {v.fullname: decide(v.fullname, ab, _what(v)) for v in suspects}
-        if ab.status is not None:
+        later = moved[SHIFT_SAMPLE:]
+        first = [v for v in suspects if v not in later]
+        if later and shift is not None:
+            say(
+                f"perfsuite gate: the session moved {_pct(shift)}; {len(moved)} suspect(s) "
+                f"moved with it: the A/B measures the {SHIFT_SAMPLE} that moved most"
+            )
+        runs: list[AbRun] = []
+        decided = _confirm(base, first, options, cwd, scratch("ab"), ab_args, say, runs)
+        if later and shift is not None:
+            sample = moved[:SHIFT_SAMPLE]
+            if all(decided[v.fullname].outcome == CLEARED for v in sample):
+                decided |= {v.fullname: _cleared_with(shift, sample, v) for v in later}
+            elif runs[-1].status is None:  # no A/B can run here: neither can a second
+                decided |= {v.fullname: decide(v.fullname, runs[-1]) for v in later}
+            else:
+                decided |= _confirm(
+                    base, later, options, cwd, scratch("ab-rest"), ab_args, say, runs
+                )
+        ran = [ab for ab in runs if ab.status is not None]
+        if ran:
             tally = Counter(outcome.outcome for outcome in decided.values())
             counts = ", ".join(f"{n} {word}" for word, n in tally.items())
             note = (
-                f"perfsuite gate: confirmations took {ab.seconds:.0f} s "
-                f"({len(nodeids)} suspect(s): {counts})"
+                f"perfsuite gate: confirmations took {sum(ab.seconds for ab in ran):.0f} s "
+                f"({len(suspects)} suspect(s): {counts})"
             )
     verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
     return replace(comparison, verdicts=verdicts), note
+
+
+def _confirm(
+    base: Commit,
+    suspects: Sequence[BenchVerdict],
+    options: Sequence[str],
+    cwd: Path,
+    report: Path,
+    ab_args: Sequence[str],
+    say: Callable[[str], None],
+    runs: list[AbRun],
+) -> dict[str, Confirmed]:
+    """Each of ``suspects`` decided by one A/B (step 2), which is appended to ``runs``."""
+    nodeids = [v.fullname for v in suspects]
+    say(
+        f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
+        f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
+    )
+    ab = run_ab(
+        base, nodeids, options, cwd, report, report.with_name(report.name + ".log"), ab_args
+    )
+    runs.append(ab)
+    return {v.fullname: decide(v.fullname, ab, _what(v)) for v in suspects}

@@ -1,0 +1,137 @@
+"""The gate's session shift (:mod:`perfsuite.suspects`), on constructed comparisons: the
+A/B is replaced by one that answers each suspect from a table, so what is asked of it
+(which benches, in how many A/Bs) and each row's outcome are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfsuite import suspects
+from perfsuite.suspects import AbRun, Commit, confirm_suspects, session_shift
+from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.judge import CLEARED, CONFIRMED, UNCONFIRMED, BenchVerdict
+from perfsuite.verdict.runs import Bench, Run
+from perfsuite.verdict.stats import Comparison, Verdict
+
+BASE = {"id": "a" * 40, "dirty": False}
+HEAD = {"id": "b" * 40, "dirty": False}
+
+
+def verdict(name: str, change: float) -> BenchVerdict:
+    """A bench judged at a 5% threshold: slower above it, same below."""
+    slower = change > 0.05
+    bench = Bench(name, name, "g", None, (1.0,) * 10, 1.0)
+    time = Comparison(
+        Verdict.SLOWER if slower else Verdict.SAME, change, None, 1e-4 if slower else 0.5,
+        0.05, 10, 10,
+    )  # fmt: skip
+    return BenchVerdict(name, name, bench, bench, time, None, "s", ())
+
+
+def comparison(changes: dict[str, float]) -> RunComparison:
+    verdicts = [verdict(name, change) for name, change in changes.items()]
+    return RunComparison(Run("base", {}, commit_info=BASE), Run("now", {}), verdicts, [], [])
+
+
+class FakeAb:
+    """Stands in for :func:`perfsuite.suspects.run_ab`: each bench's verdict from ``answers``."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.asked: list[list[str]] = []
+
+    def __call__(self, base: Commit, nodeids: Sequence[str], *args: Any, **kwargs: Any) -> AbRun:
+        self.asked.append(list(nodeids))
+        rows = {
+            n: {"nodeid": n, "verdict": self.answers[n], "change": 0.0, "pairs": 3} for n in nodeids
+        }
+        return AbRun(("ab",), "perfsuite ab", 0, 1.0, rows)
+
+
+def confirm(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    changes: dict[str, float],
+    answers: dict[str, str],
+) -> tuple[dict[str, str], FakeAb, list[str]]:
+    fake = FakeAb(answers)
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    said: list[str] = []
+    result, note = confirm_suspects(
+        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, (), said.append
+    )
+    assert note is not None
+    assert "confirmations took" in note
+    outcomes = {
+        v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation is not None
+    }
+    return outcomes, fake, said
+
+
+def shifted(moved: int, flat: int, change: float = 0.08) -> dict[str, float]:
+    """``moved`` benches ``change`` slower, ``flat`` unchanged benches at +7% (not slower)."""
+    benches = {f"m{i}": change + i * 0.001 for i in range(moved)}
+    return benches | {f"f{i}": 0.04 for i in range(flat)}
+
+
+def test_the_shift_is_the_median_change_of_enough_judged_benches() -> None:
+    assert session_shift(comparison(shifted(6, 5))) == pytest.approx(0.082, abs=0.003)
+    assert session_shift(comparison(shifted(5, 4))) is None  # 9 benches: too few
+    assert session_shift(comparison({f"b{i}": -0.02 for i in range(12)})) is None
+
+
+def test_a_cleared_sample_clears_what_moved_with_the_session(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = shifted(8, 4)
+    outcomes, fake, said = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "same"))
+    assert fake.asked == [["m6", "m7"]]  # the two that moved most, in one A/B
+    assert outcomes == dict.fromkeys([f"m{i}" for i in range(8)], CLEARED)
+    assert any("8 suspect(s) moved with it" in line for line in said)
+
+
+def test_a_confirmed_sample_sends_the_rest_to_a_second_ab(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = shifted(8, 4)
+    answers = dict.fromkeys(changes, "same") | {"m7": "slower", "m2": "slower"}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
+    assert fake.asked == [["m6", "m7"], ["m5", "m4", "m3", "m2", "m1", "m0"]]
+    assert {n for n, o in outcomes.items() if o == CONFIRMED} == {"m7", "m2"}
+
+
+def test_an_undecided_sample_clears_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = shifted(8, 4)
+    answers = dict.fromkeys(changes, "same") | {"m6": "inconclusive"}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
+    assert len(fake.asked) == 2
+    assert outcomes["m6"] == UNCONFIRMED
+    assert outcomes["m0"] == CLEARED
+
+
+def test_a_suspect_that_stands_out_of_the_shift_is_always_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = shifted(8, 4) | {"x": 0.30}  # +30% on a +8% session: +20% beyond it
+    answers = dict.fromkeys(changes, "same") | {"x": "slower"}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
+    assert fake.asked == [["m6", "m7", "x"]]
+    assert outcomes["x"] == CONFIRMED
+    assert outcomes["m0"] == CLEARED
+
+
+def test_few_benches_have_no_shift_and_every_suspect_is_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = shifted(5, 3)  # 8 benches: under MIN_FOR_SHIFT
+    outcomes, fake, said = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "same"))
+    assert [sorted(asked) for asked in fake.asked] == [[f"m{i}" for i in range(5)]]
+    assert not any("moved with it" in line for line in said)
+    assert set(outcomes.values()) == {CLEARED}
