@@ -13,6 +13,7 @@ from perfsuite.data.fsutil import atomic_write_bytes
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.report import write_report
+from perfsuite.verdict.runs import Run
 from tests.test_report import run
 
 
@@ -111,3 +112,24 @@ def test_replace_dir_swaps_whole_folders(
     fsutil.replace_dir(new, final)
     assert snapshot(final) == {"sub/new.txt": b"new"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_a_report_with_memory_plots_is_replaced_by_the_next(tmp_path: Path) -> None:
+    """Every plot a report writes is its own: ``make bench`` reruns into one folder."""
+    from dataclasses import replace
+
+    from perfsuite.verdict.cost import Cost
+
+    def with_cost(name: str, seed: int) -> Run:
+        plain = run(name, seed=seed)
+        cost = Cost(calls=10, round_calls=1, cpu_s=1.0, wall_s=1.0, rounds_rss_mb=(50.0, 60.0))
+        benches = {k: replace(b, cost=cost) for k, b in plain.benches.items()}
+        return replace(plain, benches=benches)
+
+    out = tmp_path / "report"
+    first = with_cost("0001_old", 0)
+    write_report(out, first, None, [first])
+    assert sorted(p.name for p in out.glob("memory-*.png"))  # the plots the next must replace
+    second = with_cost("0002_new", 1)
+    write_report(out, second, None, [first, second])
+    assert "0002_new" in (out / "summary.md").read_text()

@@ -163,6 +163,8 @@ def summary_markdown(
 
 #: folders a report holds: its history plots, a gate's confirming A/B
 REPORT_FOLDERS = ("history", "confirmation")
+#: the kinds of per-group plot a report writes, as ``<kind>-<group>.png``
+PLOT_KINDS = ("throughput", "memory")
 
 
 def report_entry(entry: Path) -> bool:
@@ -172,9 +174,8 @@ def report_entry(entry: Path) -> bool:
     if name in REPORT_FOLDERS:
         return entry.is_dir() and not entry.is_symlink()
     is_file = entry.is_file() and not entry.is_symlink()
-    return is_file and (
-        name == SUMMARY_NAME or (name.startswith("throughput-") and name.endswith(".png"))
-    )
+    plot = name.endswith(".png") and any(name.startswith(f"{kind}-") for kind in PLOT_KINDS)
+    return is_file and (name == SUMMARY_NAME or plot)
 
 
 def check_replaceable(out: Path) -> None:
@@ -230,8 +231,8 @@ def _write_files(
     written: list[Path] = []
     for group, benches in groups(current).items():
         for kind, data in (
-            ("throughput", throughput_png(group, benches)),
-            ("memory", memory_png(group, benches)),
+            (PLOT_KINDS[0], throughput_png(group, benches)),
+            (PLOT_KINDS[1], memory_png(group, benches)),
         ):
             if data is not None:
                 path = out / f"{kind}-{safe_name(group)}.png"
