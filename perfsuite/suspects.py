@@ -2,7 +2,8 @@
 and the nightly's.
 
 A screen (``--perf-gate``'s comparison with the saved baseline) only picks suspects:
-benches slower by the rank test. Each is then decided in these steps:
+benches slower or using more CPU per item by the rank test, or whose peak memory rose
+beyond its threshold. Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
    changes: no code changed, so the move is the machine's (``machine``); no A/B runs.
@@ -10,16 +11,21 @@ benches slower by the rank test. Each is then decided in these steps:
    ``perfsuite ab BASE --report DIR -- NODEIDS OPTIONS`` measures the suspects alone,
    the baseline's commit (A) against the working tree (B, uncommitted changes
    included), interleaved in one session. Each suspect takes its row's verdict from the
-   report's ``pairs.json``: ``slower`` confirms it (a regression), ``same`` or
-   ``faster`` clears it, anything else (inconclusive, not measured) leaves it
-   ``unconfirmed``, with the command that would decide it.
+   report's ``pairs.json``, for each measure that made it a suspect (time, CPU per
+   item, peak memory): ``slower`` (a peak that rose) confirms it (a regression),
+   ``same`` or ``faster`` clears it; an undecided verdict whose estimate is within the
+   threshold has ``not shown`` it (it passes: the A/B measured no regression beyond
+   the threshold, though it could not rule one out); anything else (an estimate beyond
+   the threshold, not measured) leaves it ``unconfirmed``, with the command that would
+   decide it. Where the measures disagree, confirmed wins, then unconfirmed.
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
 
 A shared machine shifts whole sessions: against a baseline of minutes before, most
 benches of an unchanged tree can read a few percent slower, and an A/B of each would
-cost several times the run. So, where at least ``MIN_FOR_SHIFT`` benches were judged,
+cost several times the run. So, where at least ``MIN_FOR_SHIFT`` benches were judged
+(:mod:`perfsuite.verdict.shift`),
 the session's shift is the median change of all of them; a time suspect whose change
 less that shift stays under its threshold *moved with the session*. Of those, the
 A/B of step 2 measures the ``SHIFT_SAMPLE`` that moved most (a real regression adds
@@ -39,9 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -56,10 +60,12 @@ from perfsuite.verdict.judge import (
     CLEARED,
     CONFIRMED,
     MACHINE,
+    NOT_SHOWN,
     UNCONFIRMED,
     BenchVerdict,
     Confirmed,
 )
+from perfsuite.verdict.shift import SHIFT_SAMPLE, cleared_with, session_shift, with_session
 from perfsuite.verdict.stats import Verdict
 
 if TYPE_CHECKING:
@@ -72,10 +78,6 @@ VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
-#: judged benches needed before the session's median change is taken as its shift
-MIN_FOR_SHIFT = 10
-#: how many suspects that moved with the session an A/B measures before clearing the rest
-SHIFT_SAMPLE = 2
 
 
 @dataclass(frozen=True)
@@ -202,8 +204,13 @@ def _pct(value: Any) -> str:
 
 
 def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
-    """One suspect's outcome from the A/B's row for it: its time's verdict, or with
-    ``what="cpu"`` (a suspect by its CPU per item alone) its CPU's."""
+    """One suspect's outcome from the A/B's row for it: its time's verdict, with
+    ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
+
+    An undecided verdict whose estimate is within the row's threshold is ``not shown``:
+    the A/B measured no regression beyond the threshold, though it could not rule one
+    out; one whose estimate is beyond it (or a row with no estimate) is ``unconfirmed``.
+    """
     shown = ab.shown
     if ab.status is None:
         return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}; to confirm: {shown}")
@@ -215,26 +222,66 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
         if ab.concluded:
             why = "not measured by the A/B"
         return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
+    if what == "memory":
+        return _memory_outcome(row.get("memory"), shown)
+    threshold = row.get("threshold")
     if what == "cpu":
         row = row.get("cpu") or {"verdict": None, "pairs": row.get("pairs")}
     verdict = row.get("verdict")
     ci = row.get("ci")
     interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
     measured = f"{_pct(row.get('change'))}{interval} in {row.get('pairs', '?')} pairs"
+    label = "" if what == "time" else f"{what} "
     if verdict == "slower":
-        return Confirmed(CONFIRMED, f"confirmed by A/B: {measured}")
+        return Confirmed(CONFIRMED, f"{label}confirmed by A/B: {measured}")
     if verdict in ("same", "faster"):
-        return Confirmed(CLEARED, f"cleared by A/B ({verdict}): {measured}")
+        return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
+    change = row.get("change")
+    if not isinstance(change, int | float) or not isinstance(threshold, int | float):
+        change = threshold = None
+    if verdict and change is not None and threshold is not None and change <= threshold:
+        return Confirmed(
+            NOT_SHOWN,
+            f"{label}not shown by A/B ({verdict}: {measured}, within the "
+            f"{threshold * 100:g}% threshold); more pairs would decide: {shown}",
+        )
     return Confirmed(
         UNCONFIRMED,
-        f"unconfirmed: A/B {verdict or 'not measured'} ({measured}); more pairs "
+        f"{label}unconfirmed: A/B {verdict or 'not measured'} ({measured}); more pairs "
         f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
     )
 
 
-def _what(item: BenchVerdict) -> str:
-    """What made ``item`` a suspect: its time, else its CPU per item."""
-    return "time" if item.verdict is Verdict.SLOWER else "cpu"
+def _memory_outcome(memory: Any, shown: str) -> Confirmed:
+    """A peak-memory suspect's outcome from the A/B's two peaks (``pairs.json``)."""
+    if not isinstance(memory, dict) or not isinstance(memory.get("rose"), bool):
+        return Confirmed(UNCONFIRMED, f"unconfirmed: no peak memory from the A/B; {shown}")
+    peaks = f"peak {memory.get('a_mb', 0):.0f} -> {memory.get('b_mb', 0):.0f} MB"
+    if memory["rose"]:
+        return Confirmed(CONFIRMED, f"memory confirmed by A/B: {peaks}")
+    return Confirmed(CLEARED, f"memory cleared by A/B: {peaks}")
+
+
+#: which outcome stands when a suspect's measures disagree: the first of these found
+PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
+
+
+def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
+    """One suspect's outcome over every measure that made it one (:func:`whats`): a
+    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE."""
+    outcomes = [decide(nodeid, ab, what) for what in whats]
+    for outcome in PRECEDENCE:
+        found = [o for o in outcomes if o.outcome == outcome]
+        if found:
+            return Confirmed(outcome, "; ".join(o.text for o in found))
+    return outcomes[0]
+
+
+def whats(item: BenchVerdict) -> list[str]:
+    """What made ``item`` a suspect: its time, its CPU per item, its peak memory."""
+    found = ["time"] if item.verdict is Verdict.SLOWER and not item.too_few_samples else []
+    found += ["cpu"] if item.cpu_slower else []
+    return found + (["memory"] if item.memory_rose else [])
 
 
 def same_code(baseline: Commit, current: Commit) -> bool:
@@ -254,45 +301,6 @@ MACHINE_TEXT = (
 
 def machine_move(commit: Commit) -> Confirmed:
     return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
-
-
-def session_shift(comparison: RunComparison) -> float | None:
-    """The session's shift: the median change of every bench judged by the rank test
-    (``None`` under ``MIN_FOR_SHIFT`` of them, or where it is not a slowdown).
-
-    >>> from types import SimpleNamespace as N
-    >>> t = lambda c: N(time=N(change=c, fallback=None), not_comparable=None)
-    >>> round(session_shift(N(verdicts=[t(0.1)] * 6 + [t(0.0)] * 5)), 3)
-    0.1
-    >>> session_shift(N(verdicts=[t(0.1)] * 9)) is None
-    True
-    """
-    changes = [
-        math.log1p(v.time.change)
-        for v in comparison.verdicts
-        if v.time is not None and v.time.fallback is None and not v.not_comparable
-    ]
-    if len(changes) < MIN_FOR_SHIFT:
-        return None
-    shift = math.expm1(statistics.median(changes))
-    return shift if shift > 0 else None
-
-
-def with_session(item: BenchVerdict, shift: float | None) -> bool:
-    """A time suspect whose change, less the session's shift, is under its threshold."""
-    if shift is None or _what(item) != "time" or item.time is None:
-        return False
-    return (1 + item.time.change) / (1 + shift) - 1 < item.time.threshold
-
-
-def _cleared_with(shift: float, sample: Sequence[BenchVerdict], item: BenchVerdict) -> Confirmed:
-    change = item.time.change if item.time is not None else 0.0
-    names = ", ".join(v.fullname for v in sample)
-    return Confirmed(
-        CLEARED,
-        f"cleared with the session: the session moved {_pct(shift)} (its median change), "
-        f"this bench {_pct(change)}, and the A/B cleared what moved most with it ({names})",
-    )
 
 
 def confirm_suspects(
@@ -333,7 +341,7 @@ def confirm_suspects(
         if later and shift is not None:
             sample = moved[:SHIFT_SAMPLE]
             if all(decided[v.fullname].outcome == CLEARED for v in sample):
-                decided |= {v.fullname: _cleared_with(shift, sample, v) for v in later}
+                decided |= {v.fullname: cleared_with(shift, sample, v) for v in later}
             elif runs[-1].status is None:  # no A/B can run here: neither can a second
                 decided |= {v.fullname: decide(v.fullname, runs[-1]) for v in later}
             else:
@@ -372,4 +380,4 @@ def _confirm(
         base, nodeids, options, cwd, report, report.with_name(report.name + ".log"), ab_args
     )
     runs.append(ab)
-    return {v.fullname: decide(v.fullname, ab, _what(v)) for v in suspects}
+    return {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in suspects}

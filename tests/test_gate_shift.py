@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from perfsuite import suspects
-from perfsuite.suspects import AbRun, Commit, confirm_suspects, session_shift
+from perfsuite.exitcodes import ExitCode
+from perfsuite.suspects import AbRun, Commit, confirm_suspects, decide, decide_all
 from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.judge import CLEARED, CONFIRMED, UNCONFIRMED, BenchVerdict
+from perfsuite.verdict.gate_rules import gate_decision
+from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED, BenchVerdict
 from perfsuite.verdict.runs import Bench, Run
+from perfsuite.verdict.shift import session_shift
 from perfsuite.verdict.stats import Comparison, Verdict
 
 BASE = {"id": "a" * 40, "dirty": False}
@@ -48,7 +51,14 @@ class FakeAb:
     def __call__(self, base: Commit, nodeids: Sequence[str], *args: Any, **kwargs: Any) -> AbRun:
         self.asked.append(list(nodeids))
         rows = {
-            n: {"nodeid": n, "verdict": self.answers[n], "change": 0.0, "pairs": 3} for n in nodeids
+            n: {
+                "nodeid": n,
+                "verdict": self.answers[n],
+                "change": 0.0,
+                "threshold": 0.05,
+                "pairs": 3,
+            }
+            for n in nodeids
         }
         return AbRun(("ab",), "perfsuite ab", 0, 1.0, rows)
 
@@ -112,7 +122,7 @@ def test_an_undecided_sample_clears_nothing(
     answers = dict.fromkeys(changes, "same") | {"m6": "inconclusive"}
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
     assert len(fake.asked) == 2
-    assert outcomes["m6"] == UNCONFIRMED
+    assert outcomes["m6"] == NOT_SHOWN  # within the threshold, yet not cleared
     assert outcomes["m0"] == CLEARED
 
 
@@ -135,3 +145,45 @@ def test_few_benches_have_no_shift_and_every_suspect_is_measured(
     assert [sorted(asked) for asked in fake.asked] == [[f"m{i}" for i in range(5)]]
     assert not any("moved with it" in line for line in said)
     assert set(outcomes.values()) == {CLEARED}
+
+
+def ab_with(row: dict[str, Any]) -> AbRun:
+    return AbRun(("ab",), "perfsuite ab", 0, 1.0, {"b.py::x": {"nodeid": "b.py::x", **row}})
+
+
+@pytest.mark.parametrize(
+    ("change", "outcome"), [(0.028, NOT_SHOWN), (0.05, NOT_SHOWN), (0.08, UNCONFIRMED)]
+)
+def test_an_undecided_ab_within_the_threshold_has_not_shown_a_regression(
+    change: float, outcome: str
+) -> None:
+    row = {"verdict": "inconclusive", "change": change, "ci": [-0.05, 0.11], "threshold": 0.05}
+    found = decide("b.py::x", ab_with(row | {"pairs": 72}))
+    assert found.outcome == outcome
+    assert not found.regressed if outcome == NOT_SHOWN else found.regressed
+
+
+def test_a_peak_memory_suspect_takes_the_abs_two_peaks() -> None:
+    rose = ab_with({"verdict": "same", "memory": {"a_mb": 10.0, "b_mb": 50.0, "rose": True}})
+    flat = ab_with({"verdict": "same", "memory": {"a_mb": 40.0, "b_mb": 42.0, "rose": False}})
+    assert decide("b.py::x", rose, "memory").outcome == CONFIRMED
+    assert decide("b.py::x", flat, "memory").outcome == CLEARED
+    assert decide("b.py::x", ab_with({"verdict": "same"}), "memory").outcome == UNCONFIRMED
+    # slower in time and risen in memory: confirmed if either is
+    both = decide_all("b.py::x", rose, ["time", "memory"])
+    assert both.outcome == CONFIRMED
+    assert "memory confirmed by A/B: peak 10 -> 50 MB" in both.text
+
+
+def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = {"x": 0.4} | {f"f{i}": 0.0 for i in range(3)}
+    fake = FakeAb({"x": "inconclusive"})
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    result, _ = confirm_suspects(
+        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, (), print
+    )
+    decision = gate_decision(result, allow_mismatch=False)
+    assert decision.exit_status == ExitCode.OK
+    assert "1 suspect(s) not shown slower by their A/B (x)" in decision.message

@@ -2,8 +2,9 @@
 
 For each bench of tonight's run (the newest saved run), over its comparable points:
 
-* an exact counter that rose since the previous point is a **regression outright**, and
-  so is a peak memory that rose past the bench's memory threshold (and 16 MB);
+* an exact counter that rose since the previous point is a **regression outright**;
+* a peak memory that rose past the bench's memory threshold (and 16 MB) since the
+  previous point makes the bench a **suspect**, where its time and CPU did not;
 * with at least ``MIN_NIGHTLY_HISTORY`` earlier points, the bench is a **suspect** when a
   slowing step (:mod:`perfsuite.verdict.changepoint`) starts at tonight's point, or when
   tonight's median lies above the band of the recent runs: their median plus
@@ -108,17 +109,21 @@ def _slower(values: Sequence[float], threshold: float, what: str, previous: str)
 
 
 def _outright(series: Series) -> list[str]:
-    """What rose since the previous point and fails without confirmation: exact counters,
-    and peak memory past the bench's memory threshold."""
+    """What rose since the previous point and fails without confirmation: exact counters."""
     newest, before = series.points[-1], series.points[-2]
     old = before.counters
     rose = [f"{n} {old[n]} -> {v}" for n, v in newest.counters.items() if n in old and v > old[n]]
-    why = ["exact counter rose: " + ", ".join(rose)] if rose else []
-    if newest.peak_mb is not None and before.peak_mb is not None:
-        memory = MemoryChange(before.peak_mb, newest.peak_mb, series.memory_threshold)
-        if memory.rose:
-            why.append(f"{memory} (threshold {series.memory_threshold * 100:g}%)")
-    return why
+    return ["exact counter rose: " + ", ".join(rose)] if rose else []
+
+
+def _memory_rose(series: Series) -> str | None:
+    """Peak memory past the bench's memory threshold since the previous point: a
+    suspect, since a process's peak moves between sessions of unchanged code."""
+    newest, before = series.points[-1], series.points[-2]
+    if newest.peak_mb is None or before.peak_mb is None:
+        return None
+    memory = MemoryChange(before.peak_mb, newest.peak_mb, series.memory_threshold)
+    return f"{memory} (threshold {series.memory_threshold * 100:g}%)" if memory.rose else None
 
 
 def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]:
@@ -137,6 +142,7 @@ def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]
         if all(c is not None and c > 0 for c in cpu):
             known = [float(c) for c in cpu if c is not None]
             reason = _slower(known, series.threshold, "cpu/item", previous)
+    reason = reason if reason is not None else _memory_rose(series)
     suspect = Suspect(series, reason, change) if reason is not None else None
     return suspect, counter, only_previous
 

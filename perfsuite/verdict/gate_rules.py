@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.judge import BenchVerdict
+from perfsuite.verdict.judge import NOT_SHOWN, BenchVerdict
 
 
 class GateOutcome(enum.Enum):
@@ -70,7 +70,7 @@ def _why(item: BenchVerdict) -> str:
     if item.cpu_slower and item.cpu is not None and item.confirmation is None:
         why.append(f"CPU per item {item.cpu.change * 100:+.1f}%")
     why.extend(str(c) for c in item.counters_rose)
-    if item.memory_rose:
+    if item.memory_rose and item.confirmation is None:
         why.append(str(item.memory))
     return f"{item.label} ({', '.join(why)})"
 
@@ -96,9 +96,7 @@ def gate_decision(
             GateOutcome.NOTHING_JUDGED,
             f"cannot judge: {nothing}; a gate that judged nothing does not pass",
         )
-    regressions = [
-        v for v in comparison.regressions if not v.unconfirmed or v.counters_rose or v.memory_rose
-    ]
+    regressions = [v for v in comparison.regressions if not v.unconfirmed or v.counters_rose]
     if regressions:
         count = len(regressions)
         return GateDecision(
@@ -115,9 +113,15 @@ def gate_decision(
         )
     judged = sum(1 for v in comparison.verdicts if v.judged)
     message = f"no regression in {judged} judged bench{'es' if judged != 1 else ''}"
-    cleared = [v.label for v in comparison.verdicts if v.suspect and v.confirmation is not None]
-    if cleared:
-        message += f"; {len(cleared)} suspect(s) cleared ({', '.join(cleared)})"
+    decided = {
+        v.label: v.confirmation.outcome
+        for v in comparison.verdicts
+        if v.suspect and v.confirmation is not None
+    }
+    for shown, what in ((False, "cleared"), (True, "not shown slower by their A/B")):
+        names = [label for label, outcome in decided.items() if (outcome == NOT_SHOWN) is shown]
+        if names:
+            message += f"; {len(names)} suspect(s) {what} ({', '.join(names)})"
     unjudged = [v.label for v in comparison.verdicts if not v.judged and not v.not_comparable]
     if unjudged:
         message += f"; {len(unjudged)} not judged (see their rows)"

@@ -127,17 +127,16 @@ class BenchVerdict:
 
     @property
     def suspect(self) -> bool:
-        """Slower, or more CPU per item, by the rank test: a regression on a screen, a
-        suspect where the command confirms (``--perf-gate``)."""
+        """Slower or more CPU per item by the rank test, or a peak memory that rose: a
+        regression on a screen, a suspect where the command confirms (``--perf-gate``)."""
         slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
-        return slower or self.cpu_slower
+        return slower or self.cpu_slower or self.memory_rose
 
     @property
     def regressed(self) -> bool:
-        """Slower by a test of significance (and not cleared by a confirmation), or an
-        exact counter rose."""
+        """A suspect not cleared by a confirmation, or an exact counter rose."""
         cleared = self.confirmation is not None and not self.confirmation.regressed
-        return (self.suspect and not cleared) or bool(self.counters_rose) or self.memory_rose
+        return (self.suspect and not cleared) or bool(self.counters_rose)
 
     @property
     def unconfirmed(self) -> bool:
@@ -150,6 +149,7 @@ CONFIRMED = "confirmed"
 CLEARED = "cleared"
 MACHINE = "machine"
 UNCONFIRMED = "unconfirmed"
+NOT_SHOWN = "not shown"
 
 
 @dataclass(frozen=True)
@@ -158,8 +158,10 @@ class Confirmed:
 
     ``outcome`` is ``confirmed`` (the A/B found it slower: a regression), ``cleared``
     (the A/B found it not slower), ``machine`` (both runs are of one commit on a clean
-    tree: the move is the machine's) or ``unconfirmed`` (no A/B could decide; ``text``
-    holds the command that would)."""
+    tree: the move is the machine's), ``not shown`` (the A/B could not decide, and its
+    estimate is within the threshold: no evidence of a regression, which passes) or
+    ``unconfirmed`` (no A/B could decide, or its estimate is beyond the threshold;
+    ``text`` holds the command that would)."""
 
     outcome: str
     text: str

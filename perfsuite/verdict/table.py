@@ -38,15 +38,26 @@ CONFIRMED_WORDS = {
     "cleared": "slower, cleared",
     "machine": "slower, the machine's",
     "unconfirmed": "SLOWER? unconfirmed",
+    "not shown": "slower, not shown",
+}
+#: the same for a suspect by its cost alone (CPU per item or peak memory)
+COST_CONFIRMED_WORDS = {
+    "confirmed": "cost ROSE (confirmed)",
+    "cleared": "cost rose, cleared",
+    "machine": "cost rose, the machine's",
+    "unconfirmed": "cost ROSE? unconfirmed",
+    "not shown": "cost rose, not shown",
 }
 
 
 def _verdict_word(item: BenchVerdict) -> str:
     if item.verdict is None:
         return "not comparable"
-    if item.confirmation is not None and item.suspect:
-        return CONFIRMED_WORDS[item.confirmation.outcome]
     word = item.verdict.value
+    if item.confirmation is not None and item.suspect:
+        if item.verdict is Verdict.SLOWER:
+            return CONFIRMED_WORDS[item.confirmation.outcome]
+        return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
     return word.upper() if item.verdict is Verdict.SLOWER else word
 
 

@@ -184,10 +184,12 @@ def summary(document: dict[str, Any]) -> list[str]:
     if gated:
         codes = sorted({str(r["code"]) for r in gated})
         failed = sum(1 for r in gated if r["code"] == 1)
+        passed = sum(1 for r in gated if r["code"] == 0)
         seconds = [r["seconds"] for r in gated]
         ratios = [s / plain for s in seconds]
         lines += [
-            f"unchanged code, gated: {failed} of {len(gated)} runs failed (goal 0); "
+            f"unchanged code, gated: {passed} of {len(gated)} runs passed, {failed} failed "
+            f"(goal: every run passes); "
             f"exit statuses {', '.join(codes)}",
             f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
             f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
