@@ -31,6 +31,7 @@ import contextlib
 import datetime as dt
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,13 +260,20 @@ class VerdictPlugin:
                 self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
             return self._confirmation_dir.with_name(name)
 
+        from perfsuite.ab.budget import gate_args
+
+        spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
+
+        def ab_args(nodeids: Sequence[str]) -> list[str]:
+            return gate_args(self.settings.ab_args, nodeids, spent, self.settings.scale.value)
+
         confirmed, note = confirm_suspects(
             comparison,
             self._commit_info(),
             passed_options(list(self.config.invocation_params.args)),
             self.config.rootpath,
             scratch,
-            self.settings.ab_args,
+            ab_args,
             self._say,
         )
         if note:

@@ -309,12 +309,13 @@ def confirm_suspects(
     options: Sequence[str],
     cwd: Path,
     scratch: Callable[[str], Path],
-    ab_args: Sequence[str] = (),
+    ab_args: Callable[[Sequence[str]], list[str]] = lambda nodeids: [],
     say: Callable[[str], None] = print,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
-    ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it)."""
+    ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it);
+    ``ab_args(nodeids)`` the A/B's own options for those suspects."""
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
     if not suspects:
         return comparison, None
@@ -337,7 +338,11 @@ def confirm_suspects(
                 f"moved with it: the A/B measures the {SHIFT_SAMPLE} that moved most"
             )
         runs: list[AbRun] = []
-        decided = _confirm(base, first, options, cwd, scratch("ab"), ab_args, say, runs)
+
+        def args_for(group: Sequence[BenchVerdict]) -> list[str]:
+            return ab_args([v.fullname for v in group])
+
+        decided = _confirm(base, first, options, cwd, scratch("ab"), args_for(first), say, runs)
         if later and shift is not None:
             sample = moved[:SHIFT_SAMPLE]
             if all(decided[v.fullname].outcome == CLEARED for v in sample):
@@ -345,9 +350,8 @@ def confirm_suspects(
             elif runs[-1].status is None:  # no A/B can run here: neither can a second
                 decided |= {v.fullname: decide(v.fullname, runs[-1]) for v in later}
             else:
-                decided |= _confirm(
-                    base, later, options, cwd, scratch("ab-rest"), ab_args, say, runs
-                )
+                rest = scratch("ab-rest")
+                decided |= _confirm(base, later, options, cwd, rest, args_for(later), say, runs)
         ran = [ab for ab in runs if ab.status is not None]
         if ran:
             tally = Counter(outcome.outcome for outcome in decided.values())

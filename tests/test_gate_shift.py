@@ -73,7 +73,13 @@ def confirm(
     monkeypatch.setattr(suspects, "run_ab", fake)
     said: list[str] = []
     result, note = confirm_suspects(
-        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, (), said.append
+        comparison(changes),
+        HEAD,
+        [],
+        tmp_path,
+        lambda name: tmp_path / name,
+        lambda ids: [],
+        said.append,
     )
     assert note is not None
     assert "confirmations took" in note
@@ -182,7 +188,7 @@ def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(
     fake = FakeAb({"x": "inconclusive"})
     monkeypatch.setattr(suspects, "run_ab", fake)
     result, _ = confirm_suspects(
-        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, (), print
+        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, lambda ids: [], print
     )
     decision = gate_decision(result, allow_mismatch=False)
     assert decision.exit_status == ExitCode.OK

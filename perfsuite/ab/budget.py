@@ -109,3 +109,39 @@ def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
     """The seconds a bench file's confirmation may go on past its first look."""
     seconds: float | None = args.confirm_seconds
     return BUDGETS[scale].confirm_seconds if seconds is None else seconds
+
+
+#: the share of the gated run's own seconds that its confirmations' alternation may take
+CONFIRM_SHARE = 0.5
+#: the fewest seconds a suspect is given to alternate, and a bench file to confirm
+MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
+
+
+def gate_args(
+    ab_args: Sequence[str], nodeids: Sequence[str], seconds: float, scale: str
+) -> list[str]:
+    """``ab_args``, with ``--max-seconds`` (a bench's alternation) and
+    ``--confirm-seconds`` (a bench file's confirmation) for a gate's confirming A/B of
+    ``nodeids``: shared out of ``CONFIRM_SHARE`` of ``seconds`` (the gated run's own),
+    each at most its ``scale``'s default and at least ``MIN_BENCH_SECONDS`` or
+    ``MIN_FILE_SECONDS``; an option ``ab_args`` already sets is kept. So a gate's
+    confirmations take about as long as the run again, however many suspects.
+
+    >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default")
+    ['--max-seconds=50', '--confirm-seconds=75']
+    >>> gate_args(["--max-seconds", "5"], ["a.py::x"], 30, "default")
+    ['--max-seconds', '5', '--confirm-seconds=20']
+    """
+    caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
+    files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
+    share = seconds * CONFIRM_SHARE
+    wanted = {
+        "--max-seconds": max(
+            MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1))
+        ),
+        "--confirm-seconds": max(
+            MIN_FILE_SECONDS, min(caps.confirm_seconds, share / max(len(files), 1))
+        ),
+    }
+    given = {arg.split("=", 1)[0] for arg in ab_args}
+    return [*ab_args, *(f"{k}={v:.0f}" for k, v in wanted.items() if k not in given)]
