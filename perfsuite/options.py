@@ -241,7 +241,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "--perf-memory-threshold",
         parse_memory_threshold,
         "peak-memory rise that counts as a regression, as a fraction of the "
-        "baseline's peak (and at least 16 MB), e.g. 0.25 or 25% (a perf marker's "
+        "baseline's peak (and at least 64 MB), e.g. 0.25 or 25% (a perf marker's "
         "memory_threshold wins)",
         "0.25",
         "FRACTION",

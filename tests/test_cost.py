@@ -225,8 +225,8 @@ def test_an_unchanged_peak_passes() -> None:
 
 
 def test_the_memory_threshold_and_floor() -> None:
-    assert MemoryChange(100, 126, 0.25).rose
-    assert not MemoryChange(100, 125, 0.25).rose
+    assert MemoryChange(400, 501, 0.25).rose
+    assert not MemoryChange(400, 500, 0.25).rose
     # a small peak needs more than the floor to rise
     assert not MemoryChange(10, 10 + MEMORY_FLOOR_MB, 0.25).rose
     assert MemoryChange(10, 10 + MEMORY_FLOOR_MB + 1, 0.25).rose

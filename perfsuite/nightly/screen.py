@@ -3,7 +3,7 @@
 For each bench of tonight's run (the newest saved run), over its comparable points:
 
 * an exact counter that rose since the previous point is a **regression outright**;
-* a peak memory that rose past the bench's memory threshold (and 16 MB) since the
+* a peak memory that rose past the bench's memory threshold (and 64 MB) since the
   previous point makes the bench a **suspect**, where its time and CPU did not;
 * with at least ``MIN_NIGHTLY_HISTORY`` earlier points, the bench is a **suspect** when a
   slowing step (:mod:`perfsuite.verdict.changepoint`) starts at tonight's point, or when

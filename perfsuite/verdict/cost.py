@@ -36,8 +36,9 @@ from perfsuite.errors import PerfsuiteError
 COST_KEY = "cost"
 #: the default threshold on peak memory: a rise of more than this fraction is a regression
 MEMORY_THRESHOLD = 0.25
-#: ... and of more than this many MB: allocator noise on a small peak is not one
-MEMORY_FLOOR_MB = 16.0
+#: ... and of more than this many MB: a process's peak moves by tens of MB between runs
+#: of unchanged code (what earlier benches warmed, thread pools, the allocator)
+MEMORY_FLOOR_MB = 64.0
 #: the least median CPU time of a round for CPU per item to be judged: below it, the
 #: readings' own cost and resolution would dominate
 MIN_ROUND_CPU_S = 0.001
