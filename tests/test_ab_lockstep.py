@@ -102,7 +102,7 @@ def test_unchanged_passes_and_cached_worktrees_are_reused_then_cleaned(tmp_path:
     # A wide threshold: two processes of identical code can differ by a few percent on a
     # shared machine (see the README's A/B figures); this test is about the exit status
     # and the worktree cache, not about the statistics' power.
-    result = repo.ab(base, head, *SMALL, *SAME, "--threshold", "0.3", *SIDE_ARGS)
+    result = repo.ab(base, head, *SMALL, *SAME, "--confirm", "0", "--threshold", "0.3", *SIDE_ARGS)
     assert result.code == 0, result.out + result.err
     assert "SLOWER" not in result.out
     assert "no regression" in result.out

@@ -40,22 +40,23 @@ def toolchain():
         pytest.skip(problem)
 
 
+# one call a mode counts it; two calls of the costliest mode show each call compiles afresh
 @pytest.mark.parametrize(("mode", "kind", "expected"), [
-    ("eager", "forward", [0, 0]),
-    ("eager", "train", [0, 0]),
-    ("compile", "forward", [2, 2]),
+    ("eager", "forward", [0]),
+    ("eager", "train", [0]),
+    ("compile", "forward", [2]),
     ("compile", "train", [2, 2]),
-    ("dynamic", "forward", [1, 1]),
-    ("dynamic", "train", [1, 1]),
-    ("mark_dynamic", "forward", [1, 1]),
-    ("mark_dynamic", "train", [1, 1]),
+    ("dynamic", "forward", [1]),
+    ("dynamic", "train", [1]),
+    ("mark_dynamic", "forward", [1]),
+    ("mark_dynamic", "train", [1]),
 ])
 def test_each_call_compiles_afresh_and_counts_exactly(mode, kind, expected):
     run = cm.CompileRun(kind, mode, SHAPES, batch=2, seed=3)
     assert run.params["distinct_shapes"] == 3 and run.params["steps"] == 4
     counter = TraceCounter({})
     with counter.track() as tally:
-        for _ in range(2):
+        for _ in expected:
             assert isinstance(run.run(*run.setup()[0]), float)
     assert run.finish() == expected
     assert tally.value == sum(expected) and counter.totals == {"traces": sum(expected)}
