@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks
-from perfsuite.ab.controller import pair_orders
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
+from perfsuite.ab.protocol import pair_orders
 from perfsuite.ab.report import write_report
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row, against

@@ -18,8 +18,7 @@ from perfsuite.ab.budget import (
     suspects_for,
 )
 from perfsuite.ab.command import selection, side_args, split_argv
-from perfsuite.ab.controller import pair_orders
-from perfsuite.ab.protocol import ProtocolError, decode, encode
+from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
 from perfsuite.ab.sidemanage import side_pythonpath

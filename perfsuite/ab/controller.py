@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
-from perfsuite.ab.protocol import PROTOCOL, ProtocolError
+from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
 from perfsuite.verdict.paired import Budget, Sequential
@@ -54,8 +54,6 @@ from perfsuite.verdict.paired import Budget, Sequential
 TICK_S = 0.2
 #: how long sides get to save their JSON and exit after the last bench
 EXIT_TIMEOUT_S = 60.0
-#: how the idle side waits out the other side's block (see the module doc)
-IDLE_MODES = ("freeze", "wait")
 #: a block that outlasts this (seconds, plus typical rounds) thaws the frozen side
 FREEZE_PATIENCE_S = 30.0
 FREEZE_PATIENCE = 100
@@ -75,14 +73,6 @@ class _State:
     arrived_at: float = 0.0  # monotonic: who asked first goes first
     busy: str | None = None  # setting up or warming up this bench
     busy_phase: str = SETUP
-
-
-def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:
-    """The orders of two consecutive pairs: AB then BA, or BA then AB, at random;
-    ``mirror`` swaps A and B in what the draw gives."""
-    first = rng.choice(["AB", "BA"])
-    first = first[::-1] if mirror else first
-    return first, first[::-1]
 
 
 class Controller:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import socket
 from typing import Any
 
@@ -126,3 +127,15 @@ class Channel:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
+
+
+#: how the idle side waits out the other side's block (see the controller's doc)
+IDLE_MODES = ("freeze", "wait")
+
+
+def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:
+    """The orders of two consecutive pairs: AB then BA, or BA then AB, at random;
+    ``mirror`` swaps A and B in what the draw gives."""
+    first = rng.choice(["AB", "BA"])
+    first = first[::-1] if mirror else first
+    return first, first[::-1]
