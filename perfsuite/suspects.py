@@ -2,7 +2,8 @@
 and the nightly's.
 
 A screen (``--perf-gate``'s comparison with the saved baseline) only picks suspects:
-benches slower or using more CPU per item by the rank test, or whose peak memory rose
+benches slower or using more CPU per item by the rank test, slower than the move of
+their group (:func:`perfsuite.verdict.shift.standout`), or whose peak memory rose
 beyond its threshold. Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
@@ -17,7 +18,10 @@ beyond its threshold. Each is then decided in these steps:
    threshold has ``not shown`` it (it passes: the A/B measured no regression beyond
    the threshold, though it could not rule one out); anything else (an estimate beyond
    the threshold, not measured) leaves it ``unconfirmed``, with the command that would
-   decide it. Where the measures disagree, confirmed wins, then unconfirmed.
+   decide it. Where the measures disagree, confirmed wins, then unconfirmed. When the
+   A/Bs ended with a verdict and left at most ``RETRY_AT_MOST`` suspects unconfirmed,
+   a second A/B measures those alone, each with a larger share of the run's seconds,
+   and its outcome stands.
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
@@ -56,17 +60,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.exitcodes import ExitCode
+from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import (
     CLEARED,
     CONFIRMED,
-    MACHINE,
     NOT_SHOWN,
     UNCONFIRMED,
     BenchVerdict,
     Confirmed,
 )
-from perfsuite.verdict.shift import SHIFT_SAMPLE, cleared_with, session_shift, with_session
-from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.shift import (
+    SHIFT_SAMPLE,
+    cleared_with,
+    mark_standouts,
+    session_shift,
+    with_session,
+)
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
@@ -76,22 +85,11 @@ AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
 VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
 #: perfsuite options a confirmation must not pass on to the A/B's sides
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
+#: the most suspects an A/B left undecided beyond their threshold that a second A/B
+#: measures alone (with the larger share of the run's seconds each that fewer get)
+RETRY_AT_MOST = 3
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
-
-
-@dataclass(frozen=True)
-class Commit:
-    """A run's commit, as pytest-benchmark's ``commit_info`` saved it."""
-
-    sha: str | None
-    dirty: bool
-
-    @classmethod
-    def of(cls, commit_info: Mapping[str, Any]) -> Commit:
-        sha = commit_info.get("id")
-        usable = isinstance(sha, str) and sha not in ("", "unversioned", "unknown")
-        return cls(sha if usable else None, bool(commit_info.get("dirty")))
 
 
 @dataclass(frozen=True)
@@ -279,28 +277,9 @@ def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
 
 def whats(item: BenchVerdict) -> list[str]:
     """What made ``item`` a suspect: its time, its CPU per item, its peak memory."""
-    found = ["time"] if item.verdict is Verdict.SLOWER and not item.too_few_samples else []
+    found = ["time"] if item.time_suspect else []
     found += ["cpu"] if item.cpu_slower else []
     return found + (["memory"] if item.memory_rose else [])
-
-
-def same_code(baseline: Commit, current: Commit) -> bool:
-    """Both runs are of one commit, neither with uncommitted changes."""
-    return (
-        baseline.sha is not None
-        and baseline.sha == current.sha
-        and not baseline.dirty
-        and not current.dirty
-    )
-
-
-MACHINE_TEXT = (
-    "the machine's move: both runs are of commit {sha} on a clean tree, no code change to confirm"
-)
-
-
-def machine_move(commit: Commit) -> Confirmed:
-    return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
 
 
 def confirm_suspects(
@@ -316,6 +295,7 @@ def confirm_suspects(
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
     ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it);
     ``ab_args(nodeids)`` the A/B's own options for those suspects."""
+    comparison = mark_standouts(comparison)
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
     if not suspects:
         return comparison, None
@@ -352,6 +332,11 @@ def confirm_suspects(
             else:
                 rest = scratch("ab-rest")
                 decided |= _confirm(base, later, options, cwd, rest, args_for(later), say, runs)
+        again = [v for v in suspects if decided[v.fullname].outcome == UNCONFIRMED]
+        if again and len(again) <= RETRY_AT_MOST and all(ab.concluded for ab in runs):
+            decided |= _confirm(
+                base, again, options, cwd, scratch("ab-again"), args_for(again), say, runs
+            )
         ran = [ab for ab in runs if ab.status is not None]
         if ran:
             tally = Counter(outcome.outcome for outcome in decided.values())

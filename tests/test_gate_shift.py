@@ -13,31 +13,33 @@ import pytest
 
 from perfsuite import suspects
 from perfsuite.exitcodes import ExitCode
-from perfsuite.suspects import AbRun, Commit, confirm_suspects, decide, decide_all
+from perfsuite.suspects import AbRun, confirm_suspects, decide, decide_all
+from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED, BenchVerdict
 from perfsuite.verdict.runs import Bench, Run
-from perfsuite.verdict.shift import session_shift
+from perfsuite.verdict.shift import mark_standouts, session_shift
 from perfsuite.verdict.stats import Comparison, Verdict
 
 BASE = {"id": "a" * 40, "dirty": False}
 HEAD = {"id": "b" * 40, "dirty": False}
 
 
-def verdict(name: str, change: float) -> BenchVerdict:
-    """A bench judged at a 5% threshold: slower above it, same below."""
+def verdict(name: str, change: float, group: str = "g") -> BenchVerdict:
+    """A bench judged at a 5% threshold: slower above it, same below (faster below -5%),
+    with an interval of +-2% about its change."""
     slower = change > 0.05
-    bench = Bench(name, name, "g", None, (1.0,) * 10, 1.0)
-    time = Comparison(
-        Verdict.SLOWER if slower else Verdict.SAME, change, None, 1e-4 if slower else 0.5,
-        0.05, 10, 10,
-    )  # fmt: skip
+    word = Verdict.SLOWER if slower else Verdict.FASTER if change < -0.05 else Verdict.SAME
+    bench = Bench(name, name, group, None, (1.0,) * 10, 1.0)
+    ci = (change - 0.02, change + 0.02)
+    time = Comparison(word, change, ci, 1e-4 if word is not Verdict.SAME else 0.5, 0.05, 10, 10)
     return BenchVerdict(name, name, bench, bench, time, None, "s", ())
 
 
-def comparison(changes: dict[str, float]) -> RunComparison:
-    verdicts = [verdict(name, change) for name, change in changes.items()]
+def comparison(changes: dict[str, float], groups: dict[str, str] | None = None) -> RunComparison:
+    groups = groups or {}
+    verdicts = [verdict(name, change, groups.get(name, "g")) for name, change in changes.items()]
     return RunComparison(Run("base", {}, commit_info=BASE), Run("now", {}), verdicts, [], [])
 
 
@@ -45,21 +47,22 @@ class FakeAb:
     """Stands in for :func:`perfsuite.suspects.run_ab`: each bench's verdict from ``answers``."""
 
     def __init__(self, answers: dict[str, str]) -> None:
-        self.answers = answers
+        self.answers = answers  # "beyond": undecided, +8% at a 5% threshold
         self.asked: list[list[str]] = []
 
     def __call__(self, base: Commit, nodeids: Sequence[str], *args: Any, **kwargs: Any) -> AbRun:
         self.asked.append(list(nodeids))
-        rows = {
-            n: {
+        rows = {}
+        for n in nodeids:
+            answer = self.answers[n].split(",")[len([a for a in self.asked if n in a]) - 1]
+            beyond = answer == "beyond"
+            rows[n] = {
                 "nodeid": n,
-                "verdict": self.answers[n],
-                "change": 0.0,
+                "verdict": "inconclusive" if beyond else answer,
+                "change": 0.08 if beyond else 0.0,
                 "threshold": 0.05,
                 "pairs": 3,
             }
-            for n in nodeids
-        }
         return AbRun(("ab",), "perfsuite ab", 0, 1.0, rows)
 
 
@@ -68,12 +71,14 @@ def confirm(
     tmp_path: Path,
     changes: dict[str, float],
     answers: dict[str, str],
+    groups: dict[str, str] | None = None,
 ) -> tuple[dict[str, str], FakeAb, list[str]]:
+    """Each suspect's outcome; an answer "a,b" is what the first and a second A/B say."""
     fake = FakeAb(answers)
     monkeypatch.setattr(suspects, "run_ab", fake)
     said: list[str] = []
     result, note = confirm_suspects(
-        comparison(changes),
+        comparison(changes, groups),
         HEAD,
         [],
         tmp_path,
@@ -193,3 +198,56 @@ def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(
     decision = gate_decision(result, allow_mismatch=False)
     assert decision.exit_status == ExitCode.OK
     assert "1 suspect(s) not shown slower by their A/B (x)" in decision.message
+
+
+def test_a_slowdown_hidden_by_its_groups_move_is_a_suspect(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the group read 10% faster; x, 10% slower in truth, reads -1%
+    changes = {"g1": -0.10, "g2": -0.12, "g3": -0.09, "x": -0.01}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, {"x": "slower"})
+    assert fake.asked == [["x"]]
+    assert outcomes == {"x": CONFIRMED}
+    found = mark_standouts(comparison(changes)).verdicts[-1]
+    assert found.standout == (
+        "-1.0% while the other 3 benches of its group moved -10.0%: +10.0% beyond that move"
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"g1": -0.10, "g2": -0.12, "g3": -0.09, "x": -0.07},  # +3% beyond: within 5%
+        {"g1": 0.02, "g2": 0.03, "g3": 0.01, "x": 0.04},  # the group did not read faster
+        {"g1": -0.10, "x": -0.01},  # one other bench: no reference
+    ],
+)
+def test_a_bench_that_moved_with_its_group_is_no_suspect(changes: dict[str, float]) -> None:
+    assert not any(v.suspect for v in mark_standouts(comparison(changes)).verdicts)
+
+
+def test_the_session_is_the_reference_of_a_bench_alone_in_its_group() -> None:
+    changes = {f"s{i}": -0.10 for i in range(10)} | {"x": -0.01}
+    groups = {n: f"group{i}" for i, n in enumerate(changes)}
+    marked = {v.fullname: v.standout for v in mark_standouts(comparison(changes, groups)).verdicts}
+    assert "benches of the session" in (marked["x"] or "")
+    assert [n for n, why in marked.items() if why] == ["x"]
+
+
+def test_an_undecided_suspect_gets_a_second_ab_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = {"x": 0.08, "y": 0.09, "f": 0.0}
+    answers = {"x": "beyond,same", "y": "same"}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
+    assert fake.asked == [["x", "y"], ["x"]]
+    assert outcomes == {"x": CLEARED, "y": CLEARED}
+
+
+def test_many_undecided_suspects_are_left_unconfirmed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = {f"x{i}": 0.08 for i in range(suspects.RETRY_AT_MOST + 1)}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "beyond"))
+    assert len(fake.asked) == 1
+    assert set(outcomes.values()) == {UNCONFIRMED}

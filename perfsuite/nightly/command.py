@@ -240,7 +240,8 @@ def confirm_tonight(
     machine's move on one commit and a clean tree, else ``perfsuite ab`` of that commit
     against ``HEAD`` (its output on this process's; its report in ``report``)."""
     from perfsuite.nightly.summary import Confirmation
-    from perfsuite.suspects import Commit, machine_move, run_ab, same_code
+    from perfsuite.suspects import run_ab
+    from perfsuite.verdict.commits import Commit, machine_move, same_code
 
     previous, tonight = screening.previous, screening.tonight
     base = Commit.of(previous.commit_info) if previous is not None else Commit(None, False)

@@ -65,6 +65,8 @@ class GateDecision:
 
 def _why(item: BenchVerdict) -> str:
     why = [item.verdict.value] if item.suspect and item.verdict is not None else []
+    if item.standout and item.confirmation is None:
+        why = [f"slower than its group: {item.standout}"]
     if item.confirmation is not None and item.suspect:
         why = [item.confirmation.text]
     if item.cpu_slower and item.cpu is not None and item.confirmation is None:

@@ -91,6 +91,7 @@ class BenchVerdict:
     note: str | None = None  # e.g. the threshold was widened by run-to-run noise
     cpu: Comparison | None = None  # CPU seconds per item, where both runs recorded them
     memory: MemoryChange | None = None  # peak memory, where both runs recorded it
+    standout: str | None = None  # slower than its group's move (the gate's screen)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -126,11 +127,16 @@ class BenchVerdict:
         return self.memory is not None and self.memory.rose
 
     @property
-    def suspect(self) -> bool:
-        """Slower or more CPU per item by the rank test, or a peak memory that rose: a
-        regression on a screen, a suspect where the command confirms (``--perf-gate``)."""
+    def time_suspect(self) -> bool:
+        """Slower by the rank test, or slower than its group's move (``standout``)."""
         slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
-        return slower or self.cpu_slower or self.memory_rose
+        return slower or self.standout is not None
+
+    @property
+    def suspect(self) -> bool:
+        """A time suspect, more CPU per item by the rank test, or a peak memory that rose:
+        a regression on a screen, a suspect where the command confirms (``--perf-gate``)."""
+        return self.time_suspect or self.cpu_slower or self.memory_rose
 
     @property
     def regressed(self) -> bool:

@@ -5,6 +5,11 @@ benches of an unchanged tree can read a few percent slower. Where at least
 ``MIN_FOR_SHIFT`` benches were judged, the session's shift is the median change of all
 of them, and a time suspect whose change less that shift stays under its threshold
 *moved with the session*.
+
+The same drift can hide a regression: where a bench's group read faster, a bench slowed
+down by its threshold can read unchanged. :func:`mark_standouts` makes a bench that
+stands out slower from the move of its group (or, in a group of fewer than
+``MIN_GROUP`` others, of the session) a time suspect too.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import CLEARED, BenchVerdict, Confirmed
@@ -21,10 +27,25 @@ from perfsuite.verdict.stats import Verdict
 MIN_FOR_SHIFT = 10
 #: how many suspects that moved with the session an A/B measures before clearing the rest
 SHIFT_SAMPLE = 2
+#: other judged benches of a group needed before its median change is the bench's reference
+MIN_GROUP = 2
 
 
 def _pct(value: float) -> str:
     return f"{value * 100:+.1f}%"
+
+
+def _ranked(comparison: RunComparison) -> list[BenchVerdict]:
+    """The benches whose time the rank test judged."""
+    return [
+        v
+        for v in comparison.verdicts
+        if v.time is not None and v.time.fallback is None and not v.not_comparable
+    ]
+
+
+def _log_change(item: BenchVerdict) -> float:
+    return math.log1p(item.time.change) if item.time is not None else 0.0
 
 
 def session_shift(comparison: RunComparison) -> float | None:
@@ -38,11 +59,7 @@ def session_shift(comparison: RunComparison) -> float | None:
     >>> session_shift(N(verdicts=[t(0.1)] * 9)) is None
     True
     """
-    changes = [
-        math.log1p(v.time.change)
-        for v in comparison.verdicts
-        if v.time is not None and v.time.fallback is None and not v.not_comparable
-    ]
+    changes = [_log_change(v) for v in _ranked(comparison)]
     if len(changes) < MIN_FOR_SHIFT:
         return None
     shift = math.expm1(statistics.median(changes))
@@ -66,3 +83,56 @@ def cleared_with(shift: float, sample: Sequence[BenchVerdict], item: BenchVerdic
         f"cleared with the session: the session moved {_pct(shift)} (its median change), "
         f"this bench {_pct(change)}, and the A/B cleared what moved most with it ({names})",
     )
+
+
+def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
+    """Why ``item`` (not slower by the rank test) is slower than its reference's move, or
+    None. The reference is the median change of the other benches of its group
+    (``MIN_GROUP`` or more), else of the session (``MIN_FOR_SHIFT`` or more). Only a
+    reference that read faster can hide a slowdown; ``item`` stands out when its change
+    beyond that move exceeds its threshold and the lower end of its interval lies
+    above that move too.
+
+    >>> from types import SimpleNamespace as N
+    >>> def t(c, lo, group="g"):
+    ...     time = N(change=c, ci=(lo, c + 0.02), threshold=0.05, fallback=None, verdict=None)
+    ...     return N(time=time, current=N(group=group), not_comparable=None)
+    >>> group = [t(-0.10, -0.12), t(-0.12, -0.14), t(-0.09, -0.11)]
+    >>> standout(t(-0.02, -0.04), group)
+    '-2.0% while the other 3 benches of its group moved -10.0%: +8.9% beyond that move'
+    >>> standout(t(-0.07, -0.09), group) is None
+    True
+    """
+    time = item.time
+    if time is None or time.ci is None or time.verdict is Verdict.SLOWER:
+        return None
+    group = item.current.group
+    others = [v for v in ranked if v is not item and v.current.group == group]
+    where = f"the other {len(others)} benches of its group"
+    if group is None or len(others) < MIN_GROUP:
+        others = [v for v in ranked if v is not item]
+        where = f"the other {len(others)} benches of the session"
+        if len(others) < MIN_FOR_SHIFT:
+            return None
+    reference = statistics.median(_log_change(v) for v in others)
+    if reference >= 0:
+        return None
+    beyond = math.expm1(math.log1p(time.change) - reference)
+    lower = math.expm1(math.log1p(time.ci[0]) - reference)
+    if beyond <= time.threshold or lower <= 0:
+        return None
+    return (
+        f"{_pct(time.change)} while {where} moved {_pct(math.expm1(reference))}: "
+        f"{_pct(beyond)} beyond that move"
+    )
+
+
+def mark_standouts(comparison: RunComparison) -> RunComparison:
+    """``comparison`` with each bench that stands out slower (:func:`standout`) marked a
+    time suspect."""
+    ranked = _ranked(comparison)
+    verdicts = [
+        replace(v, standout=why) if (why := standout(v, ranked)) is not None else v
+        for v in comparison.verdicts
+    ]
+    return replace(comparison, verdicts=verdicts)

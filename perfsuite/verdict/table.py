@@ -55,7 +55,7 @@ def _verdict_word(item: BenchVerdict) -> str:
         return "not comparable"
     word = item.verdict.value
     if item.confirmation is not None and item.suspect:
-        if item.verdict is Verdict.SLOWER:
+        if item.time_suspect:
             return CONFIRMED_WORDS[item.confirmation.outcome]
         return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
     return word.upper() if item.verdict is Verdict.SLOWER else word
@@ -132,7 +132,9 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
         word = _verdict_word(item)
         assert item.time is not None
         confirmation = item.confirmation.text if item.confirmation is not None else None
-        for note in (item.time.fallback, item.note, confirmation, _gpu_note(item)):
+        standout = f"slower than its group: {item.standout}" if item.standout else None
+        notes_of = (item.time.fallback, item.note, standout, confirmation, _gpu_note(item))
+        for note in notes_of:
             if note:
                 if note not in notes:
                     notes.append(note)

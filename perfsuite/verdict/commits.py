@@ -1,0 +1,43 @@
+"""A run's commit, and the rule that no code changed between two runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfsuite.verdict.judge import MACHINE, Confirmed
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A run's commit, as pytest-benchmark's ``commit_info`` saved it."""
+
+    sha: str | None
+    dirty: bool
+
+    @classmethod
+    def of(cls, commit_info: Mapping[str, Any]) -> Commit:
+        sha = commit_info.get("id")
+        usable = isinstance(sha, str) and sha not in ("", "unversioned", "unknown")
+        return cls(sha if usable else None, bool(commit_info.get("dirty")))
+
+
+def same_code(baseline: Commit, current: Commit) -> bool:
+    """Both runs are of one commit, neither with uncommitted changes."""
+    return (
+        baseline.sha is not None
+        and baseline.sha == current.sha
+        and not baseline.dirty
+        and not current.dirty
+    )
+
+
+MACHINE_TEXT = (
+    "the machine's move: both runs are of commit {sha} on a clean tree, no code change to confirm"
+)
+
+
+def machine_move(commit: Commit) -> Confirmed:
+    """A suspect's outcome where :func:`same_code` holds: the move is the machine's."""
+    return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
