@@ -6,6 +6,7 @@ A/B is replaced by one that answers each suspect from a table, so what is asked 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,16 @@ def test_a_slowdown_hidden_by_its_groups_move_is_a_suspect(
 )
 def test_a_bench_that_moved_with_its_group_is_no_suspect(changes: dict[str, float]) -> None:
     assert not any(v.suspect for v in mark_standouts(comparison(changes)).verdicts)
+
+
+def test_an_inconclusive_bench_is_too_noisy_to_stand_out() -> None:
+    changes = {"g1": -0.10, "g2": -0.12, "g3": -0.09, "x": -0.01}
+    found = comparison(changes)
+    noisy = found.verdicts[-1]
+    assert noisy.time is not None
+    wide = replace(noisy.time, verdict=Verdict.INCONCLUSIVE)
+    found = replace(found, verdicts=[*found.verdicts[:-1], replace(noisy, time=wide)])
+    assert not any(v.suspect for v in mark_standouts(found).verdicts)
 
 
 def test_the_session_is_the_reference_of_a_bench_alone_in_its_group() -> None:

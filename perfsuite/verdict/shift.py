@@ -86,16 +86,18 @@ def cleared_with(shift: float, sample: Sequence[BenchVerdict], item: BenchVerdic
 
 
 def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
-    """Why ``item`` (not slower by the rank test) is slower than its reference's move, or
-    None. The reference is the median change of the other benches of its group
-    (``MIN_GROUP`` or more), else of the session (``MIN_FOR_SHIFT`` or more). Only a
-    reference that read faster can hide a slowdown; ``item`` stands out when its change
-    beyond that move exceeds its threshold and the lower end of its interval lies
-    above that move too.
+    """Why ``item`` (``same`` or ``faster`` by the rank test) is slower than its
+    reference's move, or None. The reference is the median change of the other benches
+    of its group (``MIN_GROUP`` or more), else of the session (``MIN_FOR_SHIFT`` or
+    more). Only a reference that read faster can hide a slowdown; ``item`` stands out
+    when its change beyond that move exceeds its threshold and the lower end of its
+    interval lies above that move too. An ``inconclusive`` bench is too noisy to stand
+    out of anything: its interval already spans the threshold.
 
     >>> from types import SimpleNamespace as N
+    >>> same = Verdict.SAME
     >>> def t(c, lo, group="g"):
-    ...     time = N(change=c, ci=(lo, c + 0.02), threshold=0.05, fallback=None, verdict=None)
+    ...     time = N(change=c, ci=(lo, c + 0.02), threshold=0.05, fallback=None, verdict=same)
     ...     return N(time=time, current=N(group=group), not_comparable=None)
     >>> group = [t(-0.10, -0.12), t(-0.12, -0.14), t(-0.09, -0.11)]
     >>> standout(t(-0.02, -0.04), group)
@@ -104,7 +106,7 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
     True
     """
     time = item.time
-    if time is None or time.ci is None or time.verdict is Verdict.SLOWER:
+    if time is None or time.ci is None or time.verdict not in (Verdict.SAME, Verdict.FASTER):
         return None
     group = item.current.group
     others = [v for v in ranked if v is not item and v.current.group == group]
