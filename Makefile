@@ -48,9 +48,11 @@ docs: $(STAMP)
 tests: $(STAMP)
 	$(BIN)/pytest tests $(PYTEST_ARGS)
 
-# Lint, types, workflows, the plugin's tests and every bench at smoke scale, in one pytest run.
+# Lint, types, workflows, the plugin's tests and every bench at smoke scale: the A/B, gate
+# and tf.data service tests in one pytest, the rest in a second beside it
+# (tools/ci/streams.py); either failing fails.
 test: lint typecheck actionlint docs
-	$(BIN)/pytest tests benches --perf-scale=smoke $(PYTEST_ARGS)
+	$(BIN)/python tools/ci/streams.py $(BIN)/pytest $(PYTEST_ARGS)
 
 # pytest-benchmark's own test suite in two venvs (without, with perfsuite), in
 # $XDG_CACHE_HOME/perfsuite/pytest-benchmark-suite; fails if perfsuite changes an outcome.

@@ -97,8 +97,10 @@ def test_more_memory_and_cpu_per_call_fail_the_ab(tmp_path: Path) -> None:
 def test_equal_memory_does_not_rise(tmp_path: Path) -> None:
     repo = _repo(tmp_path, base=(30, 100_000), candidate=(30, 100_000))
     report = tmp_path / "report"
-    # no confirmation in fresh processes: the peak is read in the first pair
-    args = [*BUDGET, "--confirm", "0", "--report", str(report), "--", "test_hold.py"]
+    # no confirmation in fresh processes: the peak is read in the first pair, and equal
+    # work need not be decided: 12 pairs at most
+    args = [*BUDGET, "--max-pairs", "12", "--max-seconds", "12", "--confirm", "0"]
+    args += ["--report", str(report), "--", "test_hold.py"]
     result = repo.ab("HEAD~1", "HEAD", *args, timeout=TIMEOUT_S)
     # equal work: never a regression; whether `same` is decided depends on the machine
     assert result.code in (ExitCode.OK, ExitCode.NOT_JUDGED), result.out + result.err
