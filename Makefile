@@ -43,7 +43,7 @@ actionlint: $(STAMP)
 # The documentation site into site/ (open site/index.html); --strict fails on a broken link
 # or a page left out of the nav.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	$(BIN)/mkdocs build --strict
 
 tests: $(STAMP)
 	$(BIN)/pytest tests $(PYTEST_ARGS)
