@@ -91,7 +91,7 @@ class BenchVerdict:
     note: str | None = None  # e.g. the threshold was widened by run-to-run noise
     cpu: Comparison | None = None  # CPU seconds per item, where both runs recorded them
     memory: MemoryChange | None = None  # peak memory, where both runs recorded it
-    standout: str | None = None  # slower than its group's move (the gate's screen)
+    standout: str | None = None  # why it reads slower than its group's move (gate only)
 
     @property
     def verdict(self) -> Verdict | None:

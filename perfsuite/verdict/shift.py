@@ -100,8 +100,9 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
     ...     time = N(change=c, ci=(lo, c + 0.02), threshold=0.05, fallback=None, verdict=same)
     ...     return N(time=time, current=N(group=group), not_comparable=None)
     >>> group = [t(-0.10, -0.12), t(-0.12, -0.14), t(-0.09, -0.11)]
-    >>> standout(t(-0.02, -0.04), group)
-    '-2.0% while the other 3 benches of its group moved -10.0%: +8.9% beyond that move'
+    >>> print(standout(t(-0.02, -0.04), group))  # doctest: +NORMALIZE_WHITESPACE
+    slower than its group's move: -2.0% while the other 3 benches of its group moved
+    -10.0%: +8.9% beyond that move
     >>> standout(t(-0.07, -0.09), group) is None
     True
     """
@@ -110,10 +111,10 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
         return None
     group = item.current.group
     others = [v for v in ranked if v is not item and v.current.group == group]
-    where = f"the other {len(others)} benches of its group"
+    whose, where = "its group's", f"the other {len(others)} benches of its group"
     if group is None or len(others) < MIN_GROUP:
         others = [v for v in ranked if v is not item]
-        where = f"the other {len(others)} benches of the session"
+        whose, where = "the session's", f"the other {len(others)} benches of the session"
         if len(others) < MIN_FOR_SHIFT:
             return None
     reference = statistics.median(_log_change(v) for v in others)
@@ -124,8 +125,8 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
     if beyond <= time.threshold or lower <= 0:
         return None
     return (
-        f"{_pct(time.change)} while {where} moved {_pct(math.expm1(reference))}: "
-        f"{_pct(beyond)} beyond that move"
+        f"slower than {whose} move: {_pct(time.change)} while {where} moved "
+        f"{_pct(math.expm1(reference))}: {_pct(beyond)} beyond that move"
     )
 
 
