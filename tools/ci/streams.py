@@ -91,7 +91,8 @@ def main(argv: Sequence[str]) -> int:
             rest_code, ab_code = _stop(rest), _stop(ab)
         log.seek(0)
         sys.stdout.flush()
-        print(f"\n==== the A/B tests, run beside the rest: {' '.join(ab_cmd)}", flush=True)
+        heading = "the A/B tests (with the gate and tf.data service tests), run beside the rest"
+        print(f"\n==== {heading}: {' '.join(ab_cmd)}", flush=True)
         sys.stdout.buffer.write(log.read())
         sys.stdout.flush()
     return combined(ab_code, rest_code)
