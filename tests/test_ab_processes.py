@@ -98,7 +98,10 @@ def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> No
     # (Which verdict depends on this machine: a busy one shifts whole processes.)
     verdict, change = _rejudged(entry, PAIRED_ALPHA)
     assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
-    assert result.code == (1 if verdict == "slower" else 0), result.out + result.err
+    # a regression is a slower time or a cost that rose (twice the work: CPU per call)
+    cpu, memory = entry.get("cpu") or {}, entry.get("memory") or {}
+    regressed = verdict == "slower" or cpu.get("verdict") == "slower" or memory.get("rose")
+    assert result.code == (1 if regressed else 0), result.out + result.err
     for side in ("A", "B"):
         saved = json.loads((report / f"{side}.json").read_text())
         assert [b["name"] for b in saved["benchmarks"]] == ["test_work[one]"]
@@ -244,7 +247,10 @@ def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> 
     assert entry["first"]["pairs"] >= 10
     verdict, change = _rejudged(entry, CONFIRM_ALPHA)
     assert (entry["verdict"], entry["change"]) == (verdict, pytest.approx(change))
-    assert result.code == (1 if verdict == "slower" else 0), result.out + result.err
+    # a regression is a slower time or a cost that rose (twice the work: CPU per call)
+    cpu, memory = entry.get("cpu") or {}, entry.get("memory") or {}
+    regressed = verdict == "slower" or cpu.get("verdict") == "slower" or memory.get("rose")
+    assert result.code == (1 if regressed else 0), result.out + result.err
     _assert_pairs_started_ahead_never_beside_timed_work(read_log(log))
 
 
