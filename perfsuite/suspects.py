@@ -255,6 +255,9 @@ def _memory_outcome(memory: Any, shown: str) -> Confirmed:
     if not isinstance(memory, dict) or not isinstance(memory.get("rose"), bool):
         return Confirmed(UNCONFIRMED, f"unconfirmed: no peak memory from the A/B; {shown}")
     peaks = f"peak {memory.get('a_mb', 0):.0f} -> {memory.get('b_mb', 0):.0f} MB"
+    pairs = memory.get("pairs")
+    if isinstance(pairs, int) and pairs > 1:
+        peaks += f" (median of {pairs} pairs of processes)"
     if memory["rose"]:
         return Confirmed(CONFIRMED, f"memory confirmed by A/B: {peaks}")
     return Confirmed(CLEARED, f"memory cleared by A/B: {peaks}")

@@ -250,7 +250,7 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
-    from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks, pick_suspects
+    from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks, memory_only, pick_suspects
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
@@ -340,6 +340,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             verdicts = recheck(pairs, verdicts, groups == [None], suspect_kind)
         alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, PAIRED_ALPHA)
         suspects = list(alphas)
+        memory = memory_only(verdicts, suspects, suspect_kind)
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:
             plan = ", ".join(str(k) for k in looks(args.confirm))
@@ -359,7 +360,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                     )
 
                 try:
-                    return confirm_in_fresh_pairs(again, ids, args.confirm, alphas, confirm_seconds)
+                    return confirm_in_fresh_pairs(
+                        again, ids, args.confirm, alphas, confirm_seconds, memory=memory
+                    )
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()
 
@@ -367,7 +370,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 check(None if groups == [None] else [f], ids)
                 for f, ids in by_file(suspects).items()
             ]
-            verdicts = verdicts.confirmed(checks, "confirmation in {pairs} pairs of processes")
+            verdicts = verdicts.confirmed(
+                checks, "confirmation in {pairs} pairs of processes", memory
+            )
         print("\n".join(verdicts.text_lines()))
         load = measured(start)
         notes = [load.line()] if load else []

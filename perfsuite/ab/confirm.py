@@ -40,7 +40,7 @@ of the planned looks, judged at the same ``alpha / k``, so the bound costs power
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.ab.budget import SUSPECT_KINDS
@@ -88,7 +88,24 @@ def pick_suspects(
             chosen[row.nodeid] = lean_alpha
         elif kind == "undecided" and row.undecided:
             chosen[row.nodeid] = undecided_alpha
+        elif row.memory_rose:
+            chosen[row.nodeid] = lean_alpha
     return chosen
+
+
+def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
+    """The suspects of :func:`pick_suspects` chosen for their peak memory alone: one
+    pair of processes saw it rise, and their time made no suspect. Their confirmation
+    ends at its first look, and only their peak memory is taken from it
+    (:meth:`Verdicts.confirmed`): the first pair's time verdict stands."""
+    return frozenset(
+        row.nodeid
+        for row in verdicts.rows
+        if row.nodeid in chosen
+        and row.memory_rose
+        and not row.suspect_of(kind)
+        and not (kind == "undecided" and row.undecided)
+    )
 
 
 def _stop_if_futile(row: Row, can_have: int) -> bool:
@@ -113,6 +130,7 @@ def confirm_in_fresh_pairs(
     alpha: float | Mapping[str, float],
     seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    memory: Collection[str] = (),
 ) -> Verdicts:
     """The suspects of one bench file, each judged at its first decisive look.
 
@@ -124,7 +142,7 @@ def confirm_in_fresh_pairs(
     whatever it is. The confirmation stops as soon as every
     suspect is kept. Once ``seconds`` (by ``clock``) have passed and the first look is
     in, no further pair starts: the look due is taken on the pairs so far and is the
-    last.
+    last. A suspect in ``memory`` (:func:`memory_only`) is kept at the first look.
     """
     plan = looks(most)
     alphas = alpha if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
@@ -147,7 +165,7 @@ def confirm_in_fresh_pairs(
         for row in measured:
             if row.nodeid in kept:
                 continue
-            ends = row.verdict in DECISIVE or look == plan[-1] or spent
+            ends = row.verdict in DECISIVE or look == plan[-1] or spent or row.nodeid in memory
             if ends or _stop_if_futile(row, can_have):
                 kept[row.nodeid] = row
         if all(row.nodeid in kept for row in measured):

@@ -38,6 +38,8 @@ class BenchRun:
     b_cpu: list[list[float]] = field(default_factory=list)
     calls: dict[str, int] = field(default_factory=dict)  # side -> calls a round
     peak_mb: dict[str, float] = field(default_factory=dict)  # side -> peak memory so far
+    # pooled over fresh pairs of processes: each pair's (A, B) peak memory
+    pair_peaks: list[tuple[float, float]] = field(default_factory=list)
     memory_threshold: float = MEMORY_THRESHOLD
     cpu_missing: bool = False  # a block came without its rounds' CPU
     cpu: PairedResult | None = None  # CPU per call, judged once the time is decided
@@ -76,7 +78,13 @@ class BenchRun:
 
     @property
     def memory(self) -> MemoryChange | None:
-        """Peak memory of B against A's, where both sides sent it."""
+        """Peak memory of B against A's, where both sides sent it: over two or more
+        pairs of processes, the median of each side's peaks, since a multi-process
+        bench's peak moves by a quarter between processes of unchanged code."""
+        if len(self.pair_peaks) >= 2:
+            a = statistics.median(p[0] for p in self.pair_peaks)
+            b = statistics.median(p[1] for p in self.pair_peaks)
+            return MemoryChange(a, b, self.memory_threshold, pairs=len(self.pair_peaks))
         if "A" not in self.peak_mb or "B" not in self.peak_mb:
             return None
         return MemoryChange(self.peak_mb["A"], self.peak_mb["B"], self.memory_threshold)

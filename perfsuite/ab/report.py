@@ -26,7 +26,10 @@ from perfsuite.verdict.paired import PairedResult
 
 def _memory(change: MemoryChange) -> dict[str, Any]:
     """A bench's peak memory, A against B, as pairs.json keeps it."""
-    return {"a_mb": change.baseline_mb, "b_mb": change.current_mb, "rose": change.rose}
+    return {
+        "a_mb": change.baseline_mb, "b_mb": change.current_mb, "rose": change.rose,
+        "pairs": change.pairs,
+    }  # fmt: skip
 
 
 def _result(result: PairedResult | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -76,19 +76,29 @@ class Verdicts:
         runs = [run for part in parts for run in part.runs]
         return cls(rows, parts[0].specs, parts[0].seed, runs)
 
-    def confirmed(self, checks: Sequence[Verdicts], how: str) -> Verdicts:
+    def confirmed(
+        self, checks: Sequence[Verdicts], how: str, memory: Collection[str] = ()
+    ) -> Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
         again) replaced by its check's row, its status saying ``how`` and the first
         estimate (and a rechecked `same`'s second); neither is ever pooled in, as the
         bench was chosen for their being high. A check that says slower or faster the
         other way from the estimate that made the bench a suspect (:attr:`Row.suspicion`,
-        :func:`against`) makes the row inconclusive."""
+        :func:`against`) makes the row inconclusive. A row in ``memory`` (a suspect for
+        its peak memory alone) keeps its own time verdict and takes only the check's
+        peak memory, each side's median over the check's pairs of processes."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
         rows = []
         for row in self.rows:
             new, before = again.get(row.nodeid), row.run
             if new is None or new.run is None or before is None or before.result is None:
                 rows.append(row)
+                continue
+            if row.nodeid in memory:
+                pairs = len(new.run.pair_peaks)
+                run = replace(before, pair_peaks=list(new.run.pair_peaks))
+                status = f"peak memory measured again in {pairs} pairs of processes"
+                rows.append(replace(row, run=run, status=status))
                 continue
             first, second = before.result, before.second
             lead = second or first  # Row.suspicion: what made it a suspect
@@ -229,6 +239,8 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
             pooled.calls.setdefault(side, calls)
         for side, peak in run.peak_mb.items():
             pooled.peak_mb[side] = max(peak, pooled.peak_mb.get(side, 0.0))
+        if "A" in run.peak_mb and "B" in run.peak_mb:
+            pooled.pair_peaks.append((run.peak_mb["A"], run.peak_mb["B"]))
     pooled.memory_threshold = first.memory_threshold
     pooled.cpu = pooled.cpu_result(alpha)
     higher = first.result.higher_is_better if first.result else False

@@ -179,6 +179,7 @@ class MemoryChange:
     current_mb: float
     threshold: float
     floor_mb: float = MEMORY_FLOOR_MB
+    pairs: int = 1  # pairs of processes whose median peaks these are (perfsuite ab)
 
     @property
     def change_mb(self) -> float:
@@ -192,7 +193,8 @@ class MemoryChange:
 
     def __str__(self) -> str:
         words = " ROSE" if self.rose else ""
-        return f"peak {self.baseline_mb:.0f} -> {self.current_mb:.0f} MB{words}"
+        over = f" (median of {self.pairs} pairs)" if self.pairs > 1 else ""
+        return f"peak {self.baseline_mb:.0f} -> {self.current_mb:.0f} MB{over}{words}"
 
 
 def memory_change(

@@ -1,0 +1,102 @@
+"""A peak memory that rose in one pair of processes is measured again in fresh pairs,
+and judged on each side's median peak over them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from perfsuite.ab.confirm import confirm_in_fresh_pairs, memory_only, pick_suspects
+from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.rows import Row
+from perfsuite.ab.verdicts import Verdicts
+from perfsuite.suspects import AbRun, decide
+from perfsuite.verdict.paired import PAIRED_ALPHA, judge
+from perfsuite.verdict.stats import Verdict
+
+NODE = "b.py::service"
+
+
+def _session(effect: float, peaks: tuple[float, float], seed: int) -> Verdicts:
+    """One pair of processes: 12 pairs of blocks at ``effect``, the sides' peaks."""
+    rng = np.random.default_rng(seed)
+    ratios = list(effect + rng.normal(0, 0.002, 12))
+    run = BenchRun(NODE, 0.05)
+    run.a_blocks = [[1.0] for _ in ratios]
+    run.b_blocks = [[math.exp(r)] for r in ratios]
+    run.order = ["A", "B"] * len(ratios)
+    run.peak_mb = {"A": peaks[0], "B": peaks[1]}
+    run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
+    return Verdicts([Row(NODE, run)], [], 1, [run])
+
+
+def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdicts, list[int]]:
+    """``first`` with its suspects confirmed in fresh pairs whose peaks are ``later``."""
+    asked: list[int] = []
+
+    def session(i: int) -> Verdicts:
+        asked.append(i)
+        return _session(0.0, later[i % len(later)], 100 + i)
+
+    alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
+    memory = memory_only(first, list(alphas), "leaning")
+    check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory)
+    return first.confirmed([check], "confirmation in {pairs} pairs of processes", memory), asked
+
+
+def test_a_peak_that_rose_in_one_pair_only_is_cleared_by_three_fresh_pairs() -> None:
+    first = _session(0.0, (725.0, 950.0), 1)  # the time `same`, the peak up 31%
+    row = first.rows[0]
+    assert row.verdict is Verdict.SAME
+    assert row.memory_rose
+    assert row.regressed
+    assert memory_only(first, [NODE], "leaning") == {NODE}
+    final, asked = _confirm(first, [(730.0, 735.0), (940.0, 720.0), (728.0, 731.0)])
+    assert asked == [0, 1, 2]  # kept at the first look: 3 pairs, not 12
+    (row,) = final.rows
+    assert row.verdict is Verdict.SAME  # the first pair's time verdict stands
+    assert row.run is not None
+    assert row.run.memory is not None
+    assert (row.run.memory.baseline_mb, row.run.memory.current_mb) == (730.0, 731.0)
+    assert not row.memory_rose
+    assert not row.regressed
+    assert row.status == "peak memory measured again in 3 pairs of processes"
+    assert "peak 730 -> 731 MB (median of 3 pairs)" in row.cells()[-1]
+
+
+def test_a_peak_that_rises_in_every_pair_stays_a_regression() -> None:
+    first = _session(0.0, (700.0, 950.0), 2)
+    final, _ = _confirm(first, [(705.0, 940.0), (698.0, 960.0), (702.0, 955.0)])
+    (row,) = final.rows
+    assert row.memory_rose
+    assert row.regressed
+    assert "peak 702 -> 955 MB (median of 3 pairs) ROSE" in row.cells()[-1]
+
+
+def test_a_time_suspect_is_not_a_memory_only_one() -> None:
+    first = _session(math.log(1.3), (700.0, 950.0), 3)
+    assert memory_only(first, [NODE], "leaning") == frozenset()
+    final, _ = _confirm(first, [(700.0, 700.0)])
+    (row,) = final.rows
+    assert row.status is not None
+    assert row.status.startswith("confirmation in")
+
+
+def test_pooled_pairs_judge_memory_on_median_peaks_not_the_highest() -> None:
+    parts = [_session(0.0, p, i) for i, p in enumerate([(700, 950), (720, 730), (710, 720)])]
+    (row,) = Verdicts.pool(parts).rows
+    assert row.run is not None
+    assert row.run.memory is not None
+    assert (row.run.memory.baseline_mb, row.run.memory.current_mb) == (710, 730)
+    assert not row.memory_rose
+
+
+def test_the_gate_names_the_pairs_a_memory_verdict_stands_on() -> None:
+    memory = {"a_mb": 702.0, "b_mb": 955.0, "rose": True, "pairs": 3}
+    row = {"nodeid": NODE, "verdict": "same", "memory": memory, "threshold": 0.05}
+    ab = AbRun(("perfsuite", "ab"), "perfsuite ab ...", 1, 10.0, {NODE: row})
+    outcome = decide(NODE, ab, what="memory")
+    assert outcome.text == (
+        "memory confirmed by A/B: peak 702 -> 955 MB (median of 3 pairs of processes)"
+    )
