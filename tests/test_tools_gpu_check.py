@@ -42,6 +42,8 @@ GPU = {
     "temp_c_max": 71,
     "clocks_moved": True,
     "throttled": True,
+    "settled": False,
+    "settle_s": 10.0,
 }
 
 
@@ -56,9 +58,9 @@ def test_rows_and_problems_from_a_run() -> None:
     rows = tool.bench_rows(report)
     assert rows[0].cells() == [
         "test_warmup_torch[warm-gpu]", "gpu", "1980->1755", "2619->2619", "700", "71",
-        "clocks_moved, throttled", "12", "5.0%",
+        "clocks_moved, throttled", "10.0 (not settled)", "12", "5.0%",
     ]  # fmt: skip
-    assert rows[1].cells()[1:] == ["cpu", "-", "-", "-", "-", "not read", "3", "5.0%"]
+    assert rows[1].cells()[1:] == ["cpu", "-", "-", "-", "-", "not read", "-", "3", "5.0%"]
     assert tool.bench_problems(rows) == [
         "test_warmup_torch[cold-cpu] recorded device 'cpu', not 'gpu'",
         "test_warmup_torch[cold-cpu] ran 3 rounds; a rank test needs 7",

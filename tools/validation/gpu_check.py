@@ -3,14 +3,14 @@
 One command, from the root of a checkout with the GPU stack installed::
 
     python tools/validation/gpu_check.py [--scale default] [--pairs 12] [--goal 0.05] [--keep DIR]
-                              [--no-ab]
+                              [--no-ab] [-k EXPR]
 
 1. Runs the torch benches, ``pytest benches/bench_compile.py benches/bench_warmup.py -m
    torch --perf-device=gpu``, and prints per
    bench the device it recorded, its SM and memory clocks before and after its timed
    rounds (MHz), the most power and heat they saw, whether its clocks moved or
-   throttled, its rounds, and its spread: the interquartile range of its rounds over
-   their median.
+   throttled, how long they took to settle, its rounds, and its spread: the
+   interquartile range of its rounds over their median. ``-k`` narrows the benches.
 2. Runs an A/A of the warm CUDA bench, ``perfsuite ab HEAD HEAD --min-pairs N
    --max-pairs N --confirm 0 -- benches/bench_warmup.py -k "<bench>" --perf-device=gpu``
    (HEAD as committed), and prints its change and interval against the goal: inside
@@ -44,7 +44,8 @@ TORCH_BENCHES = ("benches/bench_compile.py", "benches/bench_warmup.py")
 #: the warm CUDA bench the A/A runs: test_warmup_torch_cuda[warm]
 WARM_CUDA = "warmup_torch_cuda and not cold and not cudnn"
 HEADER = [
-    "bench", "device", "sm MHz", "mem MHz", "max W", "max C", "clocks", "rounds", "spread",
+    "bench", "device", "sm MHz", "mem MHz", "max W", "max C", "clocks", "settle s", "rounds",
+    "spread",
 ]  # fmt: skip
 
 
@@ -67,6 +68,8 @@ class BenchRow:
 
         flags = [name for name in ("clocks_moved", "throttled") if gpu.get(name)]
         power = gpu.get("power_w_max")
+        settle = gpu.get("settle_s")
+        settled = "" if gpu.get("settled", True) else " (not settled)"
         return [
             self.name,
             self.device or "-",
@@ -75,6 +78,7 @@ class BenchRow:
             "-" if power is None else f"{power:.0f}",
             str(gpu["temp_c_max"]) if "temp_c_max" in gpu else "-",
             ", ".join(flags) or ("steady" if gpu else "not read"),
+            "-" if settle is None else f"{settle:.1f}{settled}",
             str(self.rounds),
             "-" if self.spread is None else f"{self.spread * 100:.1f}%",
         ]
@@ -132,13 +136,15 @@ def aa_line(entry: dict[str, Any], goal: float) -> tuple[str, bool]:
     )
 
 
-def run_benches(scale: str, out: Path) -> tuple[int, list[BenchRow]]:
-    """The torch benches on the GPU; pytest's exit status and the benches it measured."""
+def run_benches(scale: str, out: Path, select: str | None = None) -> tuple[int, list[BenchRow]]:
+    """The torch benches on the GPU (those ``select``, a ``-k`` expression, picks); pytest's
+    exit status and the benches it measured. Each bench's line and its seconds stream as
+    it ends (``-v``, ``--durations``), so a run cut short still says how far it got."""
     report = out / "torch-gpu.json"
     command = [
         sys.executable, "-m", "pytest", *TORCH_BENCHES, "-m", "torch", "--perf-device=gpu",
-        f"--perf-scale={scale}", "-p", "no:cacheprovider", "-rs", "-q",
-        f"--benchmark-json={report}",
+        f"--perf-scale={scale}", "-p", "no:cacheprovider", "-rs", "-v", "--durations=0",
+        f"--benchmark-json={report}", *(["-k", select] if select else []),
     ]  # fmt: skip
     print("$", " ".join(command), flush=True)
     code = subprocess.run(command, cwd=ROOT, check=False).returncode
@@ -171,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goal", type=float, default=0.05, help="A/A interval goal (0.05)")
     parser.add_argument("--keep", type=Path, help="keep the JSON report and A/A report here")
     parser.add_argument("--no-ab", action="store_true", help="skip the A/A")
+    parser.add_argument("-k", dest="select", help="only the torch benches this -k expression picks")
     args = parser.parse_args(argv)
     gpu = detect_gpu()
     if gpu.count == 0:
@@ -179,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.keep or Path(tempfile.mkdtemp(prefix="gpu-check-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"GPU: {gpu.name} ({gpu.count}), driver {gpu.driver}, CUDA {gpu.cuda}", flush=True)
-    code, rows = run_benches(args.scale, out)
+    code, rows = run_benches(args.scale, out, args.select)
     problems = [] if code == 0 else [f"pytest exited {code}"]
     problems += bench_problems(rows)
     print()
