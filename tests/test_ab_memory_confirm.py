@@ -100,3 +100,20 @@ def test_the_gate_names_the_pairs_a_memory_verdict_stands_on() -> None:
     assert outcome.text == (
         "memory confirmed by A/B: peak 702 -> 955 MB (median of 3 pairs of processes)"
     )
+
+
+def test_a_check_that_sent_no_peaks_leaves_the_row_as_it_was() -> None:
+    first = _session(0.0, (725.0, 950.0), 4)
+    alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
+    memory = memory_only(first, list(alphas), "leaning")
+
+    def session(i: int) -> Verdicts:
+        part = _session(0.0, (1.0, 1.0), 200 + i)
+        assert part.rows[0].run is not None
+        part.rows[0].run.peak_mb = {}  # a side that sent no peak memory
+        return part
+
+    check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory)
+    (row,) = first.confirmed([check], "confirmation in {pairs} pairs of processes", memory).rows
+    assert row is first.rows[0]
+    assert row.memory_rose

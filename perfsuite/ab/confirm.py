@@ -84,13 +84,21 @@ def pick_suspects(
         raise ValueError(f"unknown kind of suspects {kind!r}")
     chosen: dict[str, float] = {}
     for row in verdicts.rows:
-        if row.suspect_of(kind):
-            chosen[row.nodeid] = lean_alpha
-        elif kind == "undecided" and row.undecided:
-            chosen[row.nodeid] = undecided_alpha
-        elif row.memory_rose:
-            chosen[row.nodeid] = lean_alpha
+        alpha = _time_alpha(row, kind, lean_alpha, undecided_alpha)
+        if alpha is None and row.memory_rose:
+            alpha = lean_alpha
+        if alpha is not None:
+            chosen[row.nodeid] = alpha
     return chosen
+
+
+def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) -> float | None:
+    """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None."""
+    if row.suspect_of(kind):
+        return lean_alpha
+    if kind == "undecided" and row.undecided:
+        return undecided_alpha
+    return None
 
 
 def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
@@ -101,10 +109,7 @@ def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> froze
     return frozenset(
         row.nodeid
         for row in verdicts.rows
-        if row.nodeid in chosen
-        and row.memory_rose
-        and not row.suspect_of(kind)
-        and not (kind == "undecided" and row.undecided)
+        if row.nodeid in chosen and row.memory_rose and _time_alpha(row, kind, 0, 0) is None
     )
 
 
