@@ -204,12 +204,12 @@ def _run_to_verdict(seq: Sequential, draw: np.ndarray) -> tuple[int, Verdict, bo
 
 def test_futility_stops_noise_no_budget_could_decide() -> None:
     """Pairs scattered +-50%: 240 pairs could neither clear 0 nor fit inside +-5%, so
-    the second look (16 pairs) stops the bench, inconclusive, where it used to run all
-    240."""
+    a look stops the bench (the third, at 20 pairs: the narrowest window of the first
+    12 or 16 could still decide), inconclusive, where it used to run all 240."""
     rng = np.random.default_rng(3)
     draw = rng.uniform(-0.5, 0.5, 240)
     assert _run_to_verdict(Sequential(Budget(12, 240, 1e9), 0.05), draw) == (
-        16,
+        20,
         Verdict.INCONCLUSIVE,
         True,
     )
@@ -266,13 +266,14 @@ def test_futile_never_stops_a_decisive_or_uncertain_result() -> None:
 
 
 def test_projection_follows_the_interval_of_more_pairs() -> None:
-    """The projection matches the interval the pairs would give, were they as spread."""
+    """The projection is what a luckier draw of the pairs so far would give: never wider
+    than the interval the pairs would give, were they as spread, and not far below it."""
     d = list(np.random.default_rng(1).normal(0.0, 0.05, 400))
     for n, more in [(24, 200), (50, 200), (100, 400)]:
         ci = judge(d[:more], 0.05, 0.001).ci
         assert ci is not None
         actual = (math.log1p(ci[1]) - math.log1p(ci[0])) / 2
-        assert sign_half_width(d[:n], 0.001, more) == pytest.approx(actual, rel=0.3)
+        assert 0.4 * actual <= sign_half_width(d[:n], 0.001, more) <= actual
     est = [0.03, -0.02, 0.01, 0.04, -0.01, 0.0, 0.02, -0.03, 0.01, 0.02, -0.02, 0.0]
     small, large = (
         judge_processes([[e] for e in est[:3]], 0.05),
