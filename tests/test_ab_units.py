@@ -23,7 +23,7 @@ from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
 from perfsuite.ab.sidemanage import side_pythonpath
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.paired import Budget
+from perfsuite.verdict.paired import Budget, Sequential
 from perfsuite.verdict.signtest import min_pairs_for
 
 
@@ -88,13 +88,27 @@ def test_a_first_look_that_cannot_decide_is_raised() -> None:
                 assert min_pairs_for(Budget(need, most, 1.0).alpha_per_look) <= need
 
 
-def test_only_the_first_stage_alternates_past_min_pairs() -> None:
+def test_a_session_judged_across_pairs_of_processes_runs_a_fixed_plan() -> None:
     budget = budget_for(_args(), "default")
     assert session_budget(budget, None, 1) is budget  # judged alone: the whole budget
     for only, processes in [(["b.py::t"], 1), (None, 4), (["b.py::t"], 4)]:
         across = session_budget(budget, only, processes)  # judged across pairs of processes
-        assert (across.min_pairs, across.max_pairs, across.looks) == (12, 12, [12])
-        assert across.max_seconds == budget.max_seconds
+        assert (across.min_pairs, across.max_pairs) == (12, 4 * 12)
+        assert (across.least_seconds, across.max_seconds) == (4.0, budget.max_seconds)
+    across = session_budget(budget, ["b.py::t"], 1)
+    decisive = [0.3] * 48  # a session's own interval never stops it early
+
+    def stops(pace: float) -> int:
+        seq = Sequential(across, 0.05)
+        for n in range(1, 49):
+            if seq.look(decisive[:n], elapsed=pace * n) is not None:
+                return n
+        raise AssertionError("never stopped")
+
+    assert stops(1.0) == 12  # slow rounds: min_pairs, past the seconds already
+    assert stops(0.2) == 20  # cheap rounds: on to 4 s
+    assert stops(0.01) == 48  # at most 4 x min_pairs
+    assert stops(59.0 / 12) == 12
 
 
 def test_selection_and_side_args(tmp_path: Path) -> None:

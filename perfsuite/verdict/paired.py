@@ -204,6 +204,11 @@ class Budget:
     max_seconds: float
     alpha: float = PAIRED_ALPHA
     every: int = LOOK_EVERY
+    #: a session judged across pairs of processes, not on its own: it runs a number of
+    #: pairs that its data never sets (``min_pairs``, then on while ``least_seconds``
+    #: have not passed, up to ``max_pairs``), since stopping one when it looks decisive
+    #: would bias the estimate it gives; 0 for a bench judged on its own pairs
+    least_seconds: float = 0.0
 
     @property
     def looks(self) -> list[int]:
@@ -248,7 +253,8 @@ class Sequential:
         had (a final look there instead of the scheduled ones left), or when the pairs
         the budget can still buy at this pace could not make it decisive, nor (after
         any pair) bring it to ``LEAN_PAIRS`` (``futile``, unless ``futility`` is off; the
-        result then says ``futile``).
+        result then says ``futile``). With ``least_seconds`` in the budget, the one look
+        comes at ``min_pairs`` once those seconds have passed, or at ``max_pairs``.
         """
         n = len(ratios)
         if n == 0:
@@ -261,6 +267,12 @@ class Sequential:
             and elapsed > 0
             and n + seconds_leave(n, elapsed, self.budget.max_seconds) < LEAN_PAIRS
         )
+        if self.budget.least_seconds > 0 and not out_of_time and not hopeless:
+            if n < self.budget.min_pairs or (
+                n < self.budget.max_pairs and elapsed < self.budget.least_seconds
+            ):
+                return None
+            out_of_time = True  # a session's estimate: the pairs it has, judged once
         if n not in self._looks and not out_of_time and not hopeless:
             return None
         self.looks_taken.append(n)
