@@ -263,3 +263,47 @@ def test_many_undecided_suspects_are_left_unconfirmed(
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "beyond"))
     assert len(fake.asked) == 1
     assert set(outcomes.values()) == {UNCONFIRMED}
+
+
+def _undecided(found: RunComparison, name: str, ci: tuple[float, float], p: float) -> RunComparison:
+    """``found`` with ``name`` read inconclusive at ``ci`` (its change the middle), p ``p``."""
+    verdicts = []
+    for v in found.verdicts:
+        if v.fullname == name and v.time is not None:
+            time = replace(v.time, verdict=Verdict.INCONCLUSIVE, change=sum(ci) / 2, ci=ci, p=p)
+            v = replace(v, time=time)
+        verdicts.append(v)
+    return replace(found, verdicts=verdicts)
+
+
+def test_a_significant_undecided_slowdown_is_a_suspect(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """+4.9% [+3.0%, +6.3%] at p 3e-6: under the threshold, but it could be past it."""
+    found = _undecided(comparison({"x": 0.0, "f": 0.0}), "x", (0.03, 0.068), 3e-6)
+    marked = {v.fullname: v.standout for v in mark_standouts(found).verdicts}
+    assert marked == {
+        "x": "slower, undecided: +4.9% [+3.0%, +6.8%] lies above 0 and reaches past its "
+        "+5.0% threshold",
+        "f": None,
+    }
+    fake = FakeAb({"x": "slower"})
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    result, _ = confirm_suspects(
+        found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda ids: [], lambda s: None
+    )
+    assert fake.asked == [["x"]]
+    outcomes = {v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation}
+    assert outcomes == {"x": CONFIRMED}
+
+
+@pytest.mark.parametrize(
+    ("ci", "p"),
+    [((0.03, 0.068), 0.01), ((0.01, 0.045), 1e-6), ((-0.01, 0.2), 1e-6)],
+    ids=["not-significant", "inside-the-threshold", "interval-holds-zero"],
+)
+def test_an_undecided_bench_that_cannot_be_a_slowdown_past_the_threshold_is_no_suspect(
+    ci: tuple[float, float], p: float
+) -> None:
+    found = _undecided(comparison({"x": 0.0, "f": 0.0}), "x", ci, p)
+    assert not any(v.suspect for v in mark_standouts(found).verdicts)

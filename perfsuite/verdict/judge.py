@@ -91,7 +91,9 @@ class BenchVerdict:
     note: str | None = None  # e.g. the threshold was widened by run-to-run noise
     cpu: Comparison | None = None  # CPU seconds per item, where both runs recorded them
     memory: MemoryChange | None = None  # peak memory, where both runs recorded it
-    standout: str | None = None  # why it reads slower than its group's move (gate only)
+    #: why the gate makes it a time suspect beyond a `slower` verdict (gate only): it
+    #: reads slower than its group's move, or slower but undecided
+    standout: str | None = None
 
     @property
     def verdict(self) -> Verdict | None:
@@ -128,7 +130,8 @@ class BenchVerdict:
 
     @property
     def time_suspect(self) -> bool:
-        """Slower by the rank test, or slower than its group's move (``standout``)."""
+        """Slower by the rank test, or marked by the gate (``standout``): slower than
+        its group's move, or slower with significance but undecided."""
         slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
         return slower or self.standout is not None
 

@@ -9,7 +9,8 @@ of them, and a time suspect whose change less that shift stays under its thresho
 The same drift can hide a regression: where a bench's group read faster, a bench slowed
 down by its threshold can read unchanged. :func:`mark_standouts` makes a bench that
 stands out slower from the move of its group (or, in a group of fewer than
-``MIN_GROUP`` others, of the session) a time suspect too.
+``MIN_GROUP`` others, of the session) a time suspect too, and so does a bench the rank
+test found slower with significance but left undecided (:func:`undecided_slower`).
 """
 
 from __future__ import annotations
@@ -130,12 +131,45 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
     )
 
 
+def undecided_slower(item: BenchVerdict) -> str | None:
+    """Why ``item`` is a time suspect though ``inconclusive``, or None: the rank test
+    found it slower with significance, but under its threshold, with an interval that
+    reaches past it. The screen can neither rule that regression in nor out; the A/B
+    can. (A +10% decode read +4.9% [+3.0%, +6.3%] against a baseline of minutes
+    before, and no A/B ran.)
+
+    >>> from types import SimpleNamespace as N
+    >>> def t(c, lo, hi, p=1e-5):
+    ...     time = N(change=c, ci=(lo, hi), threshold=0.05, fallback=None,
+    ...              verdict=Verdict.INCONCLUSIVE, significant=p < 0.002)
+    ...     return N(time=time)
+    >>> print(undecided_slower(t(0.049, 0.03, 0.063)))
+    slower, undecided: +4.9% [+3.0%, +6.3%] lies above 0 and reaches past its +5.0% threshold
+    >>> undecided_slower(t(0.03, 0.01, 0.045)), undecided_slower(t(0.08, -0.01, 0.2, p=0.1))
+    (None, None)
+    """
+    time = item.time
+    if time is None or time.ci is None or time.fallback is not None:
+        return None
+    if time.verdict is not Verdict.INCONCLUSIVE or not time.significant:
+        return None
+    low, high = time.ci
+    if not (time.change > 0 and low > 0 and high > time.threshold):
+        return None
+    return (
+        f"slower, undecided: {_pct(time.change)} [{_pct(low)}, {_pct(high)}] lies above 0 "
+        f"and reaches past its {_pct(time.threshold)} threshold"
+    )
+
+
 def mark_standouts(comparison: RunComparison) -> RunComparison:
-    """``comparison`` with each bench that stands out slower (:func:`standout`) marked a
-    time suspect."""
+    """``comparison`` with each bench that stands out slower (:func:`standout`) or is
+    slower but undecided (:func:`undecided_slower`) marked a time suspect."""
     ranked = _ranked(comparison)
     verdicts = [
-        replace(v, standout=why) if (why := standout(v, ranked)) is not None else v
+        replace(v, standout=why)
+        if (why := standout(v, ranked) or undecided_slower(v)) is not None
+        else v
         for v in comparison.verdicts
     ]
     return replace(comparison, verdicts=verdicts)
