@@ -259,21 +259,21 @@ class Sequential:
         n = len(ratios)
         if n == 0:
             return None
-        out_of_time = last or elapsed >= self.budget.max_seconds
+        final = last or elapsed >= self.budget.max_seconds  # no look after this one
         hopeless = (
             self.futility
-            and not out_of_time
+            and not final
             and n < LEAN_PAIRS
             and elapsed > 0
             and n + seconds_leave(n, elapsed, self.budget.max_seconds) < LEAN_PAIRS
         )
-        if self.budget.least_seconds > 0 and not out_of_time and not hopeless:
+        if self.budget.least_seconds > 0 and not final and not hopeless:
             if n < self.budget.min_pairs or (
                 n < self.budget.max_pairs and elapsed < self.budget.least_seconds
             ):
                 return None
-            out_of_time = True  # a session's estimate: the pairs it has, judged once
-        if n not in self._looks and not out_of_time and not hopeless:
+            final = True  # a session's estimate: the pairs it has, judged once
+        if n not in self._looks and not final and not hopeless:
             return None
         self.looks_taken.append(n)
         result = judge(
@@ -282,7 +282,7 @@ class Sequential:
             self.budget.alpha_per_look,
             higher_is_better=self.higher_is_better,
         )
-        if result.decisive or out_of_time or n >= self.budget.max_pairs:
+        if result.decisive or final or n >= self.budget.max_pairs:
             return result
         if hopeless:
             return replace(result, futile=True)
