@@ -73,13 +73,15 @@ def confirm(
     changes: dict[str, float],
     answers: dict[str, str],
     groups: dict[str, str] | None = None,
+    found: RunComparison | None = None,
 ) -> tuple[dict[str, str], FakeAb, list[str]]:
-    """Each suspect's outcome; an answer "a,b" is what the first and a second A/B say."""
+    """Each suspect's outcome; an answer "a,b" is what the first and a second A/B say.
+    ``found`` replaces the comparison ``changes`` make."""
     fake = FakeAb(answers)
     monkeypatch.setattr(suspects, "run_ab", fake)
     said: list[str] = []
     result, note = confirm_suspects(
-        comparison(changes, groups),
+        found or comparison(changes, groups),
         HEAD,
         [],
         tmp_path,
@@ -287,13 +289,8 @@ def test_a_significant_undecided_slowdown_is_a_suspect(
         "+5.0% threshold",
         "f": None,
     }
-    fake = FakeAb({"x": "slower"})
-    monkeypatch.setattr(suspects, "run_ab", fake)
-    result, _ = confirm_suspects(
-        found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda ids: [], lambda s: None
-    )
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, {}, {"x": "slower"}, found=found)
     assert fake.asked == [["x"]]
-    outcomes = {v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation}
     assert outcomes == {"x": CONFIRMED}
 
 

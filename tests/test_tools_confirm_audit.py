@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "validation" / "confirm_audit.py"
+from tests.tool_module import load_tool
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("confirm_audit", TOOL)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("confirm_audit")
 
 
 def _entry(nodeid: str, sessions: list[float], first: float | None) -> dict[str, object]:

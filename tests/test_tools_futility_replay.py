@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from perfsuite.verdict.futility import sign_half_width
-
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "validation" / "futility_replay.py"
+from tests.tool_module import load_tool
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("futility_replay", TOOL)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("futility_replay")
 
 
 def _report(folder: Path, name: str, ratios: list[float], seconds: float) -> Path:

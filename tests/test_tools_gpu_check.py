@@ -3,7 +3,6 @@ without a GPU."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +11,14 @@ from typing import Any
 
 import pytest
 
+from tests.tool_module import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "validation" / "gpu_check.py"
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_check", TOOL)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu_check")
 
 
 def _bench(name: str, device: str, rounds: int, gpu: dict[str, Any] | None) -> dict[str, Any]:
