@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from perfsuite.ab.budget import (
+    GATE_SUSPECTS,
     budget_for,
     confirm_seconds_for,
+    gate_args,
     scale_of,
     session_budget,
     suspects_for,
@@ -69,6 +71,15 @@ def test_suspects_default_by_scale_unless_given() -> None:
     assert kinds == ["leaning-slower", "undecided", "undecided"]
     assert suspects_for(_args(suspects="leaning"), "full") == "leaning"
     assert suspects_for(_args(suspects="undecided"), "smoke") == "undecided"
+
+
+def test_gate_ab_confirms_only_leans_slower_unless_the_user_chose() -> None:
+    args = gate_args([], ["a.py::x"], 300.0, "default")
+    assert GATE_SUSPECTS == "leaning-slower"
+    assert "--suspects=leaning-slower" in args
+    chosen = gate_args(["--suspects", "undecided"], ["a.py::x"], 300.0, "default")
+    assert chosen[:2] == ["--suspects", "undecided"]
+    assert not any(arg.startswith("--suspects=") for arg in chosen)
 
 
 def test_a_first_look_that_cannot_decide_is_raised() -> None:

@@ -132,6 +132,8 @@ def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
 CONFIRM_SHARE = 0.5
 #: the fewest seconds a suspect is given to alternate, and a bench file to confirm
 MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
+#: what a gate's A/B measures again in fresh pairs of processes (``--suspects``)
+GATE_SUSPECTS = "leaning-slower"
 
 
 def gate_args(
@@ -141,13 +143,18 @@ def gate_args(
     ``--confirm-seconds`` (a bench file's confirmation) for a gate's confirming A/B of
     ``nodeids``: shared out of ``CONFIRM_SHARE`` of ``seconds`` (the gated run's own),
     each at most its ``scale``'s default and at least ``MIN_BENCH_SECONDS`` or
-    ``MIN_FILE_SECONDS``; an option ``ab_args`` already sets is kept. So a gate's
-    confirmations take about as long as the run again, however many suspects.
+    ``MIN_FILE_SECONDS``; and ``--suspects=GATE_SUSPECTS``. An option ``ab_args``
+    already sets is kept. So a gate's confirmations take about as long as the run
+    again, however many suspects.
+
+    Fresh pairs of processes measure again only a first pair that is decisive or leans
+    slower: the gate asks whether a suspect regressed, and a first pair that reads it
+    within the threshold has not shown that it did (``not shown``, it passes).
 
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default")
-    ['--max-seconds=50', '--confirm-seconds=75']
+    ['--max-seconds=50', '--confirm-seconds=75', '--suspects=leaning-slower']
     >>> gate_args(["--max-seconds", "5"], ["a.py::x"], 30, "default")
-    ['--max-seconds', '5', '--confirm-seconds=20']
+    ['--max-seconds', '5', '--confirm-seconds=20', '--suspects=leaning-slower']
     """
     caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
@@ -161,4 +168,7 @@ def gate_args(
         ),
     }
     given = {arg.split("=", 1)[0] for arg in ab_args}
-    return [*ab_args, *(f"{k}={v:.0f}" for k, v in wanted.items() if k not in given)]
+    added = [f"{k}={v:.0f}" for k, v in wanted.items() if k not in given]
+    if "--suspects" not in given:
+        added.append(f"--suspects={GATE_SUSPECTS}")
+    return [*ab_args, *added]
