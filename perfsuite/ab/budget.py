@@ -32,14 +32,12 @@ class ScaleBudget:
 #: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow; then a
 #: bench file's confirmation once its first look (3 pairs of processes) is in, and which
 #: first verdicts it measures again (``--suspects``). At smoke scale the first stage is a
-#: screen of 10-20 pairs that can seldom say `same` (70 of 71 benches of a whole-suite
-#: A/A were inconclusive), so only a lean beyond the threshold is measured again, and of
-#: inconclusive leans only those towards slower (an unproven speedup fails no gate); at
-#: default and full scale it has the pairs to say `same` on a steady machine, and a
-#: regression it could not rule out is measured again. A smoke confirmation goes on at
-#: most 20 s past its first look (3 pairs of processes): with 60 s, a whole-suite A/A
-#: spent up to 190 s confirming suspects that 6 to 12 pairs of processes then called
-#: `same` or left inconclusive. The looks and their error rates stay as planned.
+#: screen of 10-20 pairs that can seldom say `same`, so only a lean beyond the threshold
+#: is measured again, of inconclusive leans only those towards slower (an unproven
+#: speedup fails no gate), and a confirmation goes on at most 20 s past its first look;
+#: at default and full scale the first stage has the pairs to say `same` on a steady
+#: machine, and a regression it could not rule out is measured again. The looks and
+#: their error rates stay as planned.
 BUDGETS = {
     "smoke": ScaleBudget(10, 20, 20.0, 20.0, "leaning-slower"),
     "default": ScaleBudget(12, 240, 60.0, 300.0, "undecided"),

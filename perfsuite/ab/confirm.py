@@ -25,10 +25,9 @@ A look also stops a suspect that the pairs still to come could not decide
 pairs of processes left (up to the last look, or as many as ``--confirm-seconds``
 leaves time for at the pace so far) would make of it and then by a margin
 (:func:`perfsuite.verdict.futility.t_margin`: 3/4, less while the spread rests on
-fewer than 7 pairs), would still hold 0 and reach past the threshold. On a noisy
-machine that is an unchanged bench whose first look reads it 1.5-3.5% off: 12 pairs
-of processes end ``inconclusive`` for it all the same. It ends ``inconclusive``
-there, ``futile``; stopping without a verdict adds no false alarm.
+fewer than 7 pairs), would still hold 0 and reach past the threshold: more pairs of
+processes would end ``inconclusive`` all the same. It ends ``inconclusive`` there,
+``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends once its
 first look is in: when it has run out, no further pair of processes starts and the

@@ -104,10 +104,9 @@ def first_side(seed: int, key: Key) -> str:
 
     Drawn at random for a file's first pair, then alternating with the offset, so the
     pairs of processes a verdict is judged across (``--processes``, a confirmation) are
-    split evenly between the two orders. Setting up first is not neutral: in an A/A of
-    a cold-start bench, B measured +7% to +10% in each of 4 pairs of processes where A
-    started first and +0% and +3% in the 2 where B did, and the random draw per pair
-    made that 4 to 2 split a confirmed `slower` (+6.0% [+0.3%, +12.1%]).
+    split evenly between the two orders. Setting up first is not neutral (a cold-start
+    bench can read the side that set up second several percent slower), so an uneven
+    split of orders would read as a change.
     """
     files, offset = key
     drawn = random.Random(f"{seed}:{files}:start").randrange(2)

@@ -1,11 +1,9 @@
 """A first-stage `same` measured again in a second, fresh pair of processes.
 
 A `same` from the first stage rests on one pair of processes, and a pair of processes
-can be off as a whole, for its life: in a power run of a PIL bench with 10% more work,
-one A/B read +0.9% [-2.6%, +5.0%] over 60 pairs of blocks and said `same`, where 59
-others read +5.3% to +18.0% (sd 2.5%). Its interval holds the noise between blocks,
-not that offset, which only another pair of processes shows (asv runs every benchmark
-in 2 processes for the same reason).
+can be off as a whole, for its life. Its interval holds the noise between blocks, not
+that offset, which only another pair of processes shows (asv runs every benchmark in 2
+processes for the same reason).
 
 So, whenever suspects are confirmed (``--confirm``, with one pair of processes per
 file), every first-stage `same` is measured again in one more pair of processes, over

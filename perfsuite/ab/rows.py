@@ -30,9 +30,7 @@ def against(first: PairedResult, check: PairedResult) -> bool:
 
     A confirmation tests the suspicion: a bench whose first pair of processes read it
     faster is not confirmed slower by fresh pairs that read it slower (nor the reverse).
-    Both stages must err, in the same direction, for a false alarm; in a whole-suite
-    A/A at smoke scale, two benches whose first pair read -6.4% and -5.7% were called
-    slower (+6.7%, +6.8%) by 3 fresh pairs each.
+    Both stages must then err, in the same direction, for a false alarm.
     """
     if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
         return False
@@ -66,10 +64,9 @@ def suspicious(result: PairedResult, kind: str) -> bool:
     """Whether ``result`` makes its bench a suspect of ``--suspects kind``: it
     :func:`leans`, and with ``leaning-slower`` it is either decisive or leans slower.
 
-    ``leaning-slower`` (the smoke default) leaves out an inconclusive estimate that only
-    leans faster: an unproven speedup fails no gate, and a smoke A/B is a gate's screen
-    (in a whole-suite A/A at smoke scale, 3 of 6 suspects were such, each costing its
-    bench file 3 fresh pairs of processes to end `inconclusive`). A `faster` verdict is
+    ``leaning-slower`` (the smoke and the gate's default) leaves out an inconclusive
+    estimate that only leans faster: an unproven speedup fails no gate, and each such
+    suspect costs its bench file fresh pairs of processes. A `faster` verdict is
     still measured again: a claimed speedup deserves the same trust as a slowdown.
     """
     if kind not in SUSPECT_KINDS:

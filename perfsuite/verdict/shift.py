@@ -135,8 +135,7 @@ def undecided_slower(item: BenchVerdict) -> str | None:
     """Why ``item`` is a time suspect though ``inconclusive``, or None: the rank test
     found it slower with significance, but under its threshold, with an interval that
     reaches past it. The screen can neither rule that regression in nor out; the A/B
-    can. (A +10% decode read +4.9% [+3.0%, +6.3%] against a baseline of minutes
-    before, and no A/B ran.)
+    can.
 
     >>> from types import SimpleNamespace as N
     >>> def t(c, lo, hi, p=1e-5):
