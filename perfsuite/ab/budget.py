@@ -157,16 +157,12 @@ def gate_args(
     caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
     share = seconds * CONFIRM_SHARE
+    bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
+    file = max(MIN_FILE_SECONDS, min(caps.confirm_seconds, share / max(len(files), 1)))
     wanted = {
-        "--max-seconds": max(
-            MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1))
-        ),
-        "--confirm-seconds": max(
-            MIN_FILE_SECONDS, min(caps.confirm_seconds, share / max(len(files), 1))
-        ),
+        "--max-seconds": f"{bench:.0f}",
+        "--confirm-seconds": f"{file:.0f}",
+        "--suspects": GATE_SUSPECTS,
     }
     given = {arg.split("=", 1)[0] for arg in ab_args}
-    added = [f"{k}={v:.0f}" for k, v in wanted.items() if k not in given]
-    if "--suspects" not in given:
-        added.append(f"--suspects={GATE_SUSPECTS}")
-    return [*ab_args, *added]
+    return [*ab_args, *(f"{k}={v}" for k, v in wanted.items() if k not in given)]
