@@ -4,7 +4,9 @@ and the nightly's.
 A screen (``--perf-gate``'s comparison with the saved baseline) only picks suspects:
 benches slower or using more CPU per item by the rank test, slower than the move of
 their group (:func:`perfsuite.verdict.shift.standout`), or whose peak memory rose
-beyond its threshold. Each is then decided in these steps:
+beyond its threshold; and, unless both runs are of one commit on a clean tree, benches
+whose code changed since the baseline's commit, whatever the screen read
+(:mod:`perfsuite.changed`). Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
    changes: no code changed, so the move is the machine's (``machine``); no A/B runs.
@@ -59,6 +61,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.changed import mark_changed
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import (
@@ -299,12 +302,15 @@ def confirm_suspects(
     ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it);
     ``ab_args(nodeids)`` the A/B's own options for those suspects."""
     comparison = mark_standouts(comparison)
+    base = Commit.of(comparison.baseline.commit_info)
+    unchanged = same_code(base, Commit.of(commit_info))
+    if not unchanged and base.sha is not None:
+        comparison = mark_changed(comparison, base.sha, cwd, say)
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
     if not suspects:
         return comparison, None
-    base = Commit.of(comparison.baseline.commit_info)
     note = None
-    if same_code(base, Commit.of(commit_info)):
+    if unchanged:
         decided = {v.fullname: machine_move(base) for v in suspects}
     else:
         shift = session_shift(comparison)

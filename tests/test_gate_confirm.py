@@ -155,6 +155,32 @@ def test_a_committed_slowdown_is_confirmed(saved_repo: Path) -> None:
     assert "perfsuite gate: confirmations took" in out
 
 
+#: a bench whose code is not ``work.py``: its code never changes here
+OTHER = """
+import time
+
+
+def test_other(benchmark):
+    benchmark(time.sleep, 0.005)
+"""
+
+
+def test_a_bench_whose_code_changed_is_measured_whatever_the_screen_read(repo: Path) -> None:
+    commit(repo, "another bench", **{"test_other.py": OTHER})
+    save(repo, delay=0.04)  # a slow machine: the baseline's run() sleeps 40 ms
+    commit(repo, "slower", **{"work.py": WORK.format(factor=1.5)})
+    proc = gate(repo, delay=0.01)  # a fast one: 15 ms now, the screen reads faster
+    out = proc.stdout
+    assert proc.returncode == ExitCode.REGRESSION, out + proc.stderr
+    assert "1 bench(es) whose code changed since" in out
+    assert "its code changed since the baseline: work.py" in out
+    assert "confirmed by A/B: +" in out
+    (failed,) = (line for line in out.splitlines() if line.startswith("perfsuite gate: FAILED"))
+    assert "test_sleep" in failed
+    assert "test_other" not in failed
+    assert "perfsuite gate: 1 suspect(s) slower than the baseline" in out  # test_other: none
+
+
 def test_a_move_with_unchanged_code_is_cleared(saved_repo: Path) -> None:
     repo = saved_repo
     commit(repo, "docs", **{"README.md": "a bench, described\n"})

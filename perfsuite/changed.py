@@ -1,0 +1,199 @@
+"""Benches whose code changed since a baseline's commit: the gate's A/B measures them
+whatever its screen read (:func:`perfsuite.suspects.confirm_suspects`).
+
+A screen compares two runs taken in different processes, and on a busy machine a
+bench's median moves by more than its threshold between unchanged runs; where the
+history's noise band widens the threshold, a real regression of that size reads
+``same``. An A/B in one session can see it, so the gate asks one about every bench
+whose code changed.
+
+A bench's code is its file, the ``conftest.py`` files from its folder up to the
+repository's top, and every Python file of the repository these import, directly or
+through each other: read from their ``import`` statements, wherever they stand (inside
+functions too), each resolved against the importing file's folder and its parents up to
+the top, and the top's ``src/``. A file changed when ``git diff`` between the commit and
+the working tree names it, or it is new and not ignored. Other files (data, documents,
+configuration) and modules from outside the repository change no bench's code here;
+the screen still judges them.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from perfsuite.verdict.compare import RunComparison
+
+#: the most changed benches, beyond the screen's suspects, one A/B measures: those
+#: whose screen read them slowest first
+CHANGED_AT_MOST = 16
+
+
+def _git(top: Path, *args: str) -> list[str] | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=top, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except OSError:
+        return None
+    return proc.stdout.splitlines() if proc.returncode == 0 else None
+
+
+def changed_files(top: Path, sha: str) -> set[Path] | None:
+    """The Python files under ``top`` (a git checkout's top folder) that differ between
+    commit ``sha`` and the working tree, new ones included; None if git cannot say."""
+    diff = _git(top, "diff", "--name-only", "--no-renames", sha, "--")
+    new = _git(top, "ls-files", "--others", "--exclude-standard")
+    if diff is None or new is None:
+        return None
+    return {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
+
+
+class CodeGraph:
+    """The repository's Python files under ``top`` and what each imports of them."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = top.resolve()
+        self._imports: dict[Path, set[Path]] = {}
+
+    def _roots(self, path: Path) -> list[Path]:
+        """Where an absolute import in ``path`` may resolve: its folder and each parent
+        up to the top, then the top's ``src/``."""
+        roots = [p for p in path.parents if p == self.top or self.top in p.parents]
+        return [*roots, self.top / "src"]
+
+    def _module_files(self, name: str, roots: Iterable[Path]) -> set[Path]:
+        """The files of module ``name`` (and of each package on its way) under the
+        first root that holds it."""
+        parts = name.split(".")
+        for root in roots:
+            found: set[Path] = set()
+            for depth in range(1, len(parts) + 1):
+                base = root.joinpath(*parts[:depth])
+                for candidate in (base / "__init__.py", base.with_suffix(".py")):
+                    if candidate.is_file():
+                        found.add(candidate.resolve())
+                        break
+                else:
+                    if not base.is_dir():  # a namespace package's folder goes on
+                        break
+            if found:
+                return found
+        return set()
+
+    def imports(self, path: Path) -> set[Path]:
+        """The repository's files that ``path`` imports (unreadable source: none)."""
+        if path in self._imports:
+            return self._imports[path]
+        found: set[Path] = set()
+        self._imports[path] = found
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (OSError, SyntaxError, ValueError):
+            return found
+        roots = self._roots(path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found |= self._module_files(alias.name, roots)
+            elif isinstance(node, ast.ImportFrom):
+                found |= self._from_import(node, path, roots)
+        found.discard(path)
+        return found
+
+    def _from_import(self, node: ast.ImportFrom, path: Path, roots: list[Path]) -> set[Path]:
+        """``from M import a, b``: M's files, and a and b where they are modules."""
+        if node.level:
+            package = path.parents[node.level - 1]
+            module_roots, prefix = [package], node.module or ""
+        else:
+            module_roots, prefix = roots, node.module or ""
+        found: set[Path] = set()
+        if prefix:
+            found |= self._module_files(prefix, module_roots)
+        for alias in node.names:
+            name = f"{prefix}.{alias.name}" if prefix else alias.name
+            found |= self._module_files(name, module_roots)
+        return found
+
+    def code_of(self, bench_file: Path) -> set[Path]:
+        """``bench_file``, the ``conftest.py`` files above it up to the top, and every
+        repository file they import, directly or not."""
+        bench_file = bench_file.resolve()
+        start = {bench_file} | {
+            folder / "conftest.py"
+            for folder in self._roots(bench_file)[:-1]
+            if (folder / "conftest.py").is_file()
+        }
+        seen: set[Path] = set()
+        todo = list(start)
+        while todo:
+            path = todo.pop()
+            if path in seen:
+                continue
+            seen.add(path)
+            todo.extend(self.imports(path) - seen)
+        return seen
+
+
+def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str]:
+    """Of ``nodeids`` (relative to ``rootdir``, inside a git checkout), those whose code
+    changed since commit ``sha``, each with a reason naming one changed file; empty
+    where git cannot say."""
+    top_line = _git(rootdir, "rev-parse", "--show-toplevel")
+    if not top_line:
+        return {}
+    top = Path(top_line[0]).resolve()
+    changed = changed_files(top, sha)
+    if not changed:
+        return {}
+    graph = CodeGraph(top)
+    reasons: dict[str, str] = {}
+    by_file: dict[str, str | None] = {}
+    for nodeid in nodeids:
+        file = nodeid.split("::", 1)[0]
+        if file not in by_file:
+            path = rootdir / file
+            hit = sorted(graph.code_of(path) & changed) if path.is_file() else []
+            by_file[file] = hit[0].relative_to(top).as_posix() if hit else None
+        if by_file[file] is not None:
+            reasons[nodeid] = f"its code changed since the baseline: {by_file[file]}"
+    return reasons
+
+
+def mark_changed(
+    comparison: RunComparison, sha: str, rootdir: Path, say: Callable[[str], None]
+) -> RunComparison:
+    """``comparison`` with each measured bench whose code changed since ``sha`` and that
+    is not already a suspect marked a time suspect (at most ``CHANGED_AT_MOST``: those
+    the screen read slowest), saying how many joined and how many were left out."""
+    candidates = [
+        v for v in comparison.verdicts
+        if v.time is not None and not v.not_comparable and not v.suspect
+    ]  # fmt: skip
+    reasons = changed_benches([v.fullname for v in candidates], rootdir, sha)
+    if not reasons:
+        return comparison
+    ranked = sorted(
+        (v for v in candidates if v.fullname in reasons),
+        key=lambda v: v.time.change if v.time is not None else 0.0,
+        reverse=True,
+    )
+    chosen = {v.fullname for v in ranked[:CHANGED_AT_MOST]}
+    left = len(ranked) - len(chosen)
+    say(
+        f"perfsuite gate: {len(chosen)} bench(es) whose code changed since {sha[:12]} join "
+        "the A/B whatever the screen read"
+        + (f"; {left} more are not measured (at most {CHANGED_AT_MOST})" if left else "")
+    )
+    verdicts = [
+        replace(v, standout=reasons[v.fullname]) if v.fullname in chosen else v
+        for v in comparison.verdicts
+    ]
+    return replace(comparison, verdicts=verdicts)

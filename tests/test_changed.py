@@ -1,0 +1,95 @@
+"""Which benches' code changed since a commit (:mod:`perfsuite.changed`), in temporary
+git repositories with no pytest configuration: a bench at the root and one under
+``tests/perf/``, each importing its own code."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfsuite.changed import CodeGraph, changed_benches
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0,
+    reason="git is not installed",
+)
+
+FILES = {
+    "test_root.py": "import decode\n\n\ndef test_root(benchmark):\n    benchmark(decode.run)\n",
+    "decode.py": "from lib import fast\n\n\ndef run():\n    return fast.twice(2)\n",
+    "lib/__init__.py": "",
+    "lib/fast.py": "def twice(x):\n    return 2 * x\n",
+    "tests/__init__.py": "",
+    "tests/perf/__init__.py": "",
+    "tests/perf/conftest.py": "import pytest\n",
+    "tests/perf/test_resize.py": (
+        "def test_resize(benchmark):\n"
+        "    from .helpers import resize  # imported inside the function\n\n"
+        "    benchmark(resize)\n"
+    ),
+    "tests/perf/helpers.py": "import numpy\nfrom mypkg.core import scale\n\n\ndef resize():\n"
+    "    return scale(3)\n",
+    "src/mypkg/__init__.py": "",
+    "src/mypkg/core.py": "def scale(x):\n    return x * 1.5\n",
+    "README.md": "benches\n",
+}
+ROOT, PERF = "test_root.py::test_root", "tests/perf/test_resize.py::test_resize"
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    for name, text in FILES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "changed@example.invalid")
+    git(tmp_path, "config", "user.name", "changed test")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "benches")
+    return tmp_path
+
+
+def names(repo: Path, paths: set[Path]) -> set[str]:
+    return {p.relative_to(repo.resolve()).as_posix() for p in paths}
+
+
+def test_a_benchs_code_is_its_file_its_conftests_and_what_they_import(repo: Path) -> None:
+    graph = CodeGraph(repo)
+    assert names(repo, graph.code_of(repo / "test_root.py")) == {
+        "test_root.py", "decode.py", "lib/__init__.py", "lib/fast.py",
+    }  # fmt: skip
+    assert names(repo, graph.code_of(repo / "tests/perf/test_resize.py")) == {
+        "tests/perf/test_resize.py", "tests/perf/conftest.py", "tests/perf/helpers.py",
+        "src/mypkg/__init__.py", "src/mypkg/core.py",
+    }  # fmt: skip
+
+
+def test_only_the_benches_whose_code_changed_are_named(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    assert changed_benches([ROOT, PERF], repo, head) == {}
+    (repo / "README.md").write_text("benches, described\n")  # not code
+    assert changed_benches([ROOT, PERF], repo, head) == {}
+    (repo / "lib/fast.py").write_text("def twice(x):\n    return x + x + 0\n")
+    assert changed_benches([ROOT, PERF], repo, head) == {
+        ROOT: "its code changed since the baseline: lib/fast.py"
+    }
+    git(repo, "commit", "-q", "-am", "twice, committed")  # committed: still since `head`
+    (repo / "src/mypkg/core.py").write_text("from mypkg.extra import k\n\n\ndef scale(x):\n"
+                                             "    return x * k\n")  # fmt: skip
+    (repo / "src/mypkg/extra.py").write_text("k = 1.5\n")  # new, untracked
+    assert changed_benches([ROOT, PERF], repo, head) == {
+        ROOT: "its code changed since the baseline: lib/fast.py",
+        PERF: "its code changed since the baseline: src/mypkg/core.py",
+    }
+
+
+def test_a_commit_git_does_not_know_names_nothing(repo: Path) -> None:
+    (repo / "decode.py").write_text("def run():\n    return 5\n")
+    assert changed_benches([ROOT], repo, "f" * 40) == {}
