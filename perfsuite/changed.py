@@ -109,6 +109,8 @@ class CodeGraph:
 
     def _from_import(self, node: ast.ImportFrom, path: Path, roots: list[Path]) -> set[Path]:
         """``from M import a, b``: M's files, and a and b where they are modules."""
+        if node.level > len(path.parents):
+            return set()
         if node.level:
             package = path.parents[node.level - 1]
             module_roots, prefix = [package], node.module or ""
@@ -143,9 +145,9 @@ class CodeGraph:
 
 
 def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str]:
-    """Of ``nodeids`` (relative to ``rootdir``, inside a git checkout), those whose code
-    changed since commit ``sha``, each with a reason naming one changed file; empty
-    where git cannot say."""
+    """Of ``nodeids`` (relative to ``rootdir`` or to the top of the git checkout holding
+    it), those whose code changed since commit ``sha``, each with a reason naming one
+    changed file; empty where git cannot say."""
     top_line = _git(rootdir, "rev-parse", "--show-toplevel")
     if not top_line:
         return {}
@@ -159,8 +161,8 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
     for nodeid in nodeids:
         file = nodeid.split("::", 1)[0]
         if file not in by_file:
-            path = rootdir / file
-            hit = sorted(graph.code_of(path) & changed) if path.is_file() else []
+            path = next((p for p in (rootdir / file, top / file) if p.is_file()), None)
+            hit = sorted(graph.code_of(path) & changed) if path is not None else []
             by_file[file] = hit[0].relative_to(top).as_posix() if hit else None
         if by_file[file] is not None:
             reasons[nodeid] = f"its code changed since the baseline: {by_file[file]}"
@@ -193,7 +195,7 @@ def mark_changed(
         + (f"; {left} more are not measured (at most {CHANGED_AT_MOST})" if left else "")
     )
     verdicts = [
-        replace(v, standout=reasons[v.fullname]) if v.fullname in chosen else v
+        replace(v, suspected=reasons[v.fullname]) if v.fullname in chosen else v
         for v in comparison.verdicts
     ]
     return replace(comparison, verdicts=verdicts)

@@ -21,9 +21,9 @@ whose code changed since the baseline's commit, whatever the screen read
    the threshold, though it could not rule one out); anything else (an estimate beyond
    the threshold, not measured) leaves it ``unconfirmed``, with the command that would
    decide it. Where the measures disagree, confirmed wins, then unconfirmed. When the
-   A/Bs ended with a verdict and left at most ``RETRY_AT_MOST`` suspects unconfirmed,
-   a second A/B measures those alone, each with a larger share of the run's seconds,
-   and its outcome stands.
+   A/Bs ended with a verdict and left suspects unconfirmed, a second A/B measures
+   alone the ``RETRY_AT_MOST`` of them it estimated slowest, each with a larger share
+   of the run's seconds, and its outcome stands.
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
@@ -89,7 +89,8 @@ VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
 #: perfsuite options a confirmation must not pass on to the A/B's sides
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: the most suspects an A/B left undecided beyond their threshold that a second A/B
-#: measures alone (with the larger share of the run's seconds each that fewer get)
+#: measures alone, those it estimated slowest (each with the larger share of the run's
+#: seconds that fewer get); the rest stay unconfirmed
 RETRY_AT_MOST = 3
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
@@ -341,8 +342,11 @@ def confirm_suspects(
             else:
                 rest = scratch("ab-rest")
                 decided |= _confirm(base, later, options, cwd, rest, args_for(later), say, runs)
-        again = [v for v in suspects if decided[v.fullname].outcome == UNCONFIRMED]
-        if again and len(again) <= RETRY_AT_MOST and all(ab.concluded for ab in runs):
+        slowest = _largest(
+            [v.fullname for v in suspects if decided[v.fullname].outcome == UNCONFIRMED], runs
+        )
+        again = [v for v in suspects if v.fullname in slowest]
+        if again and all(ab.concluded for ab in runs):
             decided |= _confirm(
                 base, again, options, cwd, scratch("ab-again"), args_for(again), say, runs
             )
@@ -356,6 +360,20 @@ def confirm_suspects(
             )
     verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
     return replace(comparison, verdicts=verdicts), note
+
+
+def _largest(nodeids: Sequence[str], runs: Sequence[AbRun]) -> set[str]:
+    """The ``RETRY_AT_MOST`` of ``nodeids`` whose A/B estimates were largest (one with
+    no estimate last)."""
+
+    def estimate(nodeid: str) -> float:
+        for ab in reversed(runs):
+            change = ab.rows.get(nodeid, {}).get("change")
+            if isinstance(change, int | float):
+                return float(change)
+        return float("-inf")
+
+    return set(sorted(nodeids, key=estimate, reverse=True)[:RETRY_AT_MOST])
 
 
 def _confirm(

@@ -88,8 +88,45 @@ def test_only_the_benches_whose_code_changed_are_named(repo: Path) -> None:
         ROOT: "its code changed since the baseline: lib/fast.py",
         PERF: "its code changed since the baseline: src/mypkg/core.py",
     }
+    # a rootdir below the top (an ini file in tests/): node ids from the top still resolve
+    assert changed_benches([PERF], repo / "tests", head) == {
+        PERF: "its code changed since the baseline: src/mypkg/core.py"
+    }
 
 
 def test_a_commit_git_does_not_know_names_nothing(repo: Path) -> None:
     (repo / "decode.py").write_text("def run():\n    return 5\n")
     assert changed_benches([ROOT], repo, "f" * 40) == {}
+
+
+def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from perfsuite import changed
+    from perfsuite.verdict.compare import RunComparison
+    from perfsuite.verdict.judge import BenchVerdict
+    from perfsuite.verdict.runs import Bench, Run
+    from perfsuite.verdict.stats import Comparison, Verdict
+
+    def same(name: str, change: float) -> BenchVerdict:
+        bench = Bench(name, name, "g", None, (1.0,) * 10, 1.0)
+        time = Comparison(Verdict.SAME, change, (change - 0.02, change + 0.02), 0.5, 0.05, 10, 10)
+        return BenchVerdict(name, name, bench, bench, time, None, "s", ())
+
+    count = changed.CHANGED_AT_MOST + 2
+    verdicts = [same(f"b{i}.py::t", i / 1000) for i in range(count)] + [same("other.py::t", 0.9)]
+    found = RunComparison(Run("base", {}), Run("now", {}), verdicts, [], [])
+    monkeypatch.setattr(
+        changed, "changed_benches",
+        lambda nodeids, rootdir, sha: {n: "changed" for n in nodeids if n != "other.py::t"},
+    )  # fmt: skip
+    said: list[str] = []
+    marked = changed.mark_changed(found, "c" * 40, Path("."), said.append)
+    suspects = [v.fullname for v in marked.verdicts if v.suspect]
+    # the slowest CHANGED_AT_MOST of the changed: b2 .. b17; b0, b1 and other.py are not
+    assert suspects == [f"b{i}.py::t" for i in range(2, count)]
+    assert said == [
+        f"perfsuite gate: {changed.CHANGED_AT_MOST} bench(es) whose code changed since "
+        f"cccccccccccc join the A/B whatever the screen read; 2 more are not measured "
+        f"(at most {changed.CHANGED_AT_MOST})"
+    ]

@@ -56,11 +56,12 @@ class FakeAb:
         rows = {}
         for n in nodeids:
             answer = self.answers[n].split(",")[len([a for a in self.asked if n in a]) - 1]
+            answer, _, estimate = answer.partition("=")  # "beyond=0.12": its estimate
             beyond = answer == "beyond"
             rows[n] = {
                 "nodeid": n,
                 "verdict": "inconclusive" if beyond else answer,
-                "change": 0.08 if beyond else 0.0,
+                "change": float(estimate or 0.08) if beyond else 0.0,
                 "threshold": 0.05,
                 "pairs": 3,
             }
@@ -212,7 +213,7 @@ def test_a_slowdown_hidden_by_its_groups_move_is_a_suspect(
     assert fake.asked == [["x"]]
     assert outcomes == {"x": CONFIRMED}
     found = mark_standouts(comparison(changes)).verdicts[-1]
-    assert found.standout == (
+    assert found.suspected == (
         "slower than its group's move: -1.0% while the other 3 benches of its group moved "
         "-10.0%: +10.0% beyond that move"
     )
@@ -243,7 +244,7 @@ def test_an_inconclusive_bench_is_too_noisy_to_stand_out() -> None:
 def test_the_session_is_the_reference_of_a_bench_alone_in_its_group() -> None:
     changes = {f"s{i}": -0.10 for i in range(10)} | {"x": -0.01}
     groups = {n: f"group{i}" for i, n in enumerate(changes)}
-    marked = {v.fullname: v.standout for v in mark_standouts(comparison(changes, groups)).verdicts}
+    marked = {v.fullname: v.suspected for v in mark_standouts(comparison(changes, groups)).verdicts}
     assert "slower than the session's move" in (marked["x"] or "")
     assert [n for n, why in marked.items() if why] == ["x"]
 
@@ -258,13 +259,19 @@ def test_an_undecided_suspect_gets_a_second_ab_alone(
     assert outcomes == {"x": CLEARED, "y": CLEARED}
 
 
-def test_many_undecided_suspects_are_left_unconfirmed(
+def test_of_many_undecided_suspects_the_slowest_get_a_second_ab(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    changes = {f"x{i}": 0.08 for i in range(suspects.RETRY_AT_MOST + 1)}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "beyond"))
-    assert len(fake.asked) == 1
-    assert set(outcomes.values()) == {UNCONFIRMED}
+    many = suspects.RETRY_AT_MOST + 2
+    changes = {f"x{i}": 0.08 for i in range(many)}
+    # the A/B estimates x0 slowest, x4 least slow; the second A/B confirms what it measures
+    answers = {f"x{i}": f"beyond={0.20 - i / 100},slower" for i in range(many)}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
+    assert fake.asked == [list(changes), [f"x{i}" for i in range(suspects.RETRY_AT_MOST)]]
+    assert outcomes == {
+        **dict.fromkeys([f"x{i}" for i in range(suspects.RETRY_AT_MOST)], CONFIRMED),
+        **dict.fromkeys([f"x{i}" for i in range(suspects.RETRY_AT_MOST, many)], UNCONFIRMED),
+    }
 
 
 def _undecided(found: RunComparison, name: str, ci: tuple[float, float], p: float) -> RunComparison:
@@ -283,7 +290,7 @@ def test_a_significant_undecided_slowdown_is_a_suspect(
 ) -> None:
     """+4.9% [+3.0%, +6.3%] at p 3e-6: under the threshold, but it could be past it."""
     found = _undecided(comparison({"x": 0.0, "f": 0.0}), "x", (0.03, 0.068), 3e-6)
-    marked = {v.fullname: v.standout for v in mark_standouts(found).verdicts}
+    marked = {v.fullname: v.suspected for v in mark_standouts(found).verdicts}
     assert marked == {
         "x": "slower, undecided: +4.9% [+3.0%, +6.8%] lies above 0 and reaches past its "
         "+5.0% threshold",

@@ -67,8 +67,8 @@ def _why(item: BenchVerdict) -> str:
     why = [item.verdict.value] if item.suspect and item.verdict is not None else []
     if item.confirmation is not None and item.suspect:
         why = [item.confirmation.text]
-    elif item.standout:
-        why = [item.standout]
+    elif item.suspected:
+        why = [item.suspected]
     if item.cpu_slower and item.cpu is not None and item.confirmation is None:
         why.append(f"CPU per item {item.cpu.change * 100:+.1f}%")
     why.extend(str(c) for c in item.counters_rose)

@@ -92,8 +92,8 @@ class BenchVerdict:
     cpu: Comparison | None = None  # CPU seconds per item, where both runs recorded them
     memory: MemoryChange | None = None  # peak memory, where both runs recorded it
     #: why the gate makes it a time suspect beyond a `slower` verdict (gate only): it
-    #: reads slower than its group's move, or slower but undecided
-    standout: str | None = None
+    #: reads slower than its group's move, slower but undecided, or its code changed
+    suspected: str | None = None
 
     @property
     def verdict(self) -> Verdict | None:
@@ -130,10 +130,10 @@ class BenchVerdict:
 
     @property
     def time_suspect(self) -> bool:
-        """Slower by the rank test, or marked by the gate (``standout``): slower than
-        its group's move, or slower with significance but undecided."""
+        """Slower by the rank test, or marked by the gate (``suspected``): slower than
+        its group's move, slower with significance but undecided, or its code changed."""
         slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
-        return slower or self.standout is not None
+        return slower or self.suspected is not None
 
     @property
     def suspect(self) -> bool:

@@ -166,7 +166,7 @@ def mark_standouts(comparison: RunComparison) -> RunComparison:
     slower but undecided (:func:`undecided_slower`) marked a time suspect."""
     ranked = _ranked(comparison)
     verdicts = [
-        replace(v, standout=why)
+        replace(v, suspected=why)
         if (why := standout(v, ranked) or undecided_slower(v)) is not None
         else v
         for v in comparison.verdicts

@@ -132,7 +132,7 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
         word = _verdict_word(item)
         assert item.time is not None
         confirmation = item.confirmation.text if item.confirmation is not None else None
-        notes_of = (item.time.fallback, item.note, item.standout, confirmation, _gpu_note(item))
+        notes_of = (item.time.fallback, item.note, item.suspected, confirmation, _gpu_note(item))
         for note in notes_of:
             if note:
                 if note not in notes:
