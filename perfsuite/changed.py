@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 #: the most changed benches, beyond the screen's suspects, one A/B measures: those
 #: whose screen read them slowest first
 CHANGED_AT_MOST = 16
+#: how the reason of a bench whose code changed starts
+CHANGED = "its code changed since the baseline"
 
 
 def _git(top: Path, *args: str) -> list[str] | None:
@@ -165,7 +167,7 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
             hit = sorted(graph.code_of(path) & changed) if path is not None else []
             by_file[file] = hit[0].relative_to(top).as_posix() if hit else None
         if by_file[file] is not None:
-            reasons[nodeid] = f"its code changed since the baseline: {by_file[file]}"
+            reasons[nodeid] = f"{CHANGED}: {by_file[file]}"
     return reasons
 
 

@@ -57,21 +57,14 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfsuite.changed import mark_changed
-from perfsuite.exitcodes import ExitCode
+from perfsuite.changed import CHANGED, mark_changed
+from perfsuite.outcomes import AbRun, decide, decide_all, pct, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
-from perfsuite.verdict.judge import (
-    CLEARED,
-    CONFIRMED,
-    NOT_SHOWN,
-    UNCONFIRMED,
-    BenchVerdict,
-    Confirmed,
-)
+from perfsuite.verdict.judge import CLEARED, UNCONFIRMED, BenchVerdict, Confirmed
 from perfsuite.verdict.shift import (
     SHIFT_SAMPLE,
     cleared_with,
@@ -84,8 +77,6 @@ if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
 
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
-#: the exit statuses of an A/B that ran to a verdict; any other is a fault
-VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
 #: perfsuite options a confirmation must not pass on to the A/B's sides
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: the most suspects an A/B left undecided beyond their threshold that a second A/B
@@ -94,25 +85,6 @@ NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "
 RETRY_AT_MOST = 3
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
-
-
-@dataclass(frozen=True)
-class AbRun:
-    """One confirmation: the command, its exit status, its seconds and each bench's row."""
-
-    command: tuple[str, ...]
-    shown: str  # the command as a user would type it
-    status: int | None  # None: not run
-    seconds: float = 0.0
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    why_not: str | None = None  # why the A/B was not run
-    last_line: str = ""  # the A/B's last line of output, for a failure
-
-    @property
-    def concluded(self) -> bool:
-        """The A/B ran and ended with a verdict's status (no regression, a regression,
-        or nothing judged), not a fault."""
-        return self.status in VERDICT_STATUSES
 
 
 def passed_options(args: Sequence[str]) -> list[str]:
@@ -201,94 +173,6 @@ def run_ab(
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=lines[-1] if lines else "")
 
 
-def _pct(value: Any) -> str:
-    return f"{float(value) * 100:+.1f}%" if isinstance(value, int | float) else "?"
-
-
-def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
-    """One suspect's outcome from the A/B's row for it: its time's verdict, with
-    ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
-
-    An undecided verdict whose estimate is within the row's threshold is ``not shown``:
-    the A/B measured no regression beyond the threshold, though it could not rule one
-    out; one whose estimate is beyond it (or a row with no estimate) is ``unconfirmed``.
-    """
-    shown = ab.shown
-    if ab.status is None:
-        return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}; to confirm: {shown}")
-    row = ab.rows.get(nodeid) or next(
-        (r for n, r in ab.rows.items() if n.endswith("/" + nodeid)), None
-    )
-    if row is None or not ab.concluded:
-        why = f"the A/B failed (exit {ab.status}: {ab.last_line})"
-        if ab.concluded:
-            why = "not measured by the A/B"
-        return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
-    if what == "memory":
-        return _memory_outcome(row.get("memory"), shown)
-    threshold = row.get("threshold")
-    if what == "cpu":
-        row = row.get("cpu") or {"verdict": None, "pairs": row.get("pairs")}
-    verdict = row.get("verdict")
-    ci = row.get("ci")
-    interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
-    measured = f"{_pct(row.get('change'))}{interval} in {row.get('pairs', '?')} pairs"
-    label = "" if what == "time" else f"{what} "
-    if verdict == "slower":
-        return Confirmed(CONFIRMED, f"{label}confirmed by A/B: {measured}")
-    if verdict in ("same", "faster"):
-        return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
-    change = row.get("change")
-    if not isinstance(change, int | float) or not isinstance(threshold, int | float):
-        change = threshold = None
-    if verdict and change is not None and threshold is not None and change <= threshold:
-        return Confirmed(
-            NOT_SHOWN,
-            f"{label}not shown by A/B ({verdict}: {measured}, within the "
-            f"{threshold * 100:g}% threshold); more pairs would decide: {shown}",
-        )
-    return Confirmed(
-        UNCONFIRMED,
-        f"{label}unconfirmed: A/B {verdict or 'not measured'} ({measured}); more pairs "
-        f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
-    )
-
-
-def _memory_outcome(memory: Any, shown: str) -> Confirmed:
-    """A peak-memory suspect's outcome from the A/B's two peaks (``pairs.json``)."""
-    if not isinstance(memory, dict) or not isinstance(memory.get("rose"), bool):
-        return Confirmed(UNCONFIRMED, f"unconfirmed: no peak memory from the A/B; {shown}")
-    peaks = f"peak {memory.get('a_mb', 0):.0f} -> {memory.get('b_mb', 0):.0f} MB"
-    pairs = memory.get("pairs")
-    if isinstance(pairs, int) and pairs > 1:
-        peaks += f" (median of {pairs} pairs of processes)"
-    if memory["rose"]:
-        return Confirmed(CONFIRMED, f"memory confirmed by A/B: {peaks}")
-    return Confirmed(CLEARED, f"memory cleared by A/B: {peaks}")
-
-
-#: which outcome stands when a suspect's measures disagree: the first of these found
-PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
-
-
-def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
-    """One suspect's outcome over every measure that made it one (:func:`whats`): a
-    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE."""
-    outcomes = [decide(nodeid, ab, what) for what in whats]
-    for outcome in PRECEDENCE:
-        found = [o for o in outcomes if o.outcome == outcome]
-        if found:
-            return Confirmed(outcome, "; ".join(o.text for o in found))
-    return outcomes[0]
-
-
-def whats(item: BenchVerdict) -> list[str]:
-    """What made ``item`` a suspect: its time, its CPU per item, its peak memory."""
-    found = ["time"] if item.time_suspect else []
-    found += ["cpu"] if item.cpu_slower else []
-    return found + (["memory"] if item.memory_rose else [])
-
-
 def confirm_suspects(
     comparison: RunComparison,
     commit_info: Mapping[str, Any],
@@ -324,7 +208,7 @@ def confirm_suspects(
         first = [v for v in suspects if v not in later]
         if later and shift is not None:
             say(
-                f"perfsuite gate: the session moved {_pct(shift)}; {len(moved)} suspect(s) "
+                f"perfsuite gate: the session moved {pct(shift)}; {len(moved)} suspect(s) "
                 f"moved with it: the A/B measures the {SHIFT_SAMPLE} that moved most"
             )
         runs: list[AbRun] = []
@@ -396,4 +280,7 @@ def _confirm(
         base, nodeids, options, cwd, report, report.with_name(report.name + ".log"), ab_args
     )
     runs.append(ab)
-    return {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in suspects}
+    changed = {v.fullname for v in suspects if (v.suspected or "").startswith(CHANGED)}
+    return {
+        v.fullname: decide_all(v.fullname, ab, whats(v), v.fullname in changed) for v in suspects
+    }

@@ -11,7 +11,7 @@ from perfsuite.ab.confirm import confirm_in_fresh_pairs, memory_only, pick_suspe
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.suspects import AbRun, decide
+from perfsuite.outcomes import AbRun, decide
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge
 from perfsuite.verdict.stats import Verdict
 

@@ -14,7 +14,8 @@ import pytest
 
 from perfsuite import suspects
 from perfsuite.exitcodes import ExitCode
-from perfsuite.suspects import AbRun, confirm_suspects, decide, decide_all
+from perfsuite.outcomes import AbRun, decide, decide_all
+from perfsuite.suspects import confirm_suspects
 from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import Screening, Suspect
-from perfsuite.suspects import AbRun
+from perfsuite.outcomes import AbRun
 from perfsuite.verdict.table import markdown_table
 
 
