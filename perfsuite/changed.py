@@ -32,16 +32,20 @@ if TYPE_CHECKING:
 #: the most changed benches, beyond the screen's suspects, one A/B measures: those
 #: whose screen read them slowest first
 CHANGED_AT_MOST = 16
-#: how the reason of a bench whose code changed starts
-CHANGED = "its code changed since the baseline"
+
+
+def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``git ARGS`` in ``cwd``, its output captured; OSError where git cannot start."""
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        check=False,
+    )  # fmt: skip
 
 
 def _git(top: Path, *args: str) -> list[str] | None:
+    """The lines ``git ARGS`` printed, or None where it failed or could not start."""
     try:
-        proc = subprocess.run(
-            ["git", *args], cwd=top, capture_output=True, text=True,
-            stdin=subprocess.DEVNULL, check=False,
-        )  # fmt: skip
+        proc = git(top, *args)
     except OSError:
         return None
     return proc.stdout.splitlines() if proc.returncode == 0 else None
@@ -113,11 +117,8 @@ class CodeGraph:
         """``from M import a, b``: M's files, and a and b where they are modules."""
         if node.level > len(path.parents):
             return set()
-        if node.level:
-            package = path.parents[node.level - 1]
-            module_roots, prefix = [package], node.module or ""
-        else:
-            module_roots, prefix = roots, node.module or ""
+        module_roots = [path.parents[node.level - 1]] if node.level else roots
+        prefix = node.module or ""
         found: set[Path] = set()
         if prefix:
             found |= self._module_files(prefix, module_roots)
@@ -167,25 +168,23 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
             hit = sorted(graph.code_of(path) & changed) if path is not None else []
             by_file[file] = hit[0].relative_to(top).as_posix() if hit else None
         if by_file[file] is not None:
-            reasons[nodeid] = f"{CHANGED}: {by_file[file]}"
+            reasons[nodeid] = f"its code changed since the baseline: {by_file[file]}"
     return reasons
 
 
 def mark_changed(
     comparison: RunComparison, sha: str, rootdir: Path, say: Callable[[str], None]
 ) -> RunComparison:
-    """``comparison`` with each measured bench whose code changed since ``sha`` and that
-    is not already a suspect marked a time suspect (at most ``CHANGED_AT_MOST``: those
-    the screen read slowest), saying how many joined and how many were left out."""
-    candidates = [
-        v for v in comparison.verdicts
-        if v.time is not None and not v.not_comparable and not v.suspect
-    ]  # fmt: skip
-    reasons = changed_benches([v.fullname for v in candidates], rootdir, sha)
+    """``comparison`` with each measured bench whose code changed since ``sha`` marked so
+    (``changed``), and those of them not already a suspect made time suspects
+    (``suspected``; at most ``CHANGED_AT_MOST``: those the screen read slowest), saying
+    how many joined and how many were left out."""
+    measured = [v for v in comparison.verdicts if v.time is not None and not v.not_comparable]
+    reasons = changed_benches([v.fullname for v in measured], rootdir, sha)
     if not reasons:
         return comparison
     ranked = sorted(
-        (v for v in candidates if v.fullname in reasons),
+        (v for v in measured if v.fullname in reasons and not v.suspect),
         key=lambda v: v.time.change if v.time is not None else 0.0,
         reverse=True,
     )
@@ -197,7 +196,13 @@ def mark_changed(
         + (f"; {left} more are not measured (at most {CHANGED_AT_MOST})" if left else "")
     )
     verdicts = [
-        replace(v, suspected=reasons[v.fullname]) if v.fullname in chosen else v
+        replace(
+            v,
+            changed=reasons[v.fullname],
+            suspected=reasons[v.fullname] if v.fullname in chosen else v.suspected,
+        )
+        if v.fullname in reasons
+        else v
         for v in comparison.verdicts
     ]
     return replace(comparison, verdicts=verdicts)

@@ -61,7 +61,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfsuite.changed import CHANGED, mark_changed
+from perfsuite.changed import git, mark_changed
 from perfsuite.outcomes import AbRun, decide, decide_all, pct, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import CLEARED, UNCONFIRMED, BenchVerdict, Confirmed
@@ -107,24 +107,17 @@ def passed_options(args: Sequence[str]) -> list[str]:
     return kept
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-        check=False,
-    )  # fmt: skip
-
-
 def cannot_run(cwd: Path, base: Commit) -> str | None:
     """Why no A/B of ``base`` against the working tree can run from ``cwd``, or None."""
     if base.sha is None:
         return "the baseline run has no commit id (saved outside a git checkout)"
     try:
-        top = _git(cwd, "rev-parse", "--show-toplevel")
+        top = git(cwd, "rev-parse", "--show-toplevel")
     except OSError as exc:
         return f"git cannot run ({exc})"
     if top.returncode != 0:
         return f"{cwd} is not a git checkout"
-    if _git(cwd, "cat-file", "-e", f"{base.sha}^{{commit}}").returncode != 0:
+    if git(cwd, "cat-file", "-e", f"{base.sha}^{{commit}}").returncode != 0:
         return f"the baseline's commit {base.sha[:12]} is not in this repository (fetch it)"
     return None
 
@@ -280,7 +273,6 @@ def _confirm(
         base, nodeids, options, cwd, report, report.with_name(report.name + ".log"), ab_args
     )
     runs.append(ab)
-    changed = {v.fullname for v in suspects if (v.suspected or "").startswith(CHANGED)}
     return {
-        v.fullname: decide_all(v.fullname, ab, whats(v), v.fullname in changed) for v in suspects
+        v.fullname: decide_all(v.fullname, ab, whats(v), v.changed is not None) for v in suspects
     }

@@ -102,6 +102,8 @@ def test_a_commit_git_does_not_know_names_nothing(repo: Path) -> None:
 def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from dataclasses import replace
+
     from perfsuite import changed
     from perfsuite.verdict.compare import RunComparison
     from perfsuite.verdict.judge import BenchVerdict
@@ -115,6 +117,8 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
 
     count = changed.CHANGED_AT_MOST + 2
     verdicts = [same(f"b{i}.py::t", i / 1000) for i in range(count)] + [same("other.py::t", 0.9)]
+    stands_out = replace(same("s.py::t", 0.3), suspected="slower than its group's move")
+    verdicts.append(stands_out)  # a suspect already: marked changed, not counted
     found = RunComparison(Run("base", {}), Run("now", {}), verdicts, [], [])
     monkeypatch.setattr(
         changed, "changed_benches",
@@ -124,7 +128,11 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
     marked = changed.mark_changed(found, "c" * 40, Path("."), said.append)
     suspects = [v.fullname for v in marked.verdicts if v.suspect]
     # the slowest CHANGED_AT_MOST of the changed: b2 .. b17; b0, b1 and other.py are not
-    assert suspects == [f"b{i}.py::t" for i in range(2, count)]
+    assert suspects == [*(f"b{i}.py::t" for i in range(2, count)), "s.py::t"]
+    flagged = {v.fullname: (v.changed, v.suspected) for v in marked.verdicts}
+    assert flagged["s.py::t"] == ("changed", "slower than its group's move")
+    assert flagged["b0.py::t"] == ("changed", None)  # changed, left out by the cap
+    assert flagged["other.py::t"] == (None, None)
     assert said == [
         f"perfsuite gate: {changed.CHANGED_AT_MOST} bench(es) whose code changed since "
         f"cccccccccccc join the A/B whatever the screen read; 2 more are not measured "

@@ -94,6 +94,8 @@ class BenchVerdict:
     #: why the gate makes it a time suspect beyond a `slower` verdict (gate only): it
     #: reads slower than its group's move, slower but undecided, or its code changed
     suspected: str | None = None
+    #: why its code changed since the baseline, naming a changed file (gate only)
+    changed: str | None = None
 
     @property
     def verdict(self) -> Verdict | None:
