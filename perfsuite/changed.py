@@ -14,7 +14,10 @@ functions too), each resolved against the importing file's folder and its parent
 the top, and the top's ``src/``. A file changed when ``git diff`` between the commit and
 the working tree names it, or it is new and not ignored. Other files (data, documents,
 configuration) and modules from outside the repository change no bench's code here;
-the screen still judges them.
+the screen still judges them. Where the bench's file is the only one of its code that
+changed, and what changed in it is only the definitions of some of its collected test
+functions or classes (compared statement by statement, line numbers aside), only the
+benches of those definitions changed: no other bench of the file runs them.
 """
 
 from __future__ import annotations
@@ -159,17 +162,70 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
     if not changed:
         return {}
     graph = CodeGraph(top)
-    reasons: dict[str, str] = {}
-    by_file: dict[str, str | None] = {}
+    by_file: dict[str, list[str]] = {}
     for nodeid in nodeids:
-        file = nodeid.split("::", 1)[0]
-        if file not in by_file:
-            path = next((p for p in (rootdir / file, top / file) if p.is_file()), None)
-            hit = sorted(graph.code_of(path) & changed) if path is not None else []
-            by_file[file] = hit[0].relative_to(top).as_posix() if hit else None
-        if by_file[file] is not None:
-            reasons[nodeid] = f"its code changed since the baseline: {by_file[file]}"
+        by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
+    reasons: dict[str, str] = {}
+    for file, ids in by_file.items():
+        path = next((p.resolve() for p in (rootdir / file, top / file) if p.is_file()), None)
+        hit = sorted(graph.code_of(path) & changed) if path is not None else []
+        if path is None or not hit:
+            continue
+        tests = {_top_name(nodeid) for nodeid in ids}
+        only = changed_tests(top, sha, path, tests) if hit == [path] else None
+        where = hit[0].relative_to(top).as_posix()
+        for nodeid in ids:
+            if only is None:
+                reasons[nodeid] = f"its code changed since the baseline: {where}"
+            elif _top_name(nodeid) in only:
+                reasons[nodeid] = (
+                    f"its code changed since the baseline: {where}, {_top_name(nodeid)}"
+                )
     return reasons
+
+
+def _top_name(nodeid: str) -> str:
+    """The name a bench's module defines it under: its function's, or its class's.
+
+    >>> _top_name("benches/b.py::TestX::test_y[a-b]")
+    'TestX'
+    """
+    return nodeid.split("::")[1].split("[")[0] if "::" in nodeid else ""
+
+
+def _definitions(source: bytes | str, name: str) -> dict[str, str] | None:
+    """Each top-level statement of a module, as text without line numbers: a function
+    or class under its name, any other under its own text; None where it does not
+    parse."""
+    try:
+        tree = ast.parse(source, filename=name)
+    except (SyntaxError, ValueError):
+        return None
+    defined: dict[str, str] = {}
+    for node in tree.body:
+        text = ast.dump(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined[node.name] = text
+        else:
+            defined[text] = text
+    return defined
+
+
+def changed_tests(top: Path, sha: str, path: Path, tests: set[str]) -> set[str] | None:
+    """Of ``tests`` (top-level names of test functions or classes in ``path``), those
+    whose definitions differ between commit ``sha`` and the working tree, where nothing
+    else of the file changed; None where something else did, or git cannot say."""
+    relative = path.relative_to(top).as_posix()
+    before = _git(top, "show", f"{sha}:{relative}")
+    try:
+        now = _definitions(path.read_bytes(), str(path))
+    except OSError:
+        return None
+    then = _definitions("\n".join(before), relative) if before is not None else None
+    if now is None or then is None:
+        return None
+    differ = {key for key in now.keys() | then.keys() if now.get(key) != then.get(key)}
+    return differ if differ <= tests else None
 
 
 def mark_changed(

@@ -239,14 +239,18 @@ class VerdictPlugin:
         if self.settings.report is not None:
             self._write_report(self.settings.report, current)
             if self._confirmation_dir is not None:
-                with contextlib.suppress(OSError):
-                    shutil.copytree(self._confirmation_dir, self.settings.report / "confirmation")
-                rest = self._confirmation_dir.with_name("ab-rest")
-                if rest.is_dir():
-                    with contextlib.suppress(OSError):
-                        shutil.copytree(rest, self.settings.report / "confirmation" / "rest")
+                confirmations = self.settings.report / "confirmation"
+                self._keep_confirmations(self._confirmation_dir, confirmations)
         if self._confirmation_dir is not None:
             shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
+
+    def _keep_confirmations(self, first: Path, into: Path) -> None:
+        """Copy the A/B reports into ``into``: the ``first`` A/B's there, each other's
+        (``ab-rest``, ``ab-changed``...) in a folder named after it (``rest``...)."""
+        for folder in sorted(p for p in first.parent.iterdir() if p.is_dir()):
+            name = "" if folder == first else folder.name.removeprefix("ab-")
+            with contextlib.suppress(OSError):
+                shutil.copytree(folder, into / name, dirs_exist_ok=True)
 
     def _confirm(self, comparison: RunComparison) -> RunComparison:
         """Each time suspect of ``comparison`` decided
@@ -260,12 +264,13 @@ class VerdictPlugin:
                 self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
             return self._confirmation_dir.with_name(name)
 
-        from perfsuite.ab.budget import gate_args
+        from perfsuite.ab.budget import CHANGED_SUSPECTS, GATE_SUSPECTS, gate_args
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
 
-        def ab_args(nodeids: Sequence[str]) -> list[str]:
-            return gate_args(self.settings.ab_args, nodeids, spent, self.settings.scale.value)
+        def ab_args(nodeids: Sequence[str], changed: bool) -> list[str]:
+            kind = CHANGED_SUSPECTS if changed else GATE_SUSPECTS
+            return gate_args(self.settings.ab_args, nodeids, spent, self.settings.scale.value, kind)
 
         confirmed, note = confirm_suspects(
             comparison,

@@ -20,8 +20,10 @@ whose code changed since the baseline's commit, whatever the screen read
    threshold has ``not shown`` it (it passes: the A/B measured no regression beyond
    the threshold, though it could not rule one out); anything else (an estimate beyond
    the threshold, not measured) leaves it ``unconfirmed``, with the command that would
-   decide it. Where the measures disagree, confirmed wins, then unconfirmed. When the
-   A/Bs ended with a verdict and left suspects unconfirmed, a second A/B measures
+   decide it. Where the measures disagree, confirmed wins, then unconfirmed. Benches
+   whose code changed have an A/B of their own, before the others', with its own
+   share of seconds, measuring again every first pair of processes that is undecided.
+   When the A/Bs ended with a verdict and left suspects unconfirmed, a second A/B measures
    alone the ``RETRY_AT_MOST`` of them it estimated slowest, each with a larger share
    of the run's seconds, and its outcome stands.
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
@@ -172,13 +174,14 @@ def confirm_suspects(
     options: Sequence[str],
     cwd: Path,
     scratch: Callable[[str], Path],
-    ab_args: Callable[[Sequence[str]], list[str]] = lambda nodeids: [],
+    ab_args: Callable[[Sequence[str], bool], list[str]] = lambda nodeids, changed: [],
     say: Callable[[str], None] = print,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
     ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it);
-    ``ab_args(nodeids)`` the A/B's own options for those suspects."""
+    ``ab_args(nodeids, changed)`` the A/B's own options for those suspects (``changed``:
+    they are the benches whose code changed)."""
     comparison = mark_standouts(comparison)
     base = Commit.of(comparison.baseline.commit_info)
     unchanged = same_code(base, Commit.of(commit_info))
@@ -191,14 +194,15 @@ def confirm_suspects(
     if unchanged:
         decided = {v.fullname: machine_move(base) for v in suspects}
     else:
+        changed = [v for v in suspects if v.changed is not None]
         shift = session_shift(comparison)
         moved = sorted(
-            (v for v in suspects if with_session(v, shift)),
+            (v for v in suspects if v.changed is None and with_session(v, shift)),
             key=lambda v: v.time.change if v.time is not None else 0.0,
             reverse=True,
         )
         later = moved[SHIFT_SAMPLE:]
-        first = [v for v in suspects if v not in later]
+        first = [v for v in suspects if v not in later and v.changed is None]
         if later and shift is not None:
             say(
                 f"perfsuite gate: the session moved {pct(shift)}; {len(moved)} suspect(s) "
@@ -206,10 +210,13 @@ def confirm_suspects(
             )
         runs: list[AbRun] = []
 
-        def args_for(group: Sequence[BenchVerdict]) -> list[str]:
-            return ab_args([v.fullname for v in group])
+        def confirm(group: Sequence[BenchVerdict], name: str) -> dict[str, Confirmed]:
+            args = ab_args([v.fullname for v in group], any(v.changed for v in group))
+            return _confirm(base, group, options, cwd, scratch(name), args, say, runs)
 
-        decided = _confirm(base, first, options, cwd, scratch("ab"), args_for(first), say, runs)
+        decided = confirm(changed, "ab-changed") if changed else {}
+        if first:
+            decided |= confirm(first, "ab")
         if later and shift is not None:
             sample = moved[:SHIFT_SAMPLE]
             if all(decided[v.fullname].outcome == CLEARED for v in sample):
@@ -217,16 +224,13 @@ def confirm_suspects(
             elif runs[-1].status is None:  # no A/B can run here: neither can a second
                 decided |= {v.fullname: decide(v.fullname, runs[-1]) for v in later}
             else:
-                rest = scratch("ab-rest")
-                decided |= _confirm(base, later, options, cwd, rest, args_for(later), say, runs)
+                decided |= confirm(later, "ab-rest")
         slowest = _largest(
             [v.fullname for v in suspects if decided[v.fullname].outcome == UNCONFIRMED], runs
         )
         again = [v for v in suspects if v.fullname in slowest]
         if again and all(ab.concluded for ab in runs):
-            decided |= _confirm(
-                base, again, options, cwd, scratch("ab-again"), args_for(again), say, runs
-            )
+            decided |= confirm(again, "ab-again")
         ran = [ab for ab in runs if ab.status is not None]
         if ran:
             tally = Counter(outcome.outcome for outcome in decided.values())

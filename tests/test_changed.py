@@ -94,6 +94,35 @@ def test_only_the_benches_whose_code_changed_are_named(repo: Path) -> None:
     }
 
 
+def test_a_change_to_one_test_function_changes_only_its_benches(repo: Path) -> None:
+    two = (
+        "import pytest\n\n\ndef helper():\n    return 1\n\n\n"
+        "@pytest.mark.parametrize('n', [1, 2])\ndef test_a(benchmark, n):\n"
+        "    benchmark(helper)\n\n\ndef test_b(benchmark):\n    benchmark(helper)\n"
+    )
+    (repo / "tests/perf/test_two.py").write_text(two)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two benches")
+    head = git(repo, "rev-parse", "HEAD")
+    ids = ["tests/perf/test_two.py::test_a[1]", "tests/perf/test_two.py::test_a[2]",
+           "tests/perf/test_two.py::test_b", PERF]  # fmt: skip
+    # a blank line and a comment move line numbers but change no statement
+    (repo / "tests/perf/test_two.py").write_text("# two benches\n\n" + two)
+    assert changed_benches(ids, repo, head) == {}
+    edited = two.replace("(helper)\n\n\ndef test_b", "(helper)\n    helper()\n\n\ndef test_b")
+    (repo / "tests/perf/test_two.py").write_text(edited)
+    reason = "its code changed since the baseline: tests/perf/test_two.py, test_a"
+    assert changed_benches(ids, repo, head) == {ids[0]: reason, ids[1]: reason}
+    # a test function not among the benches (deselected, or not a bench) counts as a helper
+    whole = "its code changed since the baseline: tests/perf/test_two.py"
+    assert changed_benches(ids[2:], repo, head) == {ids[2]: whole}
+    (repo / "tests/perf/test_two.py").write_text(two + "\n\ndef test_c():\n    pass\n")
+    assert changed_benches(ids, repo, head) == dict.fromkeys(ids[:3], whole)
+    # a helper every bench of the file may call: all of them changed
+    (repo / "tests/perf/test_two.py").write_text(two.replace("return 1", "return 2"))
+    assert changed_benches(ids, repo, head) == dict.fromkeys(ids[:3], whole)
+
+
 def test_a_commit_git_does_not_know_names_nothing(repo: Path) -> None:
     (repo / "decode.py").write_text("def run():\n    return 5\n")
     assert changed_benches([ROOT], repo, "f" * 40) == {}

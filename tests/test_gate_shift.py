@@ -51,9 +51,16 @@ class FakeAb:
     def __init__(self, answers: dict[str, str]) -> None:
         self.answers = answers  # "beyond": undecided, +8% at a 5% threshold
         self.asked: list[list[str]] = []
+        self.reports: list[str] = []  # each A/B's report folder's name
+        self.strict: list[bool] = []  # whether it was asked as an A/B of changed code
 
-    def __call__(self, base: Commit, nodeids: Sequence[str], *args: Any, **kwargs: Any) -> AbRun:
+    def __call__(
+        self, base: Commit, nodeids: Sequence[str], options: Sequence[str], cwd: Path,
+        report: Path, log: Path | None, ab_args: Sequence[str] = (),
+    ) -> AbRun:  # fmt: skip
         self.asked.append(list(nodeids))
+        self.reports.append(report.name)
+        self.strict.append("--changed" in ab_args)
         rows = {}
         for n in nodeids:
             answer = self.answers[n].split(",")[len([a for a in self.asked if n in a]) - 1]
@@ -88,7 +95,7 @@ def confirm(
         [],
         tmp_path,
         lambda name: tmp_path / name,
-        lambda ids: [],
+        lambda ids, changed: ["--changed"] if changed else [],
         said.append,
     )
     assert note is not None
@@ -198,7 +205,7 @@ def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(
     fake = FakeAb({"x": "inconclusive"})
     monkeypatch.setattr(suspects, "run_ab", fake)
     result, _ = confirm_suspects(
-        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, lambda ids: [], print
+        comparison(changes), HEAD, [], tmp_path, lambda name: tmp_path / name, lambda *_: [], print
     )
     decision = gate_decision(result, allow_mismatch=False)
     assert decision.exit_status == ExitCode.OK
@@ -312,3 +319,24 @@ def test_an_undecided_bench_that_cannot_be_a_slowdown_past_the_threshold_is_no_s
 ) -> None:
     found = _undecided(comparison({"x": 0.0, "f": 0.0}), "x", ci, p)
     assert not any(v.suspect for v in mark_standouts(found).verdicts)
+
+
+def test_benches_whose_code_changed_have_an_ab_of_their_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    changes = shifted(8, 4) | {"c0": 0.0, "c1": 0.02}
+    found = comparison(changes)
+    edited = {"c0", "c1", "m7"}  # m7 moved most with the session, and its code changed
+    found = replace(found, verdicts=[
+        replace(v, changed="its code changed", suspected=v.suspected or "its code changed")
+        if v.fullname in edited else v
+        for v in found.verdicts
+    ])  # fmt: skip
+    answers = dict.fromkeys(changes, "same") | {"c1": "slower"}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, found=found)
+    # the changed benches first, strict, alone; then the session's sample of the rest
+    assert fake.asked == [["m7", "c0", "c1"], ["m5", "m6"]]
+    assert fake.reports == ["ab-changed", "ab"]
+    assert fake.strict == [True, False]
+    assert outcomes["c1"] == CONFIRMED
+    assert outcomes["c0"] == outcomes["m0"] == CLEARED

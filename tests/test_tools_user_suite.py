@@ -26,10 +26,21 @@ def test_benchmark_suite_sources_parse(extra: float) -> None:
         assert "perf." not in text
 
 
-def test_slowdown_source_parses() -> None:
-    text = gate_check.SLOWDOWN.format(nodeid="benches/b.py::t[x]", fraction=0.1, percent="10%")
-    ast.parse(text)
-    assert "'benches/b.py::t[x]'" in text
+def test_the_slowdown_is_put_first_in_the_benchs_own_function() -> None:
+    source = (
+        "import pytest\n\n\ndef helper():\n    return 1\n\n\n"
+        'def t(perf, x):\n    """Doc."""\n    perf.measure(helper)\n'
+    )
+    slowed = gate_check.slow_down(source, "benches/b.py::t[x]", 0.1)
+    before, after = ast.parse(source).body, ast.parse(slowed).body
+    assert [ast.dump(n) for n in before[:2]] == [ast.dump(n) for n in after[:2]]
+    function = after[2]
+    assert isinstance(function, ast.FunctionDef)
+    assert ast.get_docstring(function) == "Doc."
+    assert ast.unparse(function.body[-1]) == "perf.measure(helper)"
+    assert "if perf.nodeid == 'benches/b.py::t[x]':" in ast.unparse(function)
+    with pytest.raises(SystemExit, match="no function u"):
+        gate_check.slow_down(source, "benches/b.py::u", 0.1)
 
 
 ROWS = [

@@ -132,22 +132,31 @@ CONFIRM_SHARE = 0.5
 MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
 #: what a gate's A/B measures again in fresh pairs of processes (``--suspects``)
 GATE_SUSPECTS = "leaning-slower"
+#: what the gate's A/B of benches whose code changed measures again
+CHANGED_SUSPECTS = "undecided"
 
 
 def gate_args(
-    ab_args: Sequence[str], nodeids: Sequence[str], seconds: float, scale: str
+    ab_args: Sequence[str],
+    nodeids: Sequence[str],
+    seconds: float,
+    scale: str,
+    suspects: str = GATE_SUSPECTS,
 ) -> list[str]:
     """``ab_args``, with ``--max-seconds`` (a bench's alternation) and
     ``--confirm-seconds`` (a bench file's confirmation) for a gate's confirming A/B of
     ``nodeids``: shared out of ``CONFIRM_SHARE`` of ``seconds`` (the gated run's own),
     each at most its ``scale``'s default and at least ``MIN_BENCH_SECONDS`` or
-    ``MIN_FILE_SECONDS``; and ``--suspects=GATE_SUSPECTS``. An option ``ab_args``
-    already sets is kept. So a gate's confirmations take about as long as the run
-    again, however many suspects.
+    ``MIN_FILE_SECONDS``; and ``--suspects=SUSPECTS``. An option ``ab_args``
+    already sets is kept. So each of a gate's confirming A/Bs takes about as long as
+    the run again, however many suspects.
 
-    Fresh pairs of processes measure again only a first pair that is decisive or leans
-    slower: the gate asks whether a suspect regressed, and a first pair that reads it
-    within the threshold has not shown that it did (``not shown``, it passes).
+    By default (``GATE_SUSPECTS``) fresh pairs of processes measure again only a first
+    pair that is decisive or leans slower: the gate asks whether a suspect regressed,
+    and a first pair that reads it within the threshold has not shown that it did
+    (``not shown``, it passes). Benches whose code changed are measured again whenever
+    their first pair is undecided (``CHANGED_SUSPECTS``): one pair of processes can
+    read a real slowdown within the threshold.
 
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default")
     ['--max-seconds=50', '--confirm-seconds=75', '--suspects=leaning-slower']
@@ -162,7 +171,7 @@ def gate_args(
     wanted = {
         "--max-seconds": f"{bench:.0f}",
         "--confirm-seconds": f"{file:.0f}",
-        "--suspects": GATE_SUSPECTS,
+        "--suspects": suspects,
     }
     given = {arg.split("=", 1)[0] for arg in ab_args}
     return [*ab_args, *(f"{k}={v}" for k, v in wanted.items() if k not in given)]

@@ -15,12 +15,13 @@ made before are reused; otherwise the plain run includes making them):
    confirmation outcome (from the verdict rows and the ``confirmations took`` line) and
    the ``perfsuite gate:`` line are recorded. Goals: no run fails; each within 2x.
 3. ``--slow-runs`` times: from the commit the plain run measured, commit a slowdown of
-   ``--fraction`` in one bench (``--slow-bench``: an autouse fixture appended to
-   its own module makes that bench's ``perf.measure`` target spin for that
-   fraction of each call's own time after the call, so the committed bench does that
-   much more work), gate it against the plain run (``--benchmark-compare=0001``, no
-   autosave), record whether it failed (exit 1) naming that bench and no other, and
-   reset the clone to the commit before the slowdown. Goal: every run.
+   ``--fraction`` in one bench (``--slow-bench``: code put first in its own function
+   makes that bench's ``perf.measure`` target spin for that fraction of each call's
+   own time after the call, so the committed bench does that much more work, and only
+   the benches of that function changed), gate it against the plain run
+   (``--benchmark-compare=0001``, no autosave), record whether it failed (exit 1)
+   naming that bench and no other, and reset the clone to the commit before the
+   slowdown. Goal: every run.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -37,6 +38,7 @@ The slowed bench must use the ``perf`` fixture and run in the selection.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -59,38 +61,50 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SLOW_BENCH = "benches/bench_warmup.py::test_warmup_torch[warm-cpu]"
 FAILED = re.compile(r"perfsuite gate: FAILED: (\d+) regressions?: (.*)")
 
-#: appended to the slowed bench's own module: the committed slowdown of one bench
-SLOWDOWN = '''
+#: put at the top of the slowed bench's own function: the committed slowdown of one bench,
+#: a change to that function alone (so only its benches' code changed)
+SLOWDOWN = """\
+import time as _time
 
-import time
-from typing import Any
+if perf.nodeid == {nodeid!r}:  # {percent} more work in each measured call
+    _measure = perf.measure
 
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def _committed_slowdown(request: pytest.FixtureRequest) -> None:
-    """{percent} more work in {nodeid}: each call of its ``perf.measure``
-    target spins for {percent} of that call's own time after the call."""
-    if request.node.nodeid != {nodeid!r}:
-        return
-    perf = request.getfixturevalue("perf")
-    measure = perf.measure
-
-    def slower_measure(fn: Any, **options: Any) -> Any:
-        def slower(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
+    def _slower_measure(fn, **options):
+        def slower(*args, **kwargs):
+            start = _time.perf_counter()
             result = fn(*args, **kwargs)
-            end = time.perf_counter()
+            end = _time.perf_counter()
             until = end + {fraction!r} * (end - start)
-            while time.perf_counter() < until:
+            while _time.perf_counter() < until:
                 pass
             return result
 
-        return measure(slower, **options)
+        return _measure(slower, **options)
 
-    perf.measure = slower_measure
-'''
+    perf.measure = _slower_measure
+"""
+
+
+def slow_down(source: str, nodeid: str, fraction: float) -> str:
+    """``source`` (the module of ``nodeid``, a bench taking the ``perf`` fixture) with
+    ``SLOWDOWN`` put first in the bench's function, after its docstring."""
+    name = nodeid.split("::")[1].split("[")[0]
+    found = [
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    ]
+    if not found:
+        raise SystemExit(f"--slow-bench {nodeid}: no function {name} at the top of its module")
+    body = found[0].body
+    docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    first = body[1] if docstring and len(body) > 1 else body[0]
+    text = SLOWDOWN.format(nodeid=nodeid, fraction=fraction, percent=f"{fraction:.0%}")
+    indent = " " * first.col_offset
+    block = "".join(indent + line if line.strip() else line for line in text.splitlines(True))
+    lines = source.splitlines(True)
+    at = first.lineno - 1
+    return "".join([*lines[:at], block, "\n", *lines[at:]])
 
 
 def git(root: Path, *args: str) -> str:
@@ -250,11 +264,8 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         print(run_line(i, result, plain["seconds"]), flush=True)
     for i in range(1, args.slow_runs + 1):
         git(root, "reset", "-q", "--hard", measured)
-        text = SLOWDOWN.format(
-            nodeid=args.slow_bench, fraction=args.fraction, percent=f"{args.fraction:.0%}"
-        )
-        with (root / args.slow_bench.split("::", 1)[0]).open("a") as module:
-            module.write(text)
+        module = root / args.slow_bench.split("::", 1)[0]
+        module.write_text(slow_down(module.read_text(), args.slow_bench, args.fraction))
         git(root, "commit", "-q", "-am", f"Slow {args.slow_bench} down by {args.fraction:.0%}")
         result = run(root, [*gate, "--benchmark-compare=0001"], cache)
         git(root, "reset", "-q", "--hard", measured)
