@@ -340,3 +340,31 @@ def test_benches_whose_code_changed_have_an_ab_of_their_own(
     assert fake.strict == [True, False]
     assert outcomes["c1"] == CONFIRMED
     assert outcomes["c0"] == outcomes["m0"] == CLEARED
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"), [("slower", ExitCode.REGRESSION), ("same", ExitCode.OK)]
+)
+def test_an_ab_judges_a_bench_the_screen_could_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answer: str, status: ExitCode
+) -> None:
+    found = comparison({"x": 0.0, "y": 0.0})
+    fallback = "rank test needs >= 7 rounds per side (has 3)"
+    found = replace(found, verdicts=[
+        replace(v, time=replace(v.time, verdict=Verdict.INCONCLUSIVE, p=None, fallback=fallback))
+        if v.time is not None else v
+        for v in found.verdicts
+    ])  # fmt: skip
+    assert gate_decision(found, allow_mismatch=False).exit_status == ExitCode.NOT_JUDGED
+    x = next(v for v in found.verdicts if v.fullname == "x")
+    changed = replace(x, changed="its code changed", suspected="its code changed")
+    found = replace(found, verdicts=[changed, *found.verdicts[1:]])
+    fake = FakeAb({"x": answer})
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    result, _ = confirm_suspects(
+        found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda *_: [], print
+    )
+    decision = gate_decision(result, allow_mismatch=False)
+    assert (decision.exit_status, fake.asked) == (status, [["x"]])
+    if status == ExitCode.OK:
+        assert decision.message.startswith("no regression in 1 judged bench;")

@@ -114,9 +114,12 @@ class BenchVerdict:
 
     @property
     def judged(self) -> bool:
-        """Its time decided by the rank test (``same``, ``slower``, ``faster``). Exact
-        counters are compared whatever the time's verdict, but an unchanged counter
-        does not make a bench judged: its time would go unjudged."""
+        """Its time decided by the rank test (``same``, ``slower``, ``faster``), or by
+        the A/B that confirmed or cleared it. Exact counters are compared whatever the
+        time's verdict, but an unchanged counter does not make a bench judged: its time
+        would go unjudged."""
+        if self.confirmation is not None and self.confirmation.outcome in (CONFIRMED, CLEARED):
+            return True
         decided = self.time is not None and self.time.fallback is None
         return decided and self.verdict is not Verdict.INCONCLUSIVE
 
