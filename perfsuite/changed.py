@@ -171,23 +171,21 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
         hit = sorted(graph.code_of(path) & changed) if path is not None else []
         if path is None or not hit:
             continue
-        tests = {_top_name(nodeid) for nodeid in ids}
+        tests = {top_name(nodeid) for nodeid in ids}
         only = changed_tests(top, sha, path, tests) if hit == [path] else None
-        where = hit[0].relative_to(top).as_posix()
+        reason = f"its code changed since the baseline: {hit[0].relative_to(top).as_posix()}"
         for nodeid in ids:
             if only is None:
-                reasons[nodeid] = f"its code changed since the baseline: {where}"
-            elif _top_name(nodeid) in only:
-                reasons[nodeid] = (
-                    f"its code changed since the baseline: {where}, {_top_name(nodeid)}"
-                )
+                reasons[nodeid] = reason
+            elif top_name(nodeid) in only:
+                reasons[nodeid] = f"{reason}, {top_name(nodeid)}"
     return reasons
 
 
-def _top_name(nodeid: str) -> str:
+def top_name(nodeid: str) -> str:
     """The name a bench's module defines it under: its function's, or its class's.
 
-    >>> _top_name("benches/b.py::TestX::test_y[a-b]")
+    >>> top_name("benches/b.py::TestX::test_y[a-b]")
     'TestX'
     """
     return nodeid.split("::")[1].split("[")[0] if "::" in nodeid else ""

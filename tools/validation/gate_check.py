@@ -50,6 +50,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from perfsuite.changed import top_name
 from perfsuite.config import default_data_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
@@ -88,7 +89,7 @@ if perf.nodeid == {nodeid!r}:  # {percent} more work in each measured call
 def slow_down(source: str, nodeid: str, fraction: float) -> str:
     """``source`` (the module of ``nodeid``, a bench taking the ``perf`` fixture) with
     ``SLOWDOWN`` put first in the bench's function, after its docstring."""
-    name = nodeid.split("::")[1].split("[")[0]
+    name = top_name(nodeid)
     found = [
         node
         for node in ast.parse(source).body
