@@ -268,8 +268,8 @@ class VerdictPlugin:
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
 
-        def ab_args(nodeids: Sequence[str], changed: bool) -> list[str]:
-            kind = CHANGED_SUSPECTS if changed else GATE_SUSPECTS
+        def ab_args(nodeids: Sequence[str], decide: bool) -> list[str]:
+            kind = CHANGED_SUSPECTS if decide else GATE_SUSPECTS
             return gate_args(self.settings.ab_args, nodeids, spent, self.settings.scale.value, kind)
 
         confirmed, note = confirm_suspects(

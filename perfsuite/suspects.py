@@ -6,7 +6,9 @@ benches slower or using more CPU per item by the rank test, slower than the move
 their group (:func:`perfsuite.verdict.shift.standout`), or whose peak memory rose
 beyond its threshold; and, unless both runs are of one commit on a clean tree, benches
 whose code changed since the baseline's commit, whatever the screen read
-(:mod:`perfsuite.changed`). Each is then decided in these steps:
+(:mod:`perfsuite.changed`); and, where the screen judged no bench and an A/B can run,
+each bench it measured but could not decide
+(:func:`perfsuite.verdict.shift.mark_undecided`). Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
    changes: no code changed, so the move is the machine's (``machine``); no A/B runs.
@@ -22,10 +24,11 @@ whose code changed since the baseline's commit, whatever the screen read
    the threshold, not measured) leaves it ``unconfirmed``, with the command that would
    decide it. Where the measures disagree, confirmed wins, then unconfirmed. Benches
    whose code changed have an A/B of their own, before the others', with its own
-   share of seconds, measuring again every first pair of processes that is undecided.
-   When the A/Bs ended with a verdict and left suspects unconfirmed, a second A/B measures
-   alone the ``RETRY_AT_MOST`` of them it estimated slowest, each with a larger share
-   of the run's seconds, and its outcome stands.
+   share of seconds, measuring again every first pair of processes that is undecided;
+   so do the benches the screen could not decide. When the A/Bs ended with a verdict
+   and left suspects unconfirmed, a second A/B measures alone the ``RETRY_AT_MOST`` of
+   them it estimated slowest, each with a larger share of the run's seconds, and its
+   outcome stands.
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
@@ -71,6 +74,7 @@ from perfsuite.verdict.shift import (
     SHIFT_SAMPLE,
     cleared_with,
     mark_standouts,
+    mark_undecided,
     session_shift,
     with_session,
 )
@@ -174,19 +178,28 @@ def confirm_suspects(
     options: Sequence[str],
     cwd: Path,
     scratch: Callable[[str], Path],
-    ab_args: Callable[[Sequence[str], bool], list[str]] = lambda nodeids, changed: [],
+    ab_args: Callable[[Sequence[str], bool], list[str]] = lambda nodeids, decide: [],
     say: Callable[[str], None] = print,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
     ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it);
-    ``ab_args(nodeids, changed)`` the A/B's own options for those suspects (``changed``:
-    they are the benches whose code changed)."""
+    ``ab_args(nodeids, decide)`` the A/B's own options for those suspects (``decide``:
+    the A/B must decide them, not only confirm them: their code changed, or the screen
+    decided no bench)."""
     comparison = mark_standouts(comparison)
     base = Commit.of(comparison.baseline.commit_info)
     unchanged = same_code(base, Commit.of(commit_info))
+    undecided: set[str] = set()
     if not unchanged and base.sha is not None:
         comparison = mark_changed(comparison, base.sha, cwd, say)
+        if cannot_run(cwd, base) is None:
+            comparison, undecided = mark_undecided(comparison)
+        if undecided:
+            say(
+                f"perfsuite gate: the screen decided no bench; the A/B decides "
+                f"{len(undecided)} it measured on both sides"
+            )
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
     if not suspects:
         return comparison, None
@@ -195,14 +208,16 @@ def confirm_suspects(
         decided = {v.fullname: machine_move(base) for v in suspects}
     else:
         changed = [v for v in suspects if v.changed is not None]
+        own = [v for v in suspects if v.fullname in undecided]
+        alone = {v.fullname for v in changed + own}
         shift = session_shift(comparison)
         moved = sorted(
-            (v for v in suspects if v.changed is None and with_session(v, shift)),
+            (v for v in suspects if v.fullname not in alone and with_session(v, shift)),
             key=lambda v: v.time.change if v.time is not None else 0.0,
             reverse=True,
         )
         later = moved[SHIFT_SAMPLE:]
-        first = [v for v in suspects if v not in later and v.changed is None]
+        first = [v for v in suspects if v not in later and v.fullname not in alone]
         if later and shift is not None:
             say(
                 f"perfsuite gate: the session moved {pct(shift)}; {len(moved)} suspect(s) "
@@ -211,10 +226,12 @@ def confirm_suspects(
         runs: list[AbRun] = []
 
         def confirm(group: Sequence[BenchVerdict], name: str) -> dict[str, Confirmed]:
-            args = ab_args([v.fullname for v in group], any(v.changed for v in group))
+            args = ab_args([v.fullname for v in group], any(v.fullname in alone for v in group))
             return _confirm(base, group, options, cwd, scratch(name), args, say, runs)
 
         decided = confirm(changed, "ab-changed") if changed else {}
+        if own:
+            decided |= confirm(own, "ab-undecided")
         if first:
             decided |= confirm(first, "ab")
         if later and shift is not None:

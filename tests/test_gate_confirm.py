@@ -235,3 +235,18 @@ def test_a_baseline_without_raw_samples_says_how_to_get_them(repo: Path) -> None
     assert "baseline has no raw samples" in out
     assert "--benchmark-save-data" in out
     assert "perfsuite gate: REFUSED: cannot judge" in out
+
+
+def test_a_screen_that_decided_nothing_has_the_ab_decide(repo: Path) -> None:
+    plain = pytest_run(repo, "--benchmark-autosave")  # no raw samples: the screen cannot judge
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    commit(repo, "docs", **{"README.md": "a bench, described\n"})
+    proc = gate(repo, delay=0.01)
+    out = proc.stdout
+    if "def test_sleep(perf)" in (repo / "test_bench.py").read_text():
+        assert "the screen decided no bench" not in out  # its rounds were kept: judged
+        return
+    assert proc.returncode == ExitCode.OK, out + proc.stderr
+    assert "perfsuite gate: the screen decided no bench; the A/B decides 1" in out
+    assert "cleared by A/B (same)" in out
+    assert "perfsuite gate: passed: no regression in 1 judged bench" in out

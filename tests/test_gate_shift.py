@@ -5,7 +5,6 @@ A/B is replaced by one that answers each suspect from a table, so what is asked 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,94 +15,12 @@ from perfsuite import suspects
 from perfsuite.exitcodes import ExitCode
 from perfsuite.outcomes import AbRun, decide, decide_all
 from perfsuite.suspects import confirm_suspects
-from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
-from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED, BenchVerdict
-from perfsuite.verdict.runs import Bench, Run
+from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
 from perfsuite.verdict.shift import mark_standouts, session_shift
-from perfsuite.verdict.stats import Comparison, Verdict
-
-BASE = {"id": "a" * 40, "dirty": False}
-HEAD = {"id": "b" * 40, "dirty": False}
-
-
-def verdict(name: str, change: float, group: str = "g") -> BenchVerdict:
-    """A bench judged at a 5% threshold: slower above it, same below (faster below -5%),
-    with an interval of +-2% about its change."""
-    slower = change > 0.05
-    word = Verdict.SLOWER if slower else Verdict.FASTER if change < -0.05 else Verdict.SAME
-    bench = Bench(name, name, group, None, (1.0,) * 10, 1.0)
-    ci = (change - 0.02, change + 0.02)
-    time = Comparison(word, change, ci, 1e-4 if word is not Verdict.SAME else 0.5, 0.05, 10, 10)
-    return BenchVerdict(name, name, bench, bench, time, None, "s", ())
-
-
-def comparison(changes: dict[str, float], groups: dict[str, str] | None = None) -> RunComparison:
-    groups = groups or {}
-    verdicts = [verdict(name, change, groups.get(name, "g")) for name, change in changes.items()]
-    return RunComparison(Run("base", {}, commit_info=BASE), Run("now", {}), verdicts, [], [])
-
-
-class FakeAb:
-    """Stands in for :func:`perfsuite.suspects.run_ab`: each bench's verdict from ``answers``."""
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        self.answers = answers  # "beyond": undecided, +8% at a 5% threshold
-        self.asked: list[list[str]] = []
-        self.reports: list[str] = []  # each A/B's report folder's name
-        self.strict: list[bool] = []  # whether it was asked as an A/B of changed code
-
-    def __call__(
-        self, base: Commit, nodeids: Sequence[str], options: Sequence[str], cwd: Path,
-        report: Path, log: Path | None, ab_args: Sequence[str] = (),
-    ) -> AbRun:  # fmt: skip
-        self.asked.append(list(nodeids))
-        self.reports.append(report.name)
-        self.strict.append("--changed" in ab_args)
-        rows = {}
-        for n in nodeids:
-            answer = self.answers[n].split(",")[len([a for a in self.asked if n in a]) - 1]
-            answer, _, estimate = answer.partition("=")  # "beyond=0.12": its estimate
-            beyond = answer == "beyond"
-            rows[n] = {
-                "nodeid": n,
-                "verdict": "inconclusive" if beyond else answer,
-                "change": float(estimate or 0.08) if beyond else 0.0,
-                "threshold": 0.05,
-                "pairs": 3,
-            }
-        return AbRun(("ab",), "perfsuite ab", 0, 1.0, rows)
-
-
-def confirm(
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    changes: dict[str, float],
-    answers: dict[str, str],
-    groups: dict[str, str] | None = None,
-    found: RunComparison | None = None,
-) -> tuple[dict[str, str], FakeAb, list[str]]:
-    """Each suspect's outcome; an answer "a,b" is what the first and a second A/B say.
-    ``found`` replaces the comparison ``changes`` make."""
-    fake = FakeAb(answers)
-    monkeypatch.setattr(suspects, "run_ab", fake)
-    said: list[str] = []
-    result, note = confirm_suspects(
-        found or comparison(changes, groups),
-        HEAD,
-        [],
-        tmp_path,
-        lambda name: tmp_path / name,
-        lambda ids, changed: ["--changed"] if changed else [],
-        said.append,
-    )
-    assert note is not None
-    assert "confirmations took" in note
-    outcomes = {
-        v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation is not None
-    }
-    return outcomes, fake, said
+from perfsuite.verdict.stats import Verdict
+from tests.gate_fakes import HEAD, FakeAb, comparison, confirm
 
 
 def shifted(moved: int, flat: int, change: float = 0.08) -> dict[str, float]:

@@ -155,6 +155,9 @@ def nothing_judged(comparison: RunComparison) -> str | None:
     if undecided and len(undecided) == len(comparison.verdicts):
         fallbacks = {v.time.fallback for v in undecided if v.time is not None and v.time.fallback}
         why = "; ".join(sorted(fallbacks)) or "every comparison inconclusive"
+        tried = [v.confirmation.outcome for v in undecided if v.confirmation is not None]
+        if tried:
+            why += f"; the A/B did not decide them either ({', '.join(sorted(set(tried)))})"
         return (
             f"none of the {len(undecided)} benches could be decided ({why}); more rounds "
             "(--perf-rounds) or a quieter machine would decide"

@@ -172,3 +172,45 @@ def mark_standouts(comparison: RunComparison) -> RunComparison:
         for v in comparison.verdicts
     ]
     return replace(comparison, verdicts=verdicts)
+
+
+#: the most benches a screen that decided nothing sends to the A/B to decide
+UNDECIDED_AT_MOST = 16
+
+
+def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
+    """Where the screen judged no bench and no counter rose, ``comparison`` with each
+    bench it measured on both sides but could not decide (``inconclusive``, or too few
+    raw samples) made a time suspect, so that the A/B decides it; and their names. At
+    most ``UNDECIDED_AT_MOST``, those the screen read slowest first. Where the screen
+    judged one, nothing changes: its undecided benches stay undecided.
+
+    A screen compares runs of two processes, whose offsets can hide a few percent of
+    either sign; the A/B measures both commits in one session, so it can decide them.
+    """
+    verdicts = comparison.verdicts
+    if any(v.judged or v.counters_rose for v in verdicts):
+        return comparison, set()
+    undecided = sorted(
+        (v for v in verdicts if v.time is not None and not v.not_comparable and not v.suspect),
+        key=lambda v: v.time.change if v.time is not None else 0.0,
+        reverse=True,
+    )[:UNDECIDED_AT_MOST]
+    names = {v.fullname for v in undecided}
+    marked = [
+        replace(v, suspected=f"undecided on the screen ({_reading(v)}); the A/B decides it")
+        if v.fullname in names
+        else v
+        for v in verdicts
+    ]
+    return replace(comparison, verdicts=marked), names
+
+
+def _reading(item: BenchVerdict) -> str:
+    """What the screen read of an undecided bench: its change, or why it could not."""
+    time = item.time
+    if time is None:
+        return "not measured"
+    if time.fallback is not None:
+        return time.fallback
+    return f"{_pct(time.change)}, inconclusive"

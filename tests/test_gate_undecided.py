@@ -1,0 +1,118 @@
+"""A gate whose screen decided no bench has its A/B decide them
+(:func:`perfsuite.verdict.shift.mark_undecided`), on constructed comparisons and an A/B
+that answers from a table: which benches are asked, and the gate's exit status."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfsuite import suspects
+from perfsuite.exitcodes import ExitCode
+from perfsuite.suspects import confirm_suspects
+from perfsuite.verdict.compare import RunComparison
+from perfsuite.verdict.gate_rules import gate_decision
+from perfsuite.verdict.shift import UNDECIDED_AT_MOST, mark_undecided
+from perfsuite.verdict.stats import Verdict
+from tests.gate_fakes import HEAD, FakeAb, comparison
+
+#: what the rank test says of a baseline saved without its rounds
+NO_SAMPLES = "baseline has no raw samples (save it with --benchmark-save-data)"
+
+
+def undecided(changes: dict[str, float], fallback: str | None = None) -> RunComparison:
+    """Benches the screen read ``inconclusive`` (or could not test: ``fallback``)."""
+    found = comparison(changes)
+    verdicts = [
+        replace(v, time=replace(v.time, verdict=Verdict.INCONCLUSIVE, p=0.3, fallback=fallback))
+        if v.time is not None
+        else v
+        for v in found.verdicts
+    ]
+    benches = {v.fullname: v.baseline for v in verdicts}
+    return replace(
+        found,
+        baseline=replace(found.baseline, benches=benches),
+        current=replace(found.current, benches=benches),
+        verdicts=verdicts,
+    )
+
+
+def gated(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, found: RunComparison, answers: dict[str, str]
+) -> tuple[ExitCode, str, FakeAb]:
+    """The gate's exit status and line once ``found``'s suspects are decided, an A/B able
+    to run (as in a git checkout holding the baseline's commit)."""
+    fake = FakeAb(answers)
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    monkeypatch.setattr(suspects, "cannot_run", lambda cwd, base: None)
+    result, _ = confirm_suspects(
+        found, HEAD, [], tmp_path, lambda name: tmp_path / name,
+        lambda ids, decide: ["--changed"] if decide else [], lambda line: None,
+    )  # fmt: skip
+    decision = gate_decision(result, allow_mismatch=False)
+    return decision.exit_status, decision.message, fake
+
+
+@pytest.mark.parametrize("fallback", [None, NO_SAMPLES], ids=["inconclusive", "no-raw-samples"])
+def test_an_unchanged_rerun_the_screen_could_not_decide_passes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fallback: str | None
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02}, fallback)
+    status, message, fake = gated(monkeypatch, tmp_path, found, {"x": "same", "y": "same"})
+    assert (status, fake.asked, fake.reports, fake.strict) == (
+        ExitCode.OK, [["x", "y"]], ["ab-undecided"], [True]
+    )  # fmt: skip
+    assert message.startswith("no regression in 2 judged benches;")
+
+
+def test_a_slowdown_the_screen_could_not_decide_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02})
+    status, message, _ = gated(monkeypatch, tmp_path, found, {"x": "slower", "y": "same"})
+    assert status == ExitCode.REGRESSION
+    assert message.startswith("1 regression: x (")
+
+
+def test_benches_neither_the_screen_nor_the_ab_decided_judge_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02})
+    answers = {"x": "beyond=0.01", "y": "beyond=-0.02"}  # undecided, within the threshold
+    status, message, _ = gated(monkeypatch, tmp_path, found, answers)
+    assert status == ExitCode.NOT_JUDGED
+    assert "the A/B did not decide them either (not shown)" in message
+
+
+def test_a_screen_that_judged_a_bench_leaves_the_undecided_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02})
+    found = replace(found, verdicts=[*found.verdicts, *comparison({"z": 0.0}).verdicts])
+    assert mark_undecided(found) == (found, set())
+    status, message, fake = gated(monkeypatch, tmp_path, found, {})
+    assert (status, fake.asked) == (ExitCode.OK, [])
+    assert message.startswith("no regression in 1 judged bench")
+
+
+def test_without_an_ab_the_undecided_stay_undecided(tmp_path: Path) -> None:
+    """``tmp_path`` is no git checkout: no A/B can run, and the gate refuses as before."""
+    found = undecided({"x": 0.03, "y": -0.02})
+    result, note = confirm_suspects(
+        found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda *_: [], lambda _: None
+    )
+    assert (note, [v.suspect for v in result.verdicts]) == (None, [False, False])
+    decision = gate_decision(result, allow_mismatch=False)
+    assert decision.exit_status == ExitCode.NOT_JUDGED
+    assert "every comparison inconclusive" in decision.message
+
+
+def test_the_ab_decides_at_most_the_slowest_undecided() -> None:
+    changes = {f"b{i:02}": i / 1000 for i in range(UNDECIDED_AT_MOST + 3)}
+    marked, names = mark_undecided(undecided(changes))
+    assert names == set(sorted(changes)[3:])
+    why = next(v.suspected for v in marked.verdicts if v.fullname == "b18")
+    assert why == "undecided on the screen (+1.8%, inconclusive); the A/B decides it"
