@@ -110,7 +110,7 @@ def gate_decision(
     if unconfirmed:
         return GateDecision(
             GateOutcome.UNCONFIRMED,
-            f"{len(unconfirmed)} suspect(s) slower on the screen could not be confirmed: "
+            f"{len(unconfirmed)} suspect(s) could be neither confirmed nor cleared: "
             + "; ".join(_why(item) for item in unconfirmed),
         )
     judged = sum(1 for v in comparison.verdicts if v.judged)
