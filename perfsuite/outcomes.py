@@ -111,7 +111,9 @@ def _memory_outcome(memory: Any, shown: str) -> Confirmed:
     peaks = f"peak {memory.get('a_mb', 0):.0f} -> {memory.get('b_mb', 0):.0f} MB"
     pairs = memory.get("pairs")
     if isinstance(pairs, int) and pairs > 1:
-        peaks += f" (median of {pairs} pairs of processes)"
+        rose = memory.get("pairs_rose")
+        each = f"; rose in {rose} of them" if isinstance(rose, int) and rose < pairs else ""
+        peaks += f" (median of {pairs} pairs of processes{each})"
     if memory["rose"]:
         return Confirmed(CONFIRMED, f"memory confirmed by A/B: {peaks}")
     return Confirmed(CLEARED, f"memory cleared by A/B: {peaks}")

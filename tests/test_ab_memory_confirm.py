@@ -74,6 +74,27 @@ def test_a_peak_that_rises_in_every_pair_stays_a_regression() -> None:
     assert "peak 702 -> 955 MB (median of 3 pairs) ROSE" in row.cells()[-1]
 
 
+def test_a_peak_whose_median_rose_but_not_in_every_pair_is_cleared() -> None:
+    """An unchanged tf.function's cold peak moved 140-340 MB between processes."""
+    first = _session(0.0, (140.0, 237.0), 5)
+    final, _ = _confirm(first, [(256.0, 334.0), (300.0, 250.0), (250.0, 340.0)])
+    (row,) = final.rows
+    assert row.run is not None
+    assert row.run.memory is not None
+    assert (row.run.memory.pairs, row.run.memory.pairs_rose) == (3, 2)
+    assert row.run.memory.median_rose
+    assert not row.memory_rose
+    assert not row.regressed
+    assert "peak 256 -> 334 MB (median of 3 pairs; rose in 2 of them)" in row.cells()[-1]
+    memory = {"a_mb": 256.0, "b_mb": 334.0, "rose": False, "pairs": 3, "pairs_rose": 2}
+    row_json = {"nodeid": NODE, "verdict": "same", "memory": memory, "threshold": 0.05}
+    ab = AbRun(("perfsuite", "ab"), "perfsuite ab ...", 0, 10.0, {NODE: row_json})
+    assert decide(NODE, ab, what="memory").text == (
+        "memory cleared by A/B: peak 256 -> 334 MB (median of 3 pairs of processes; "
+        "rose in 2 of them)"
+    )
+
+
 def test_a_time_suspect_is_not_a_memory_only_one() -> None:
     first = _session(math.log(1.3), (700.0, 950.0), 3)
     assert memory_only(first, [NODE], "leaning") == frozenset()

@@ -80,11 +80,15 @@ class BenchRun:
     def memory(self) -> MemoryChange | None:
         """Peak memory of B against A's, where both sides sent it: over two or more
         pairs of processes, the median of each side's peaks, since a multi-process
-        bench's peak moves by a quarter between processes of unchanged code."""
+        bench's peak moves by a quarter between processes of unchanged code; it rose
+        only if it rose in each pair too (:attr:`MemoryChange.rose`)."""
         if len(self.pair_peaks) >= 2:
             a = statistics.median(p[0] for p in self.pair_peaks)
             b = statistics.median(p[1] for p in self.pair_peaks)
-            return MemoryChange(a, b, self.memory_threshold, pairs=len(self.pair_peaks))
+            each = [MemoryChange(pa, pb, self.memory_threshold) for pa, pb in self.pair_peaks]
+            rose = sum(change.rose for change in each)
+            pairs = len(self.pair_peaks)
+            return MemoryChange(a, b, self.memory_threshold, pairs=pairs, pairs_rose=rose)
         if "A" not in self.peak_mb or "B" not in self.peak_mb:
             return None
         return MemoryChange(self.peak_mb["A"], self.peak_mb["B"], self.memory_threshold)

@@ -28,7 +28,7 @@ def _memory(change: MemoryChange) -> dict[str, Any]:
     """A bench's peak memory, A against B, as pairs.json keeps it."""
     return {
         "a_mb": change.baseline_mb, "b_mb": change.current_mb, "rose": change.rose,
-        "pairs": change.pairs,
+        "pairs": change.pairs, "pairs_rose": change.pairs_rose,
     }  # fmt: skip
 
 
