@@ -89,7 +89,7 @@ def test_gate_outside_git_leaves_a_slowdown_unconfirmed(
     out = result.stdout.str()
     assert "perfsuite verdict" in out
     assert "SLOWER? unconfirmed" in out
-    assert "perfsuite gate: UNCONFIRMED: 1 suspect(s) slower on the screen" in out
+    assert "perfsuite gate: UNCONFIRMED: 1 suspect(s) could be neither confirmed nor cleared" in out
     assert "the baseline run has no commit id" in out
     assert "to confirm: perfsuite ab" in out
 
