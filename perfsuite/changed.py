@@ -233,13 +233,15 @@ def mark_changed(
     (``changed``), and those of them not already a suspect made time suspects
     (``suspected``; at most ``CHANGED_AT_MOST``: those the screen read slowest), saying
     how many joined and how many were left out."""
+    from perfsuite.verdict.shift import screen_change
+
     measured = [v for v in comparison.verdicts if v.time is not None and not v.not_comparable]
     reasons = changed_benches([v.fullname for v in measured], rootdir, sha)
     if not reasons:
         return comparison
     ranked = sorted(
         (v for v in measured if v.fullname in reasons and not v.suspect),
-        key=lambda v: v.time.change if v.time is not None else 0.0,
+        key=screen_change,
         reverse=True,
     )
     chosen = {v.fullname for v in ranked[:CHANGED_AT_MOST]}

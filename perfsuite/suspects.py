@@ -75,6 +75,7 @@ from perfsuite.verdict.shift import (
     cleared_with,
     mark_standouts,
     mark_undecided,
+    screen_change,
     session_shift,
     with_session,
 )
@@ -213,7 +214,7 @@ def confirm_suspects(
         shift = session_shift(comparison)
         moved = sorted(
             (v for v in suspects if v.fullname not in alone and with_session(v, shift)),
-            key=lambda v: v.time.change if v.time is not None else 0.0,
+            key=screen_change,
             reverse=True,
         )
         later = moved[SHIFT_SAMPLE:]

@@ -45,8 +45,14 @@ def _ranked(comparison: RunComparison) -> list[BenchVerdict]:
     ]
 
 
+def screen_change(item: BenchVerdict) -> float:
+    """The change the screen read of ``item``'s time, 0 where it has none: the key
+    suspects are ranked by, slowest first."""
+    return item.time.change if item.time is not None else 0.0
+
+
 def _log_change(item: BenchVerdict) -> float:
-    return math.log1p(item.time.change) if item.time is not None else 0.0
+    return math.log1p(screen_change(item))
 
 
 def session_shift(comparison: RunComparison) -> float | None:
@@ -193,7 +199,7 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
         return comparison, set()
     undecided = sorted(
         (v for v in verdicts if v.time is not None and not v.not_comparable and not v.suspect),
-        key=lambda v: v.time.change if v.time is not None else 0.0,
+        key=screen_change,
         reverse=True,
     )[:UNDECIDED_AT_MOST]
     names = {v.fullname for v in undecided}
@@ -208,9 +214,5 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
 
 def _reading(item: BenchVerdict) -> str:
     """What the screen read of an undecided bench: its change, or why it could not."""
-    time = item.time
-    if time is None:
-        return "not measured"
-    if time.fallback is not None:
-        return time.fallback
-    return f"{_pct(time.change)}, inconclusive"
+    fallback = item.time.fallback if item.time is not None else None
+    return fallback or f"{_pct(screen_change(item))}, inconclusive"
