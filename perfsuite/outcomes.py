@@ -20,6 +20,9 @@ from perfsuite.verdict.judge import (
 
 #: the exit statuses of an A/B that ran to a verdict; any other is a fault
 VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
+#: an undecided row whose pairs' sign test p is above this does not lean: the value
+#: below which ``perfsuite ab`` takes a first pair as a suspect (``SUSPECT_SIGN_P``)
+NO_LEAN_P = 0.25
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,13 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
 
     An undecided verdict whose estimate is within the row's threshold is ``not shown``:
     the A/B measured no regression beyond the threshold, though it could not rule one
-    out; one whose estimate is beyond it (or a row with no estimate) is ``unconfirmed``,
-    and so is one of a bench whose code ``changed`` with an interval above 0: a
-    slowdown the A/B found, in changed code, that it could not place.
+    out. So is one whose pairs of blocks do not lean either way (sign test p above
+    ``NO_LEAN_P``), unless the bench's code ``changed``: a few pairs split between
+    slower and faster can put their median beyond the threshold and say nothing, as
+    ``perfsuite ab`` itself reads them (it measures no such first pair again). One whose
+    estimate is beyond the threshold otherwise (or a row with no estimate) is
+    ``unconfirmed``, and so is one of a bench whose code ``changed`` with an interval
+    above 0: a slowdown the A/B found, in changed code, that it could not place.
     """
     shown = ab.shown
     if ab.status is None:
@@ -84,6 +91,13 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
     if not isinstance(change, int | float) or not isinstance(threshold, int | float):
         change = threshold = None
     found = changed and isinstance(ci, list) and len(ci) == 2 and float(ci[0]) > 0
+    sign_p = row.get("sign_p")
+    if verdict and not changed and isinstance(sign_p, int | float) and sign_p > NO_LEAN_P:
+        return Confirmed(
+            NOT_SHOWN,
+            f"{label}not shown by A/B ({verdict}: {measured}, whose pairs do not lean "
+            f"slower: sign test p={sign_p:.2g}); more pairs would decide: {shown}",
+        )
     if verdict and change is not None and threshold is not None and change <= threshold:
         if found:
             return Confirmed(

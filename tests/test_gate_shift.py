@@ -103,6 +103,30 @@ def test_an_undecided_ab_within_the_threshold_has_not_shown_a_regression(
     assert not found.regressed if outcome == NOT_SHOWN else found.regressed
 
 
+@pytest.mark.parametrize(
+    ("sign_p", "changed", "outcome"),
+    [(0.45, False, NOT_SHOWN), (0.125, False, UNCONFIRMED), (0.45, True, UNCONFIRMED),
+     (None, False, UNCONFIRMED)],
+)  # fmt: skip
+def test_an_undecided_ab_whose_pairs_do_not_lean_has_not_shown_a_regression(
+    sign_p: float | None, changed: bool, outcome: str
+) -> None:
+    """7 pairs of a pool-limited bench, split 4 to 3, put their CPU median at +10.8%."""
+    cpu = {"verdict": "inconclusive", "change": 0.108, "ci": None, "pairs": 7, "sign_p": sign_p}
+    row = {"verdict": "inconclusive", "change": 0.04, "threshold": 0.05, "pairs": 7, "cpu": cpu}
+    found = decide("b.py::x", ab_with(row), "cpu", changed)
+    assert found.outcome == outcome
+    if outcome == NOT_SHOWN:
+        assert "whose pairs do not lean slower: sign test p=0.45" in found.text
+
+
+def test_the_gate_and_the_ab_agree_on_what_leans() -> None:
+    from perfsuite.ab.rows import SUSPECT_SIGN_P
+    from perfsuite.outcomes import NO_LEAN_P
+
+    assert NO_LEAN_P == SUSPECT_SIGN_P
+
+
 def test_a_peak_memory_suspect_takes_the_abs_two_peaks() -> None:
     rose = ab_with({"verdict": "same", "memory": {"a_mb": 10.0, "b_mb": 50.0, "rose": True}})
     flat = ab_with({"verdict": "same", "memory": {"a_mb": 40.0, "b_mb": 42.0, "rose": False}})

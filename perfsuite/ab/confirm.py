@@ -127,6 +127,28 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     return True
 
 
+def _memory_settled(
+    runs: Sequence[Verdicts],
+    suspects: Sequence[str],
+    kept: Mapping[str, Row],
+    memory: Collection[str],
+) -> bool:
+    """Whether every suspect not yet kept is in ``memory`` and some pair of processes
+    in ``runs`` read its peak as not risen: a peak rose only if it rose in every pair
+    (:attr:`perfsuite.verdict.cost.MemoryChange.rose`), so no further pair could
+    confirm it."""
+    left = [n for n in suspects if n not in kept]
+    if not left or any(n not in memory for n in left):
+        return False
+    calm = {
+        row.nodeid
+        for run in runs
+        for row in run.rows
+        if row.run is not None and row.run.memory is not None and not row.run.memory.rose
+    }
+    return all(n in calm for n in left)
+
+
 def confirm_in_fresh_pairs(
     session: Callable[[int], Verdicts],
     suspects: Sequence[str],
@@ -146,7 +168,9 @@ def confirm_in_fresh_pairs(
     whatever it is. The confirmation stops as soon as every
     suspect is kept. Once ``seconds`` (by ``clock``) have passed and the first look is
     in, no further pair starts: the look due is taken on the pairs so far and is the
-    last. A suspect in ``memory`` (:func:`memory_only`) is kept at the first look.
+    last. A suspect in ``memory`` (:func:`memory_only`) is kept at the first look, or
+    as soon as a pair reads its peak as not risen, which settles it: once only such
+    suspects are left, no further pair starts.
     """
     plan = looks(most)
     alphas = alpha if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
@@ -159,6 +183,8 @@ def confirm_in_fresh_pairs(
             spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
             if not spent:
                 runs.append(session(len(runs)))
+                if _memory_settled(runs, suspects, kept, memory):
+                    break
         pooled = {
             a: {row.nodeid: row for row in Verdicts.pool(runs, a / len(plan)).rows}
             for a in {alphas[n] for n in suspects}

@@ -78,11 +78,12 @@ class BenchRun:
 
     @property
     def memory(self) -> MemoryChange | None:
-        """Peak memory of B against A's, where both sides sent it: over two or more
-        pairs of processes, the median of each side's peaks, since a multi-process
-        bench's peak moves by a quarter between processes of unchanged code; it rose
-        only if it rose in each pair too (:attr:`MemoryChange.rose`)."""
-        if len(self.pair_peaks) >= 2:
+        """Peak memory of B against A's, where both sides sent it: over the pairs of
+        processes of a pooled or confirmed run (``pair_peaks``), the median of each
+        side's peaks, since a multi-process bench's peak moves by a quarter between
+        processes of unchanged code; it rose only if it rose in each pair too
+        (:attr:`MemoryChange.rose`)."""
+        if self.pair_peaks:
             a = statistics.median(p[0] for p in self.pair_peaks)
             b = statistics.median(p[1] for p in self.pair_peaks)
             each = [MemoryChange(pa, pb, self.memory_threshold) for pa, pb in self.pair_peaks]

@@ -46,6 +46,7 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
         "pairs": result.pairs,
         "alpha_per_look": result.alpha,
         "futile": result.futile,
+        "sign_p": result.sign_p,
     }
 
 
