@@ -91,13 +91,6 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
     if not isinstance(change, int | float) or not isinstance(threshold, int | float):
         change = threshold = None
     found = changed and isinstance(ci, list) and len(ci) == 2 and float(ci[0]) > 0
-    sign_p = row.get("sign_p")
-    if verdict and not changed and isinstance(sign_p, int | float) and sign_p > NO_LEAN_P:
-        return Confirmed(
-            NOT_SHOWN,
-            f"{label}not shown by A/B ({verdict}: {measured}, whose pairs do not lean "
-            f"slower: sign test p={sign_p:.2g}); more pairs would decide: {shown}",
-        )
     if verdict and change is not None and threshold is not None and change <= threshold:
         if found:
             return Confirmed(
@@ -110,6 +103,13 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
             NOT_SHOWN,
             f"{label}not shown by A/B ({verdict}: {measured}, within the "
             f"{threshold * 100:g}% threshold); more pairs would decide: {shown}",
+        )
+    sign_p = row.get("sign_p")
+    if verdict and not changed and isinstance(sign_p, int | float) and sign_p > NO_LEAN_P:
+        return Confirmed(
+            NOT_SHOWN,
+            f"{label}not shown by A/B ({verdict}: {measured}, whose pairs do not lean "
+            f"slower: sign test p={sign_p:.2g}); more pairs would decide: {shown}",
         )
     return Confirmed(
         UNCONFIRMED,

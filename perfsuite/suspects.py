@@ -19,8 +19,9 @@ each bench it measured but could not decide
    report's ``pairs.json``, for each measure that made it a suspect (time, CPU per
    item, peak memory): ``slower`` (a peak that rose) confirms it (a regression),
    ``same`` or ``faster`` clears it; an undecided verdict whose estimate is within the
-   threshold has ``not shown`` it (it passes: the A/B measured no regression beyond
-   the threshold, though it could not rule one out); anything else (an estimate beyond
+   threshold, or whose pairs do not lean, has ``not shown`` it (it passes: the A/B
+   measured no regression beyond the threshold, though it could not rule one out;
+   :func:`perfsuite.outcomes.decide`); anything else (an estimate beyond
    the threshold, not measured) leaves it ``unconfirmed``, with the command that would
    decide it. Where the measures disagree, confirmed wins, then unconfirmed. Benches
    whose code changed have an A/B of their own, before the others', with its own

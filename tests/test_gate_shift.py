@@ -118,6 +118,8 @@ def test_an_undecided_ab_whose_pairs_do_not_lean_has_not_shown_a_regression(
     assert found.outcome == outcome
     if outcome == NOT_SHOWN:
         assert "whose pairs do not lean slower: sign test p=0.45" in found.text
+    within = decide("b.py::x", ab_with(row | {"cpu": cpu | {"change": 0.02}}), "cpu", changed)
+    assert "within the 5% threshold" in within.text  # the first reason given
 
 
 def test_the_gate_and_the_ab_agree_on_what_leans() -> None:

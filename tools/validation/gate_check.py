@@ -184,9 +184,10 @@ def run_line(index: int, result: dict[str, Any], plain: float) -> str:
     gate = (result["gate"] or "no gate line: " + " | ".join(result["tail"][-2:]))[:240]
     took = result["confirmations"]
     ab = f", confirmations {took['seconds']} s" if took else ""
+    ended = (took or {}).get("tally") or result["outcomes"] or "{}"
     return (
         f"  run {index}: exit {result['code']}, {result['seconds']:.0f} s, "
-        f"{result['seconds'] / plain:.2f}x, suspects {result['outcomes'] or '{}'}{ab}; {gate}"
+        f"{result['seconds'] / plain:.2f}x, suspects {ended}{ab}; {gate}"
     )
 
 
