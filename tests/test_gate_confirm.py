@@ -244,7 +244,12 @@ def test_a_screen_that_decided_nothing_has_the_ab_decide(repo: Path) -> None:
     proc = gate(repo, delay=0.01)
     out = proc.stdout
     if "def test_sleep(perf)" in (repo / "test_bench.py").read_text():
-        assert "the screen decided no bench" not in out  # its rounds were kept: judged
+        # its rounds were kept, so the screen judges it unless it reads it inconclusive
+        # (a busy machine), when the A/B decides it: passed either way
+        assert proc.returncode == ExitCode.OK, out + proc.stderr
+        assert "perfsuite gate: passed: no regression in 1 judged bench" in out
+        if "the screen decided no bench" in out:
+            assert "inconclusive); the A/B decides it" in out
         return
     assert proc.returncode == ExitCode.OK, out + proc.stderr
     assert "perfsuite gate: the screen decided no bench; the A/B decides 1" in out
