@@ -76,6 +76,13 @@ class BenchRun:
             return None
         return judge(ratios, self.threshold, alpha)
 
+    def peaks_by_pair(self) -> list[tuple[float, float]]:
+        """(A, B) peak memory of each pair of processes: a pooled or confirmed run's
+        ``pair_peaks``, else this one pair's, where both sides sent it."""
+        if self.pair_peaks or not {"A", "B"} <= self.peak_mb.keys():
+            return list(self.pair_peaks)
+        return [(self.peak_mb["A"], self.peak_mb["B"])]
+
     @property
     def memory(self) -> MemoryChange | None:
         """Peak memory of B against A's, where both sides sent it: over the pairs of

@@ -95,12 +95,8 @@ class Verdicts:
                 rows.append(row)
                 continue
             if row.nodeid in memory:  # no peaks from the check (unmeasured): as it was
-                peaks = new.run.pair_peaks or [
-                    (new.run.peak_mb["A"], new.run.peak_mb["B"])
-                    for _ in (1,)
-                    if {"A", "B"} <= new.run.peak_mb.keys()
-                ]
-                run = replace(before, pair_peaks=list(peaks))
+                peaks = new.run.peaks_by_pair()
+                run = replace(before, pair_peaks=peaks)
                 pairs = "1 pair" if len(peaks) == 1 else f"{len(peaks)} pairs"
                 status = f"peak memory measured again in {pairs} of processes"
                 rows.append(replace(row, run=run, status=status) if peaks else row)
@@ -244,8 +240,7 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
             pooled.calls.setdefault(side, calls)
         for side, peak in run.peak_mb.items():
             pooled.peak_mb[side] = max(peak, pooled.peak_mb.get(side, 0.0))
-        if "A" in run.peak_mb and "B" in run.peak_mb:
-            pooled.pair_peaks.append((run.peak_mb["A"], run.peak_mb["B"]))
+        pooled.pair_peaks += run.peaks_by_pair()
     pooled.memory_threshold = first.memory_threshold
     pooled.cpu = pooled.cpu_result(alpha)
     higher = first.result.higher_is_better if first.result else False
