@@ -87,6 +87,9 @@ if TYPE_CHECKING:
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
 #: perfsuite options a confirmation must not pass on to the A/B's sides
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
+#: what a gate's A/B is for: confirm the screen's suspects, or decide benches whose
+#: code changed, or those of a screen that decided none
+CONFIRM, CHANGED, UNDECIDED = "confirm", "changed", "undecided"
 #: the most suspects an A/B left undecided beyond their threshold that a second A/B
 #: measures alone, those it estimated slowest (each with the larger share of the run's
 #: seconds that fewer get); the rest stay unconfirmed
@@ -180,15 +183,16 @@ def confirm_suspects(
     options: Sequence[str],
     cwd: Path,
     scratch: Callable[[str], Path],
-    ab_args: Callable[[Sequence[str], bool], list[str]] = lambda nodeids, decide: [],
+    ab_args: Callable[[Sequence[str], str], list[str]] = lambda nodeids, why: [],
     say: Callable[[str], None] = print,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
     ``scratch(name)`` gives the folder for an A/B's report (its log goes beside it);
-    ``ab_args(nodeids, decide)`` the A/B's own options for those suspects (``decide``:
-    the A/B must decide them, not only confirm them: their code changed, or the screen
-    decided no bench)."""
+    ``ab_args(nodeids, why)`` the A/B's own options for those suspects, ``why`` saying
+    what it is for: ``CONFIRM`` suspects of the screen, or decide benches whose code
+    changed (``CHANGED``) or that a screen which decided none measured
+    (``UNDECIDED``)."""
     comparison = mark_standouts(comparison)
     base = Commit.of(comparison.baseline.commit_info)
     unchanged = same_code(base, Commit.of(commit_info))
@@ -228,7 +232,9 @@ def confirm_suspects(
         runs: list[AbRun] = []
 
         def confirm(group: Sequence[BenchVerdict], name: str) -> dict[str, Confirmed]:
-            args = ab_args([v.fullname for v in group], any(v.fullname in alone for v in group))
+            nodeids = [v.fullname for v in group]
+            why = CHANGED if alone.intersection(nodeids) else CONFIRM
+            args = ab_args(nodeids, UNDECIDED if undecided.intersection(nodeids) else why)
             return _confirm(base, group, options, cwd, scratch(name), args, say, runs)
 
         decided = confirm(changed, "ab-changed") if changed else {}

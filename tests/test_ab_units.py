@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfsuite.ab.budget import (
+    DECIDE_SECONDS,
     GATE_SUSPECTS,
     budget_for,
     confirm_seconds_for,
@@ -80,6 +81,32 @@ def test_gate_ab_confirms_only_leans_slower_unless_the_user_chose() -> None:
     chosen = gate_args(["--suspects", "undecided"], ["a.py::x"], 300.0, "default")
     assert chosen[:2] == ["--suspects", "undecided"]
     assert not any(arg.startswith("--suspects=") for arg in chosen)
+
+
+def test_a_gate_ab_that_must_decide_shares_at_least_decide_seconds() -> None:
+    nodeids = ["a.py::x", "b.py::y"]
+    # a gated run of 6 s: half of it over two benches is under the least budget
+    assert gate_args([], nodeids, 6.0, "default")[:2] == [
+        "--max-seconds=10",
+        "--confirm-seconds=20",
+    ]
+    decide = gate_args([], nodeids, 6.0, "default", "undecided", screen_decided_none=True)
+    each = DECIDE_SECONDS / 2
+    assert decide == [
+        f"--max-seconds={each:.0f}",
+        f"--confirm-seconds={each:.0f}",
+        "--suspects=undecided",
+    ]
+    # a long run's own share is larger, and many benches still get the least budget each
+    assert gate_args([], nodeids, 600.0, "default", screen_decided_none=True)[:2] == [
+        "--max-seconds=60",
+        "--confirm-seconds=150",
+    ]
+    many = [f"f{i}.py::t" for i in range(40)]
+    assert gate_args([], many, 6.0, "default", screen_decided_none=True)[:2] == [
+        "--max-seconds=10",
+        "--confirm-seconds=20",
+    ]
 
 
 def test_a_first_look_that_cannot_decide_is_raised() -> None:

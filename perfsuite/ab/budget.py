@@ -130,6 +130,9 @@ def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
 CONFIRM_SHARE = 0.5
 #: the fewest seconds a suspect is given to alternate, and a bench file to confirm
 MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
+#: the fewest seconds shared out to the A/B that decides the benches of a screen that
+#: decided none: it is their only evidence, however short the gated run was
+DECIDE_SECONDS = 120.0
 #: what a gate's A/B measures again in fresh pairs of processes (``--suspects``)
 GATE_SUSPECTS = "leaning-slower"
 #: what the gate's A/B of benches whose code changed measures again
@@ -142,6 +145,8 @@ def gate_args(
     seconds: float,
     scale: str,
     suspects: str = GATE_SUSPECTS,
+    *,
+    screen_decided_none: bool = False,
 ) -> list[str]:
     """``ab_args``, with ``--max-seconds`` (a bench's alternation) and
     ``--confirm-seconds`` (a bench file's confirmation) for a gate's confirming A/B of
@@ -149,7 +154,9 @@ def gate_args(
     each at most its ``scale``'s default and at least ``MIN_BENCH_SECONDS`` or
     ``MIN_FILE_SECONDS``; and ``--suspects=SUSPECTS``. An option ``ab_args``
     already sets is kept. So each of a gate's confirming A/Bs takes about as long as
-    the run again, however many suspects.
+    the run again, however many suspects. The A/B that decides the benches of a screen
+    that decided none (``screen_decided_none``) shares at least ``DECIDE_SECONDS``, so
+    that a suite of a few cheap benches gets a verdict.
 
     By default (``GATE_SUSPECTS``) fresh pairs of processes measure again only a first
     pair that is decisive or leans slower: the gate asks whether a suspect regressed,
@@ -162,10 +169,12 @@ def gate_args(
     ['--max-seconds=50', '--confirm-seconds=75', '--suspects=leaning-slower']
     >>> gate_args(["--max-seconds", "5"], ["a.py::x"], 30, "default")
     ['--max-seconds', '5', '--confirm-seconds=20', '--suspects=leaning-slower']
+    >>> gate_args([], ["a.py::x", "b.py::y"], 6, "default", "undecided", screen_decided_none=True)
+    ['--max-seconds=60', '--confirm-seconds=60', '--suspects=undecided']
     """
     caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
-    share = seconds * CONFIRM_SHARE
+    share = max(seconds * CONFIRM_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
     bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
     file = max(MIN_FILE_SECONDS, min(caps.confirm_seconds, share / max(len(files), 1)))
     wanted = {
