@@ -10,7 +10,7 @@ import pytest
 
 from perfsuite import suspects
 from perfsuite.outcomes import AbRun
-from perfsuite.suspects import confirm_suspects
+from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import BenchVerdict
@@ -88,7 +88,7 @@ def confirm(
         [],
         tmp_path,
         lambda name: tmp_path / name,
-        lambda ids, changed: ["--changed"] if changed else [],
+        lambda ids, why: ["--changed"] if why != CONFIRM else [],
         said.append,
     )
     assert note is not None

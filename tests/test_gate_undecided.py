@@ -11,7 +11,7 @@ import pytest
 
 from perfsuite import suspects
 from perfsuite.exitcodes import ExitCode
-from perfsuite.suspects import confirm_suspects
+from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.shift import UNDECIDED_AT_MOST, mark_undecided
@@ -50,7 +50,7 @@ def gated(
     monkeypatch.setattr(suspects, "cannot_run", lambda cwd, base: None)
     result, _ = confirm_suspects(
         found, HEAD, [], tmp_path, lambda name: tmp_path / name,
-        lambda ids, decide: ["--changed"] if decide else [], lambda line: None,
+        lambda ids, why: ["--changed"] if why != CONFIRM else [], lambda line: None,
     )  # fmt: skip
     decision = gate_decision(result, allow_mismatch=False)
     return decision.exit_status, decision.message, fake
