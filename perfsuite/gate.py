@@ -257,7 +257,7 @@ class VerdictPlugin:
         (:func:`perfsuite.suspects.confirm_suspects`)."""
         import tempfile
 
-        from perfsuite.suspects import CONFIRM, UNDECIDED, confirm_suspects, passed_options
+        from perfsuite.suspects import CONFIRM, UNDECIDED, Why, confirm_suspects, passed_options
 
         def scratch(name: str) -> Path:
             if self._confirmation_dir is None:
@@ -268,7 +268,7 @@ class VerdictPlugin:
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
 
-        def ab_args(nodeids: Sequence[str], why: str) -> list[str]:
+        def ab_args(nodeids: Sequence[str], why: Why) -> list[str]:
             kind = GATE_SUSPECTS if why == CONFIRM else CHANGED_SUSPECTS
             return gate_args(
                 self.settings.ab_args, nodeids, spent, self.settings.scale.value, kind,

@@ -65,7 +65,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed
 from perfsuite.outcomes import AbRun, decide, decide_all, pct, whats
@@ -89,7 +89,10 @@ AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: what a gate's A/B is for: confirm the screen's suspects, or decide benches whose
 #: code changed, or those of a screen that decided none
-CONFIRM, CHANGED, UNDECIDED = "confirm", "changed", "undecided"
+Why = Literal["confirm", "changed", "undecided"]
+CONFIRM: Why = "confirm"
+CHANGED: Why = "changed"
+UNDECIDED: Why = "undecided"
 #: the most suspects an A/B left undecided beyond their threshold that a second A/B
 #: measures alone, those it estimated slowest (each with the larger share of the run's
 #: seconds that fewer get); the rest stay unconfirmed
@@ -183,7 +186,7 @@ def confirm_suspects(
     options: Sequence[str],
     cwd: Path,
     scratch: Callable[[str], Path],
-    ab_args: Callable[[Sequence[str], str], list[str]] = lambda nodeids, why: [],
+    ab_args: Callable[[Sequence[str], Why], list[str]] = lambda nodeids, why: [],
     say: Callable[[str], None] = print,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
@@ -233,8 +236,12 @@ def confirm_suspects(
 
         def confirm(group: Sequence[BenchVerdict], name: str) -> dict[str, Confirmed]:
             nodeids = [v.fullname for v in group]
-            why = CHANGED if alone.intersection(nodeids) else CONFIRM
-            args = ab_args(nodeids, UNDECIDED if undecided.intersection(nodeids) else why)
+            why: Why = CONFIRM
+            if undecided.intersection(nodeids):
+                why = UNDECIDED
+            elif alone.intersection(nodeids):
+                why = CHANGED
+            args = ab_args(nodeids, why)
             return _confirm(base, group, options, cwd, scratch(name), args, say, runs)
 
         decided = confirm(changed, "ab-changed") if changed else {}
