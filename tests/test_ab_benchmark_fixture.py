@@ -168,6 +168,8 @@ def test_fixture_benches_run_in_lockstep_and_a_heavier_candidate_is_slower(
     # each file's pair of sides measured its own benches only, though both were named
     assert sorted(run["nodeid"].rpartition("::")[2] for run in measured) == sorted(names)
     runs = {run["nodeid"]: run for run in measured}
+    # a frozen side runs nothing between blocks: a fixture bench's blocks drain no round
+    assert all(run["drained"] and set(run["drained"]) == {0} for run in measured)
     for side in ("A", "B"):
         benches = saved(report, side)
         for nodeid, bench in benches.items():
@@ -192,7 +194,7 @@ def test_a_configured_suite_of_equal_work_is_not_slower(tmp_path: Path) -> None:
     repo.commit("comment")
     report = tmp_path / "report"
     # no path: pytest's testpaths chooses, and its python_functions collects bench_*
-    args = ["HEAD~1", "HEAD", *BUDGET, *SAME, "--report", str(report)]
+    args = ["HEAD~1", "HEAD", *BUDGET, *SAME, "--block-warmup", "1", "--report", str(report)]
     result = repo.ab(*args, "--", "--perf-scale=smoke", timeout=TIMEOUT_S)
     # equal work is never slower; whether "same" is decided within the budget depends on
     # the machine's noise, and an undecided A/B says so and exits 3, never 0
@@ -207,8 +209,11 @@ def test_a_configured_suite_of_equal_work_is_not_slower(tmp_path: Path) -> None:
     assert (result.code == ExitCode.OK) == bool(decided), result.out
     if not decided:
         assert "NOTHING JUDGED" in result.out
+    measured = json.loads((report / "pairs.json").read_text())
     # the perf marker's threshold, not --threshold's default, judged them
-    assert {run["threshold"] for run in json.loads((report / "pairs.json").read_text())} == {0.3}
+    assert {run["threshold"] for run in measured} == {0.3}
+    # --block-warmup 1 starts each block with a drain round, as for a perf bench
+    assert all(run["drained"] and min(run["drained"]) >= 1 for run in measured), measured
 
 
 def _plain_run(repo: Repo, out: Path, *extra: str) -> dict[str, dict[str, Any]]:

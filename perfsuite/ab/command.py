@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` sta
     from perfsuite.ab.sidemanage import SideSpec
 
 DEFAULT_BLOCK_ROUNDS = 2
-DEFAULT_DRAIN_ROUNDS = 1
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
 DEFAULT_CONFIRM = 12
@@ -91,9 +90,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
     ab.add_argument("--block-rounds", type=_positive_int, default=DEFAULT_BLOCK_ROUNDS,
                     metavar="K", help="rounds per block (default 2)")  # fmt: skip
-    ab.add_argument("--block-warmup", type=_count, default=DEFAULT_DRAIN_ROUNDS, metavar="N",
-                    help="least untimed rounds starting each block (default 1); more "
-                    "while a pipeline empties what it prefetched")  # fmt: skip
+    ab.add_argument("--block-warmup", type=_count, default=None, metavar="N",
+                    help="least untimed rounds starting each block (default 1; 0 for a "
+                    "bench timed by pytest-benchmark's benchmark fixture under --idle "
+                    "freeze); more while a pipeline empties what it prefetched")  # fmt: skip
     ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
                     help="first look at a bench, and all a session judged across pairs "
                     "of processes runs (default by --perf-scale: 10/12/16; raised to the "

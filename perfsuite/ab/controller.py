@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
-from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, pair_orders
+from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, least_drain, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
 from perfsuite.verdict.paired import Budget, Sequential
@@ -86,24 +86,21 @@ class Controller:
         block_rounds: int,
         seed: int,
         threshold: float,
-        drain_rounds: int = 0,
+        drain_rounds: int | None = 0,
         only: Collection[str] | None = None,
         idle: str = "freeze",
         mirror: bool = False,
     ) -> None:
         """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
-        one seed, one mirrored, run every pair in both orders)."""
+        one seed, one mirrored, run every pair in both orders); ``drain_rounds`` None
+        leaves each bench's least drain to :func:`perfsuite.ab.protocol.least_drain`."""
         if idle not in IDLE_MODES:
             raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
         self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all
-        self.budget = budget
-        self.block_rounds = block_rounds
-        self.drain_rounds = drain_rounds
-        self.seed = seed
-        self.mirror = mirror
-        self.threshold = threshold
+        self.budget, self.block_rounds, self.drain_rounds = budget, block_rounds, drain_rounds
+        self.seed, self.mirror, self.threshold = seed, mirror, threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
         self._selector = selectors.DefaultSelector()
@@ -343,6 +340,8 @@ class Controller:
         run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
         k, max_pairs = self._pair_limit()
+        fixtures = [(self.state[n].ready or {}).get("fixture") for n in self.sides]
+        drain = least_drain(self.drain_rounds, self.idle, fixtures)
         sequential = Sequential(self.budget, run.threshold)
         rng = random.Random(f"{self.seed}:{nodeid}")
         start = time.monotonic()
@@ -358,7 +357,7 @@ class Controller:
                         run.unsettled += 1
                 elif not other.settle():
                     run.unsettled += 1
-                self._send(name, "block", rounds=k, drain=self.drain_rounds, typical=run.typical())
+                self._send(name, "block", rounds=k, drain=drain, typical=run.typical())
                 blocks = run.a_blocks if name == "A" else run.b_blocks
                 seconds, drained = self._block(name, nodeid, run)
                 blocks.append(seconds)

@@ -13,11 +13,12 @@ Side to controller:
 * ``arrive {nodeid, phase}``: about to set up a bench (``phase`` ``setup``: fixtures and
   test body) or warm it up (``warmup``: the rounds perfsuite runs before the blocks);
   waits for ``go``. Without ``phase`` (a side that predates it): both, in one turn
-* ``ready {nodeid, max_rounds, threshold, warmup, memory_threshold}``: warm-up done
-  (``warmup``: its rounds' seconds per call), waiting for blocks
+* ``ready {nodeid, max_rounds, threshold, warmup, memory_threshold, fixture}``: warm-up
+  done (``warmup``: its rounds' seconds per call), waiting for blocks
   (``max_rounds``: a bench with a finite pool of rounds, e.g. fresh processes started
   up front; ``threshold``: the bench's minimum effect, markers included;
-  ``memory_threshold``: the peak-memory rise that is a regression)
+  ``memory_threshold``: the peak-memory rise that is a regression; ``fixture``: what
+  times its rounds, ``perf`` or pytest-benchmark's ``benchmark``)
 * ``block_done {nodeid, seconds: [...], drained, cpu: [...], calls, peak_mb}``: each
   round of one block, its seconds per call (a round of a ``benchmark(fn)`` bench makes
   many calls, and the two sides may make different numbers of them), how many untimed
@@ -47,6 +48,7 @@ import contextlib
 import json
 import random
 import socket
+from collections.abc import Collection
 from typing import Any
 
 PROTOCOL = 1
@@ -131,6 +133,33 @@ class Channel:
 
 #: how the idle side waits out the other side's block (see the controller's doc)
 IDLE_MODES = ("freeze", "wait")
+#: the least untimed rounds a block starts with, unless ``--block-warmup`` says
+DRAIN_ROUNDS = 1
+
+
+def least_drain(given: int | None, idle: str, fixtures: Collection[object]) -> int:
+    """The least untimed rounds each block of a bench starts with: ``given``
+    (``--block-warmup``), else ``DRAIN_ROUNDS``, or none for a bench both sides time
+    with pytest-benchmark's ``benchmark`` fixture (``fixtures``, from their ``ready``)
+    while the idle side is frozen.
+
+    Such a bench's rounds are calls of a function, and a frozen side runs nothing
+    between its blocks, so a block finds nothing to drain; a drain round would only
+    take as long as a timed one. A ``perf`` bench keeps its drain round: its rounds
+    may pull from a pipeline whose threads ran on after the last block.
+
+    >>> least_drain(None, "freeze", ["benchmark", "benchmark"])
+    0
+    >>> least_drain(None, "freeze", ["benchmark", "perf"]), least_drain(None, "wait", ["benchmark"])
+    (1, 1)
+    >>> least_drain(2, "freeze", ["benchmark", "benchmark"])
+    2
+    """
+    if given is not None:
+        return given
+    if idle == "freeze" and fixtures and all(f == "benchmark" for f in fixtures):
+        return 0
+    return DRAIN_ROUNDS
 
 
 def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:

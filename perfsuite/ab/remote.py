@@ -260,6 +260,7 @@ class LockstepSide:
         teardown: Callable[..., Any] | None = None,
         iterations: int | Calibration = 1,
         memory_threshold: float | None = None,
+        fixture: str = "perf",
     ) -> Any:
         """Warm up, then time blocks of rounds when the controller says so.
 
@@ -273,6 +274,9 @@ class LockstepSide:
         ``done``. With each block go its rounds' CPU seconds per call, read just outside
         each round's timed region, and the bench's peak memory so far
         (:mod:`perfsuite.bench.cost`); ``memory_threshold`` is the bench's own.
+        ``fixture`` names what times the rounds (``perf``, or ``benchmark``: a bench of
+        pytest-benchmark's fixture), which sets its least drain
+        (:func:`perfsuite.ab.protocol.least_drain`).
         """
         from perfsuite.bench.cost import start
 
@@ -324,6 +328,7 @@ class LockstepSide:
             threshold=threshold,
             warmup=reference,
             memory_threshold=memory_threshold,
+            fixture=fixture,
         )
         rounds: list[float] = []  # each round's seconds, all its calls
         while True:

@@ -24,11 +24,14 @@ pytest-benchmark's, unchanged.
   beyond ``warmup_rounds`` come out of ``rounds`` (one timed round is always left),
   and the rest is the most the controller may time.
 
-Either way the stats hold seconds per call (a round's seconds over its calls), as
-pytest-benchmark records them; the bench's minimum effect is the ``perf`` marker's
-``threshold``, else ``--perf-threshold``; and the test gets the last call's result.
-The side times with ``time.perf_counter`` and the controller's budget sets the
-rounds, so ``--benchmark-timer``, ``--benchmark-max-time``, ``--benchmark-min-rounds``,
+Either way, under ``--idle freeze`` a block starts with no untimed drain round unless
+``--block-warmup`` asks for some (:func:`perfsuite.ab.protocol.least_drain`): between
+blocks the frozen side runs nothing, so there is nothing to drain. The stats hold
+seconds per call (a round's seconds over its calls), as pytest-benchmark records them;
+the bench's minimum effect is the ``perf`` marker's ``threshold``, else
+``--perf-threshold``; and the test gets the last call's result. The side times with
+``time.perf_counter`` and the controller's budget sets the rounds, so
+``--benchmark-timer``, ``--benchmark-max-time``, ``--benchmark-min-rounds``,
 ``--benchmark-disable-gc`` and ``--benchmark-cprofile`` do not apply there.
 """
 
@@ -53,8 +56,8 @@ FIXTURE_NAME = "benchmark"
 #: for a time slice of a busy machine (several ms) would triple a block of 1-ms
 #: rounds, and flip its pair, where it adds tens of percent to one of 10 ms. The
 #: timer's resolution and a round's own overhead (a setup call, two clock reads) are
-#: under 1e-5 of it, and the default scale's most pairs (240, of blocks of two rounds
-#: and a drain round) take about 15 s of a bench's 60-s budget
+#: under 1e-5 of it, and the default scale's most pairs (240, of blocks of two rounds,
+#: with no drain round under ``--idle freeze``) take about 10 s of a bench's 60-s budget
 MIN_ROUND_S = 0.01
 #: the fewest warm-up rounds of ``benchmark(fn)``: their median is the yardstick of
 #: each block's drain (:func:`perfsuite.ab.remote.drain`), which one slow round of the
@@ -141,6 +144,7 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
             threshold=settings.threshold,
             iterations=lambda run: calibrate(run, least),
             memory_threshold=settings.memory_threshold,
+            fixture=FIXTURE_NAME,
         )
 
     def raw_pedantic(
@@ -189,6 +193,7 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
             teardown=teardown,
             iterations=iterations,
             memory_threshold=settings.memory_threshold,
+            fixture=FIXTURE_NAME,
         )
 
     bench._raw = raw
