@@ -36,8 +36,9 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     repo.set_work(3 * SHORT, "candidate")  # uncommitted: the working tree is the candidate
     log = tmp_path / "rounds.jsonl"
     report = tmp_path / "report"
-    # one pair of processes (no confirmation), so the log holds one lockstep's rounds
-    args = [*SMALL, "--confirm", "0", "--report", str(report), *SIDE_ARGS]
+    # one pair of processes (no confirmation), so the log holds one lockstep's rounds;
+    # room for looks past 12 pairs, where a busy machine flips a few pairs of blocks
+    args = [*SMALL, "--max-pairs", "24", "--confirm", "0", "--report", str(report), *SIDE_ARGS]
     result = repo.ab(base, *args, log=log)
     assert result.code == 1, result.out + result.err
     assert result.out.count("SLOWER") == 2
