@@ -17,6 +17,7 @@ from perfsuite.verdict.changepoint import (
     propose,
     prune,
     robust_sigma,
+    step_level,
 )
 
 
@@ -37,7 +38,7 @@ def test_a_clear_step_is_found_at_its_exact_place() -> None:
     assert not step.down
     assert step.change == pytest.approx(0.2008, abs=1e-4)
     assert step.ci[0] < step.change < step.ci[1]
-    assert step.p_value < STEP_ALPHA / 29
+    assert step.p_value < step_level(30)
 
 
 def test_a_flat_seeded_series_raises_none() -> None:
@@ -45,13 +46,19 @@ def test_a_flat_seeded_series_raises_none() -> None:
 
 
 def test_flat_series_raise_a_false_step_at_the_measured_rate() -> None:
-    """1 of these 200 flat series of 30 runs (5% noise) raises a step."""
+    """5 of these 200 flat series of 30 runs (5% noise) raise a step: STEP_ALPHA is 2.5%."""
     raised = {
         seed: [(s.index, round(s.change, 4)) for s in steps]
         for seed in range(200)
         if (steps := find_steps(lognormal(30, 0.05, seed)))
     }
-    assert raised == {92: [(28, 0.1273)]}
+    assert raised == {
+        8: [(7, 0.073)],
+        11: [(20, -0.0511)],
+        92: [(4, 0.0733), (28, 0.116)],
+        105: [(11, -0.058)],
+        125: [(2, 0.115)],
+    }
 
 
 def test_the_reported_magnitude_and_interval() -> None:
@@ -98,7 +105,7 @@ def test_every_step_found_has_an_interval_that_excludes_zero() -> None:
 
 def test_proposals_are_pruned_and_placed() -> None:
     logs = np.log(np.array(stepped(lognormal(30, 0.01, seed=0), 13, 1.2)))
-    level = STEP_ALPHA / 29
+    level = step_level(30)
     assert propose(logs) == [8, 13]  # lenient on purpose: the t-tests decide
     assert prune(logs, [8, 13], level) == [13]
     assert prune(logs, [5, 13, 22], level) == [13]
@@ -111,13 +118,38 @@ def test_one_run_alone_is_an_outlier_unless_it_is_the_newest() -> None:
     values = lognormal(20, 0.01, seed=5)
     spike = [v * 1.5 if i == 9 else v for i, v in enumerate(values)]
     assert find_steps(spike) == []
-    assert prune(np.log(np.array(spike)), [9, 10], STEP_ALPHA / 19) == []
+    assert prune(np.log(np.array(spike)), [9, 10], step_level(20)) == []
     first = [v * 1.5 if i == 0 else v for i, v in enumerate(values)]
     assert find_steps(first) == []
     newest = [v * 1.5 if i == 19 else v for i, v in enumerate(values)]
     assert [(s.index, s.n_after) for s in find_steps(newest)] == [(19, 1)]
     two = [v * 1.5 if i in (9, 10) else v for i, v in enumerate(values)]
     assert [s.index for s in find_steps(two)] == [9, 11]
+
+
+def largest_t(row: np.ndarray) -> float:
+    """The largest pooled |t| over the places a step may start in ``row``."""
+    n = len(row)
+    found = 0.0
+    for cut in [*range(2, n - 1), n - 1]:
+        before, after = row[:cut], row[cut:]
+        squares = ((before - before.mean()) ** 2).sum() + ((after - after.mean()) ** 2).sum()
+        se = math.sqrt(squares / (n - 2)) * math.sqrt(1 / cut + 1 / (n - cut))
+        found = max(found, abs(float(after.mean() - before.mean())) / se)
+    return found
+
+
+def test_the_level_holds_a_flat_series_largest_t_to_step_alpha() -> None:
+    """Over fresh seeded flat series (not the draws step_level used), the largest |t|
+    passes step_level in about STEP_ALPHA of them, and Bonferroni's level in fewer."""
+    n, draws = 30, 4000
+    peaks = [largest_t(row) for row in np.random.default_rng(12345).normal(0, 1, (draws, n))]
+    critical = float(student_t.isf(step_level(n) / 2, n - 2))
+    bonferroni = float(student_t.isf(STEP_ALPHA / (n - 1) / 2, n - 2))
+    rate = sum(p > critical for p in peaks) / draws
+    assert 0.018 <= rate <= 0.032
+    assert sum(p > bonferroni for p in peaks) / draws < rate
+    assert STEP_ALPHA / (n - 1) < step_level(n) < STEP_ALPHA
 
 
 def test_two_exact_levels_are_one_step_and_one_level_is_none() -> None:

@@ -14,11 +14,15 @@ normal noise of one unknown scale (5% lognormal night-to-night noise is a scale 
    on purpose: it proposes every split the noise might allow, and step 2 decides.
 2. **Test.** Each split is tested as Apache Otava tests e-divisive's: a two-sided
    Student t-test, pooled variance, between the segment before it and the segment
-   after it. It passes when its p-value is at most ``STEP_ALPHA / (n - 1)``: Bonferroni
-   over the ``n - 1`` places a step can start, so that a flat series of any length
-   raises a false single step with a probability of ``STEP_ALPHA`` at most. The
-   least significant failing split is removed (its two segments merge) and the rest
-   are tested again, until every split passes. A split that leaves one run alone
+   after it. It passes when its p-value is at most :func:`step_level` of the series'
+   length: the level at which the largest ``|t|`` over every place a step may start
+   in a flat series of normal noise is significant with a probability of
+   ``STEP_ALPHA``, so that a flat series of any length raises a false single step
+   about that often. (Bonferroni's ``STEP_ALPHA / (n - 1)`` would treat the places as
+   unrelated tests; neighbouring splits share all runs but one, so it holds a flat
+   series of 30 runs to about half that rate, and misses steps for it.)
+   The least significant failing split is removed (its two segments merge) and the
+   rest are tested again, until every split passes. A split that leaves one run alone
    fails whatever its test (and goes first) unless that run is the newest: one run
    before or between others is an outlier, not a level, while the newest run may be
    the first of a new one.
@@ -39,9 +43,10 @@ steps. A series of fewer than ``MIN_POINTS`` positive medians has no steps: the 
 estimate of a shorter one has under ``MIN_POINTS - 2`` degrees of freedom, and one odd
 run would decide its test.
 
-Because every step returned passed its test at ``STEP_ALPHA / (n - 1) <= 1 -
-STEP_CONFIDENCE``, its interval excludes zero. ``tools/validation/history_power.py`` measures how
-often a step is found, where, and how often a flat series raises one.
+Because every step returned passed its test at ``step_level(n) <= 1 - STEP_CONFIDENCE``
+(``MIN_POINTS`` and more), its interval excludes zero.
+``tools/validation/history_power.py`` measures how often a step is found, where, and
+how often a flat series raises one.
 
 ``ruptures``, ``numpy`` and ``scipy`` are imported only when a series is searched.
 """
@@ -64,7 +69,7 @@ if TYPE_CHECKING:
 
 #: penalty per proposed split, in units of sigma**2 * log(n) (2 is the BIC)
 PENALTY_FACTOR = 2.0
-#: bound on a flat series' false single step, Bonferroni-split over its n - 1 places
+#: how often a flat series of normal noise raises a false single step (:func:`step_level`)
 STEP_ALPHA = 0.025
 #: floor under the noise estimate, in log units (0.2%)
 MIN_SIGMA = 0.002
@@ -74,6 +79,8 @@ STEP_CONFIDENCE = 0.99
 REFINE_RADIUS = 2
 #: the fewest points a series needs before change points are searched
 MIN_POINTS = 8
+#: flat series drawn (seeded) to find :func:`step_level`, and how many at a time
+LEVEL_DRAWS, LEVEL_CHUNK = 20_000, 2_000
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,46 @@ def _critical_t(level: float, dof: int) -> float:
 
 def _passes(test: _Test, level: float) -> bool:
     return test.dof >= 1 and abs(test.t) > _critical_t(level, test.dof)
+
+
+@lru_cache(maxsize=64)
+def step_level(n: int) -> float:
+    """The p-value a split of a series of ``n`` points must reach (step 2).
+
+    The largest pooled ``|t|`` over the places a step may start (two or more points
+    on either side, or the newest point alone) is found in ``LEVEL_DRAWS`` flat series
+    of ``n`` standard normal points, drawn from a fixed seed; its ``1 - STEP_ALPHA``
+    quantile, as a two-sided p-value at ``n - 2`` degrees of freedom, is the level.
+    It is kept between Bonferroni's ``STEP_ALPHA / (n - 1)`` and ``STEP_ALPHA``.
+
+    >>> round(step_level(30) / (STEP_ALPHA / 29), 1)
+    2.1
+    >>> step_level(30) == step_level(30)
+    True
+    """
+    import numpy as np
+    from scipy.stats import t as student_t
+
+    if n < 4:
+        return STEP_ALPHA
+    rng = np.random.default_rng(n)
+    places = [*range(2, n - 1), n - 1]
+    peaks = []
+    for _ in range(LEVEL_DRAWS // LEVEL_CHUNK):
+        draws = rng.standard_normal((LEVEL_CHUNK, n))
+        sums, squares = np.cumsum(draws, axis=1), np.cumsum(draws * draws, axis=1)
+        peak = np.zeros(LEVEL_CHUNK)
+        for cut in places:
+            n1, n2 = cut, n - cut
+            s1, s2 = sums[:, cut - 1], sums[:, -1] - sums[:, cut - 1]
+            q1, q2 = squares[:, cut - 1], squares[:, -1] - squares[:, cut - 1]
+            within = np.maximum(q1 - s1 * s1 / n1 + q2 - s2 * s2 / n2, 1e-300)
+            se = np.sqrt(within / (n - 2) * (1 / n1 + 1 / n2))
+            peak = np.maximum(peak, np.abs(s2 / n2 - s1 / n1) / se)
+        peaks.append(peak)
+    critical = float(np.quantile(np.concatenate(peaks), 1 - STEP_ALPHA))
+    level = float(2 * student_t.sf(critical, n - 2))
+    return min(max(level, STEP_ALPHA / (n - 1)), STEP_ALPHA)
 
 
 def robust_sigma(logs: Sequence[float]) -> float:
@@ -230,7 +277,7 @@ def find_steps(values: Sequence[float], min_change: float = 0.0) -> list[Step]:
     import numpy as np
 
     logs = np.log(np.asarray(values, dtype=np.float64))
-    level = STEP_ALPHA / (len(logs) - 1)
+    level = step_level(len(logs))
     cuts = place(logs, prune(logs, propose(logs), level), level)
     bounds = [0, *cuts, len(logs)]
     steps = [
