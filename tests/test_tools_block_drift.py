@@ -18,13 +18,14 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_each_mode_prints_its_spread_and_the_children_are_reaped() -> None:
-    done = run("--modes", "drift,one,two,stop", "--pairs", "4", "--rounds", "12")
+    done = run("--modes", "drift,one,two,own,stop", "--pairs", "4", "--rounds", "12")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["drift", "one", "two", "stop"]
+    assert [line.split(":")[0] for line in lines] == ["drift", "one", "two", "own", "stop"]
     assert re.search(r"1 apart \d\.\d{3}, 3 apart \d\.\d{3}, 10 apart \d\.\d{3}$", lines[0])
-    for line in lines[1:]:
-        assert re.fullmatch(r"\w+: sd of a pair \d\.\d{3}", line), line
+    assert re.fullmatch(r"one: sd of a pair \d\.\d{3}", lines[1])
+    for line in lines[2:]:
+        assert re.fullmatch(r"\w+: sd of a pair \d\.\d{3}, of a block \d\.\d{3}", line), line
 
 
 def test_an_unknown_mode_is_a_usage_error() -> None:

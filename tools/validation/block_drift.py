@@ -7,15 +7,18 @@ of them again). Nothing of perfsuite runs and no memory layout is drawn:
 * ``drift``: one process times ``--rounds`` rounds back to back and prints the sd of
   the log-ratio between rounds that many apart (1, 3, 10, 100): how the machine's
   speed moves with time alone;
-* ``one``, ``two``, ``stop``: blocks of an untimed round then ``--block-rounds`` timed
-  ones (their median), in pairs: one process timing both blocks of a pair (``one``),
-  or two processes taking turns over pipes (``two``), the idle one stopped with
-  SIGSTOP as ``perfsuite ab --idle freeze`` does (``stop``). Each prints the sd of the
-  paired log-ratios, which a paired test's pairs need against a 5% threshold.
+* ``one``, ``two``, ``own``, ``stop``: blocks of an untimed round then
+  ``--block-rounds`` timed ones (their median), in pairs: one process timing both
+  blocks of a pair (``one``), or two forked processes taking turns over pipes
+  (``two``), each of them decoding JPEGs it made itself rather than its parent's
+  (``own``: no page of data shared), or the idle one stopped with SIGSTOP as
+  ``perfsuite ab --idle freeze`` does (``stop``). Each prints the sd of the paired
+  log-ratios, which a paired test's pairs need against a 5% threshold, and (two
+  processes) the sd of the first process's own blocks.
 
 Usage::
 
-    python tools/validation/block_drift.py [--modes drift,one,two,stop] [--pairs 300]
+    python tools/validation/block_drift.py [--modes drift,one,two,own,stop] [--pairs 300]
         [--block-rounds 2] [--rounds 2000]
 """
 
@@ -36,6 +39,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
 from tools.validation import user_suite
+
+MODES = ("drift", "one", "two", "own", "stop")
 
 
 def decoder() -> Callable[[], None]:
@@ -107,6 +112,9 @@ def paired(decode: Callable[[], None], mode: str, pairs: int, rounds: int) -> st
             try:
                 os.close(to_child)
                 os.close(from_child)
+                if mode == "own":
+                    decode = decoder()
+                    decode()
                 _worker(decode, rounds, child_in, child_out)
             finally:
                 os._exit(1)
@@ -131,20 +139,21 @@ def paired(decode: Callable[[], None], mode: str, pairs: int, rounds: int) -> st
             os.close(to_child)
             os.close(from_child)
     ratios = [math.log(b / a) for a, b in zip(seconds[0], seconds[1], strict=True)]
-    return f"sd of a pair {statistics.pstdev(ratios):.3f}"
+    own = statistics.pstdev(math.log(a) for a in seconds[0])
+    return f"sd of a pair {statistics.pstdev(ratios):.3f}, of a block {own:.3f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--modes", default="drift,one,two,stop")
+    parser.add_argument("--modes", default="drift,one,two,own,stop")
     parser.add_argument("--pairs", type=int, default=300)
     parser.add_argument("--block-rounds", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2000)
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
     for mode in modes:
-        if mode not in ("drift", "one", "two", "stop"):
-            parser.error(f"--modes: unknown mode {mode!r} (drift, one, two, stop)")
+        if mode not in MODES:
+            parser.error(f"--modes: unknown mode {mode!r} ({', '.join(MODES)})")
     decode = decoder()
     for _ in range(10):
         decode()
