@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -29,7 +30,13 @@ from perfsuite.verdict.paired import (
     log_ratios,
     look_schedule,
 )
-from perfsuite.verdict.signtest import median_interval, min_pairs_for, sign_rank, sign_test_p
+from perfsuite.verdict.signtest import (
+    family_rate,
+    median_interval,
+    min_pairs_for,
+    sign_rank,
+    sign_test_p,
+)
 from perfsuite.verdict.stats import Verdict
 
 LOOK_ALPHA = 0.01 / 16  # default scale: 0.01 over the 16 looks of 12-240 pairs
@@ -131,10 +138,34 @@ def test_look_schedule_and_error_split() -> None:
     assert look_schedule(10, 20) == [10, 14, 18, 20]
     assert look_schedule(5, 5) == [5]
     budget = Budget(12, 40, 60.0)
-    assert budget.alpha_per_look == pytest.approx(PAIRED_ALPHA / 7)
-    assert alpha_per_look([1, 2, 3, 4], 0.02) == pytest.approx(0.005)
+    level = budget.alpha_per_look
+    # the schedule's exact family-wise rate, plus one look off it, stays within alpha,
+    # and it is the largest level that does: above Bonferroni's alpha / 7
+    assert family_rate(budget.looks, level) + level <= PAIRED_ALPHA
+    assert family_rate(budget.looks, level * 1.001) + level * 1.001 > PAIRED_ALPHA
+    assert PAIRED_ALPHA / 7 < level < PAIRED_ALPHA
+    # no look of 4 pairs or fewer can miss at that level: nothing of alpha is spent
+    assert alpha_per_look([1, 2, 3, 4], 0.02) == pytest.approx(0.02)
     with pytest.raises(ValueError, match="min_pairs"):
         look_schedule(10, 5)
+
+
+def test_the_family_rate_is_exact() -> None:
+    """Over every one of the 2**10 equally likely sign sequences of 10 pairs, the share
+    whose count of pairs below the median leaves some look's band is the rate."""
+    looks, level = [4, 6, 8, 10], 0.15
+    bands = {n: sign_rank(n, level) for n in looks}
+    missed = 0
+    for signs in itertools.product((0, 1), repeat=10):
+        for n in looks:
+            k, below = bands[n], sum(signs[:n])
+            if k is not None and (below < k or below > n - k):
+                missed += 1
+                break
+    assert family_rate(looks, level) == pytest.approx(missed / 2**10, abs=1e-12)
+    assert family_rate([20], 0.05) == pytest.approx(
+        2 * sum(math.comb(20, i) for i in range(6)) / 2**20
+    )
 
 
 def test_sequential_looks_only_at_the_schedule() -> None:

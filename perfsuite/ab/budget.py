@@ -74,11 +74,17 @@ def budget_for(args: argparse.Namespace, scale: str) -> Budget:
             f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
             f"(alpha {PAIRED_ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
         )
-    # A larger --max-pairs adds looks, each with a thinner share of alpha: a first look
-    # below what that share can decide would spend its share for nothing. Starting
-    # later never needs more pairs (tests/test_ab_units.py), so one raise is enough.
-    if min_pairs < needed:
+    # A larger --max-pairs adds looks, each with a lower level: a first look below what
+    # that level can decide is a look for nothing. Starting later moves every look and
+    # so the level, which may then need a pair more: raise until the first look can.
+    while budget.min_pairs < needed <= max_pairs:
         budget = replace(budget, min_pairs=needed)
+        needed = min_pairs_for(budget.alpha_per_look)
+    if max_pairs < needed:
+        raise PerfsuiteError(
+            f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
+            f"(alpha {PAIRED_ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
+        )
     return budget
 
 
