@@ -69,11 +69,6 @@ def budget_for(args: argparse.Namespace, scale: str) -> Budget:
         raise PerfsuiteError(f"--max-pairs {max_pairs} is below --min-pairs {min_pairs}")
     budget = Budget(min_pairs, max_pairs, args.max_seconds or defaults.max_seconds)
     needed = min_pairs_for(budget.alpha_per_look)
-    if max_pairs < needed:
-        raise PerfsuiteError(
-            f"--max-pairs {max_pairs}: no verdict is possible below {needed} pairs "
-            f"(alpha {PAIRED_ALPHA} over {len(budget.looks)} looks); raise --max-pairs"
-        )
     # A larger --max-pairs adds looks, each with a lower level: a first look below what
     # that level can decide is a look for nothing. Starting later moves every look and
     # so the level, which may then need a pair more: raise until the first look can.

@@ -64,23 +64,21 @@ def decoder() -> Callable[[], None]:
     return lambda: decode_all(jpegs)
 
 
+def timed(decode: Callable[[], None]) -> float:
+    """The seconds of one round."""
+    start = time.perf_counter()
+    decode()
+    return time.perf_counter() - start
+
+
 def block(decode: Callable[[], None], rounds: int) -> float:
     """An untimed round, then the median seconds of ``rounds`` timed ones."""
     decode()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        decode()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(timed(decode) for _ in range(rounds))
 
 
 def drift(decode: Callable[[], None], rounds: int) -> str:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        decode()
-        times.append(math.log(time.perf_counter() - start))
+    times = [math.log(timed(decode)) for _ in range(rounds)]
     parts = []
     for lag in (1, 3, 10, 100):
         if lag < rounds - 1:
