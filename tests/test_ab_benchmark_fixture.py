@@ -108,8 +108,9 @@ def bench_pedantic(benchmark):
     assert result == work.expected(50000)
 """
 
-#: a small budget: a few seconds a bench, pair counts (not the clock) end each one
-BUDGET = ["--min-pairs", "10", "--block-rounds", "3", "--seed", "7", "--max-seconds", "120"]
+#: a small budget: a few seconds a bench, pair counts (not the clock) end each one; each
+#: block's rounds are left to perfsuite ab's default
+BUDGET = ["--min-pairs", "10", "--seed", "7", "--max-seconds", "120"]
 #: a slowdown is decided in a few pairs, and needs no fresh pairs of processes to confirm
 SLOWDOWN = ["--max-pairs", "20", "--confirm", "0"]
 #: "same" within 30% may take more pairs on a busy machine, and a suspect that one pair
@@ -170,6 +171,8 @@ def test_fixture_benches_run_in_lockstep_and_a_heavier_candidate_is_slower(
     runs = {run["nodeid"]: run for run in measured}
     # a frozen side runs nothing between blocks: a fixture bench's blocks drain no round
     assert all(run["drained"] and set(run["drained"]) == {0} for run in measured)
+    # and so time one round each: a block's rounds share its layout
+    assert all(len(b) == 1 for run in measured for b in run["a_blocks"] + run["b_blocks"])
     for side in ("A", "B"):
         benches = saved(report, side)
         for nodeid, bench in benches.items():
@@ -214,6 +217,8 @@ def test_a_configured_suite_of_equal_work_is_not_slower(tmp_path: Path) -> None:
     assert {run["threshold"] for run in measured} == {0.3}
     # --block-warmup 1 starts each block with a drain round, as for a perf bench
     assert all(run["drained"] and min(run["drained"]) >= 1 for run in measured), measured
+    # and then times two rounds, which share the drain round's cost
+    assert all(len(b) == 2 for run in measured for b in run["a_blocks"] + run["b_blocks"])
 
 
 def _plain_run(repo: Repo, out: Path, *extra: str) -> dict[str, dict[str, Any]]:

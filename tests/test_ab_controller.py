@@ -190,13 +190,12 @@ def test_no_setup_beside_a_warm_up_and_a_side_without_phases_goes_alone() -> Non
 
 def test_a_finite_pool_of_rounds_alternates_one_round_per_block() -> None:
     ctl, _, _ = controller()
-    ctl.block_rounds = 3
-    assert ctl._pair_limit() == (3, 12)
+    assert ctl._pair_limit(3) == (3, 12)
     ctl.state["A"].ready = {"nodeid": "x", "max_rounds": 7}
     ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 5}
-    assert ctl._pair_limit() == (1, 5)
+    assert ctl._pair_limit(3) == (1, 5)
     ctl.state["B"].ready = {"nodeid": "x", "max_rounds": 40}
-    assert ctl._pair_limit() == (1, 7)
+    assert ctl._pair_limit(3) == (1, 7)
 
 
 def test_a_block_stuck_behind_the_frozen_side_thaws_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,7 +33,6 @@ if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` sta
     from perfsuite.ab.revisions import Revision, WorktreeCache
     from perfsuite.ab.sidemanage import SideSpec
 
-DEFAULT_BLOCK_ROUNDS = 2
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
 DEFAULT_CONFIRM = 12
@@ -88,8 +87,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument("--threshold", type=parse_threshold, default=0.05, metavar="FRACTION",
                     help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
-    ab.add_argument("--block-rounds", type=_positive_int, default=DEFAULT_BLOCK_ROUNDS,
-                    metavar="K", help="rounds per block (default 2)")  # fmt: skip
+    ab.add_argument("--block-rounds", type=_positive_int, metavar="K",
+                    help="timed rounds per block (default 2, or 1 when a block starts "
+                    "with no untimed round)")  # fmt: skip
     ab.add_argument("--block-warmup", type=_count, default=None, metavar="N",
                     help="least untimed rounds starting each block (default 1; 0 for a "
                     "bench timed by pytest-benchmark's benchmark fixture under --idle "
@@ -304,12 +304,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         workdir = stack.enter_context(run_folder())
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
+        blocks = f"{args.block_rounds or '1- or 2'}-round blocks"
         if first_budget.min_pairs == first_budget.max_pairs:
             pair_counts = str(first_budget.min_pairs)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}; "
             f"pytest {' '.join(chosen) or '(its default: testpaths, else the root)'}; "
-            f"seed {seed}; budget {pair_counts} pairs of {args.block_rounds}-round blocks, "
+            f"seed {seed}; budget {pair_counts} pairs of {blocks}, "
             f"{budget.max_seconds:g} s per bench",
             flush=True,
         )

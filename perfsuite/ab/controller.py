@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
-from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, least_drain, pair_orders
+from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
 from perfsuite.verdict.paired import Budget, Sequential
@@ -83,7 +83,7 @@ class Controller:
         a: SideProcess,
         b: SideProcess,
         budget: Budget,
-        block_rounds: int,
+        rounds: int | None,
         seed: int,
         threshold: float,
         drain_rounds: int | None = 0,
@@ -92,14 +92,14 @@ class Controller:
         mirror: bool = False,
     ) -> None:
         """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
-        one seed, one mirrored, run every pair in both orders); ``drain_rounds`` None
-        leaves each bench's least drain to :func:`perfsuite.ab.protocol.least_drain`."""
+        one seed, one mirrored, run every pair in both orders); ``drain_rounds`` and
+        ``rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
         if idle not in IDLE_MODES:
             raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
         self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all
-        self.budget, self.block_rounds, self.drain_rounds = budget, block_rounds, drain_rounds
+        self.budget, self.block_rounds, self.drain_rounds = budget, rounds, drain_rounds
         self.seed, self.mirror, self.threshold = seed, mirror, threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
@@ -320,17 +320,17 @@ class Controller:
                 return float(value)
         return MEMORY_THRESHOLD
 
-    def _pair_limit(self) -> tuple[int, int]:
-        """(rounds per block, most pairs): a side with a finite pool of rounds (fresh
-        processes started up front) alternates one round per block, as many as the
-        smaller pool holds."""
+    def _pair_limit(self, rounds: int) -> tuple[int, int]:
+        """(rounds per block, most pairs), given the bench's ``rounds`` per block: a side
+        with a finite pool of rounds (fresh processes started up front) alternates one
+        round per block, as many as the smaller pool holds."""
         caps = [
             cap
             for name in self.sides
             if isinstance(cap := (self.state[name].ready or {}).get("max_rounds"), int) and cap > 0
         ]
         if not caps:
-            return self.block_rounds, self.budget.max_pairs
+            return rounds, self.budget.max_pairs
         return 1, min(self.budget.max_pairs, *caps)
 
     def _alternate(self, nodeid: str) -> None:
@@ -339,9 +339,9 @@ class Controller:
         run = BenchRun(nodeid, self._threshold(), memory_threshold=self._memory_threshold())
         run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
-        k, max_pairs = self._pair_limit()
         fixtures = [(self.state[n].ready or {}).get("fixture") for n in self.sides]
-        drain = least_drain(self.drain_rounds, self.idle, fixtures)
+        drain, rounds = block_plan(self.drain_rounds, self.block_rounds, self.idle, fixtures)
+        k, max_pairs = self._pair_limit(rounds)
         sequential = Sequential(self.budget, run.threshold)
         rng = random.Random(f"{self.seed}:{nodeid}")
         start = time.monotonic()

@@ -135,6 +135,9 @@ class Channel:
 IDLE_MODES = ("freeze", "wait")
 #: the least untimed rounds a block starts with, unless ``--block-warmup`` says
 DRAIN_ROUNDS = 1
+#: the rounds a block times, unless ``--block-rounds`` says, when it starts with an
+#: untimed round (:func:`block_rounds`)
+BLOCK_ROUNDS = 2
 
 
 def least_drain(given: int | None, idle: str, fixtures: Collection[object]) -> int:
@@ -160,6 +163,31 @@ def least_drain(given: int | None, idle: str, fixtures: Collection[object]) -> i
     if idle == "freeze" and fixtures and all(f == "benchmark" for f in fixtures):
         return 0
     return DRAIN_ROUNDS
+
+
+def block_plan(
+    drain: int | None, rounds: int | None, idle: str, fixtures: Collection[object]
+) -> tuple[int, int]:
+    """(untimed rounds, timed rounds) each block of a bench runs: ``drain``
+    (``--block-warmup``) or :func:`least_drain`; then ``rounds`` (``--block-rounds``),
+    else one when the blocks start with no untimed round, else ``BLOCK_ROUNDS``.
+
+    The rounds of one block share its memory layout and agree within a few percent,
+    while blocks scatter by layout; so a block's second round narrows its pair's
+    scatter by a few percent for the time of a round. With a drain round the block's
+    fixed cost is a round, which two timed rounds share; without one it is only the
+    switch between sides, and one round a block gives the most pairs, each with its own
+    layout, a second.
+
+    >>> block_plan(None, None, "freeze", ["benchmark", "benchmark"])
+    (0, 1)
+    >>> block_plan(None, None, "freeze", ["perf", "perf"]), block_plan(0, 3, "wait", ["perf"])
+    ((1, 2), (0, 3))
+    """
+    least = least_drain(drain, idle, fixtures)
+    if rounds is not None:
+        return least, rounds
+    return least, 1 if least == 0 else BLOCK_ROUNDS
 
 
 def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:
