@@ -50,7 +50,8 @@ def _args(**values: int | float | str | None) -> argparse.Namespace:
 
 def test_budget_defaults_per_scale_and_validation() -> None:
     budget = budget_for(_args(), "default")
-    assert (budget.min_pairs, budget.max_pairs, budget.max_seconds) == (12, 240, 60.0)
+    assert (budget.min_pairs, budget.max_pairs, budget.max_seconds) == (12, 480, 60.0)
+    assert budget_for(_args(), "full").max_pairs == 960
     assert budget_for(_args(), "smoke").looks == [10, 14, 18, 20]
     with pytest.raises(PerfsuiteError, match="--max-pairs 5 is below --min-pairs 8"):
         budget_for(_args(min_pairs=8, max_pairs=5), "smoke")

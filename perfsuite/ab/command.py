@@ -99,7 +99,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "of processes runs (default by --perf-scale: 10/12/16; raised to the "
                     "fewest pairs that can decide)")  # fmt: skip
     ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
-                    help="most pairs per bench (default by --perf-scale: 20/240/480)")  # fmt: skip
+                    help="most pairs per bench (default by --perf-scale: 20/480/960)")  # fmt: skip
     ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
                     help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")

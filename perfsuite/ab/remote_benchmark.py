@@ -56,7 +56,7 @@ FIXTURE_NAME = "benchmark"
 #: for a time slice of a busy machine (several ms) would triple a block of 1-ms
 #: rounds, and flip its pair, where it adds tens of percent to one of 10 ms. The
 #: timer's resolution and a round's own overhead (a setup call, two clock reads) are
-#: under 1e-5 of it, and the default scale's most pairs (240, of blocks of two rounds,
+#: under 1e-5 of it, and the default scale's most pairs (480, of blocks of one round,
 #: with no drain round under ``--idle freeze``) take about 10 s of a bench's 60-s budget
 MIN_ROUND_S = 0.01
 #: the fewest warm-up rounds of ``benchmark(fn)``: their median is the yardstick of

@@ -41,9 +41,9 @@ decisive look then keeps the family-wise rate of a false significant interval at
 ``alpha``. When the time budget ends between two looks, one final look is taken there
 instead of the remaining ones: the looks taken miss at most as often as the schedule
 does, plus that one look's level. (Bonferroni's ``alpha / L`` over ``L`` looks
-would hold the default schedule, 16 looks from 12 to 240 pairs, to 0.37% for an
+would hold the default schedule, 19 looks from 12 to 480 pairs, to 0.38% for an
 ``alpha`` of 1%, since the looks share their pairs; the exact level is 2.5 times
-larger, and each interval about 8% narrower.) A look may also stop a
+larger, and each interval about 7% narrower.) A look may also stop a
 bench for futility (:mod:`perfsuite.verdict.futility`): one whose interval, narrowed
 to what its remaining budget can buy, would still hold 0 and reach past the
 threshold can be neither called nor cleared, and more pairs are time spent for ``inconclusive``.
