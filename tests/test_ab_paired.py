@@ -39,7 +39,8 @@ from perfsuite.verdict.signtest import (
 )
 from perfsuite.verdict.stats import Verdict
 
-LOOK_ALPHA = 0.01 / 16  # default scale: 0.01 over the 16 looks of 12-240 pairs
+#: a look's level at most as wide as any default schedule's: Bonferroni's 0.01 over 16 looks
+LOOK_ALPHA = 0.01 / 16
 
 
 def noisy(change: float, spread: float, n: int, seed: int = 1) -> list[float]:

@@ -83,7 +83,7 @@ class Controller:
         a: SideProcess,
         b: SideProcess,
         budget: Budget,
-        rounds: int | None,
+        block_rounds: int | None,
         seed: int,
         threshold: float,
         drain_rounds: int | None = 0,
@@ -93,13 +93,13 @@ class Controller:
     ) -> None:
         """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
         one seed, one mirrored, run every pair in both orders); ``drain_rounds`` and
-        ``rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
+        ``block_rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
         if idle not in IDLE_MODES:
             raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
         self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all
-        self.budget, self.block_rounds, self.drain_rounds = budget, rounds, drain_rounds
+        self.budget, self.block_rounds, self.drain_rounds = budget, block_rounds, drain_rounds
         self.seed, self.mirror, self.threshold = seed, mirror, threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}

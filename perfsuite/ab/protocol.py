@@ -136,7 +136,7 @@ IDLE_MODES = ("freeze", "wait")
 #: the least untimed rounds a block starts with, unless ``--block-warmup`` says
 DRAIN_ROUNDS = 1
 #: the rounds a block times, unless ``--block-rounds`` says, when it starts with an
-#: untimed round (:func:`block_rounds`)
+#: untimed round (:func:`block_plan`)
 BLOCK_ROUNDS = 2
 
 
