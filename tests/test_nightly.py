@@ -15,12 +15,14 @@ from pathlib import Path
 import pytest
 
 from perfsuite.cli import build_parser, main
-from perfsuite.nightly.command import run_nightly, split_k
-from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, screen, screen_series
+from perfsuite.nightly.command import keyword_expression, run_nightly, split_k
+from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen, screen_series
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series
 from perfsuite.verdict.runs import Run
 from tests.test_history_data import commit_of, make_history, saved_runs
+
+pytest_plugins = ["pytester"]
 
 AB_STANDIN = """
 import json, os, sys
@@ -170,6 +172,46 @@ def test_no_saved_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_split_k_and_keyword_expression() -> None:
     assert split_k(["benches", "-k", "tfdata", "-x"]) == (["benches", "-x"], "tfdata")
     assert split_k(["-ktfdata"]) == ([], "tfdata")
+
+
+ODD_IDS = """
+import pytest
+
+IDS = ["two blocks", "a/b", "x=(1, 2)", "c or d", "two"]
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5], ids=IDS)
+def test_hash(n):
+    pass
+
+def test_sort():
+    pass
+"""
+
+
+def suspect_named(nodeid: str) -> Suspect:
+    return Suspect(Series(nodeid, nodeid, "s", 0.05, ()), "constructed", 0.1)
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        ["test_hash[two blocks]", "test_hash[a/b]"],
+        ["test_hash[x=(1, 2)]", "test_hash[c or d]"],
+        ["test_hash[two]", "test_sort"],
+    ],
+)
+def test_the_suspects_keyword_selects_them_whatever_their_ids_hold(
+    pytester: pytest.Pytester, wanted: list[str]
+) -> None:
+    """pytest itself, given the nightly's ``-k``, collects exactly the suspects."""
+    pytester.makepyfile(test_odd=ODD_IDS)
+    expression = keyword_expression([suspect_named(f"test_odd.py::{name}") for name in wanted])
+    result = pytester.runpytest_subprocess(
+        "--collect-only", "-q", "-p", "no:perfsuite", "-k", expression
+    )
+    assert result.ret == 0, result.outlines
+    collected = {line.split("::", 1)[1] for line in result.outlines if "::" in line}
+    assert collected == set(wanted)
 
 
 def constructed(medians: list[float]) -> Series:

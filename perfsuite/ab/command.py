@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import random
+import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -309,7 +310,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             pair_counts = str(first_budget.min_pairs)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}; "
-            f"pytest {' '.join(chosen) or '(its default: testpaths, else the root)'}; "
+            f"pytest {shlex.join(chosen) or '(its default: testpaths, else the root)'}; "
             f"seed {seed}; budget {pair_counts} pairs of {blocks}, "
             f"{budget.max_seconds:g} s per bench",
             flush=True,

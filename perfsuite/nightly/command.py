@@ -79,10 +79,29 @@ def split_k(pytest_args: Sequence[str]) -> tuple[list[str], str | None]:
     return rest, expression
 
 
+#: a word of a ``-k`` expression as pytest's lexer reads it (``_pytest/mark/expression.py``)
+_K_WORD = re.compile(r"(?:\w|:|\+|-|\.|\[|/|\])+")
+
+
+def keyword_term(name: str) -> str:
+    """A ``-k`` term selecting the test ``name`` (``test_x[variant]``) whatever its
+    parameter id holds: the words pytest's lexer reads in it, all required, so an id
+    with spaces, parentheses or ``=`` still selects its test (and any test whose name
+    holds the same words); ``and``/``or``/``not`` in an id are left out.
+
+    >>> keyword_term("test_x[two blocks]"), keyword_term("test_x[a=(1, 2)]")
+    ('(test_x[two and blocks])', '(test_x[a and 1 and 2 and ])')
+    >>> keyword_term("test_y[a not b]"), keyword_term("test_z")
+    ('(test_y[a and b])', 'test_z')
+    """
+    words = [w for w in _K_WORD.findall(name) if w not in _KEYWORDS]
+    return words[0] if len(words) == 1 else f"({' and '.join(words)})"
+
+
 def keyword_expression(suspects: Sequence[Suspect], user_k: str | None = None) -> str:
     """``-k`` selecting the suspects' tests (and the user's own ``-k``, if any)."""
     names = sorted({s.test_name for s in suspects})
-    expression = " or ".join(names)
+    expression = " or ".join(keyword_term(name) for name in names)
     return f"({user_k}) and ({expression})" if user_k else expression
 
 

@@ -3,6 +3,7 @@ confirmation it reports."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -121,7 +122,7 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
         elif confirmation.ab is None:
             lines.append(f"Not run: {confirmation.skipped}.")
         else:
-            lines.append(f"`{' '.join(confirmation.ab.command)}`: {_outcome(confirmation.ab)}.")
+            lines.append(f"`{shlex.join(confirmation.ab.command)}`: {_outcome(confirmation.ab)}.")
             if confirmation.summary:
                 lines.extend(["", confirmation.summary.replace("\n# ", "\n### ")])
         lines.append("")
