@@ -225,12 +225,12 @@ def constructed(medians: list[float]) -> Series:
 
 
 def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
-    earlier = [1.0, 1.03, 0.97, 1.02, 0.98]  # a 9.4% band: 3 robust sigmas of these
+    earlier = [1.0, 1.01, 0.99, 1.02, 0.98]  # an 8.2% band: 3 robust sigmas of these
     assert find_steps([*earlier, 1.15]) == []  # too short a history to call it a step
     suspect, counter, only_previous = screen_series(constructed([*earlier, 1.15]))
     assert suspect is not None
     assert suspect.reason == (
-        "time +15.0% against the median of the last 5 runs, outside their band of 9.4%"
+        "time +15.0% against the median of the last 5 runs, outside their band of 8.2%"
     )
     assert counter is None
     assert not only_previous

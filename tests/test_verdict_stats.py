@@ -270,9 +270,27 @@ def history_docs(medians: list[float]) -> list[Any]:
 
 def test_noise_band_needs_enough_history() -> None:
     assert noise_band([1.0, 1.2, 0.8, 1.1]) is None  # 4 < MIN_HISTORY
-    sigma = 1.4826 * 0.05  # log medians of [e^-0.1, e^-0.05, 1, e^0.05, e^0.1]: MAD 0.05
-    band = noise_band([math.exp(v) for v in (-0.1, -0.05, 0.0, 0.05, 0.1)])
+    # log medians -0.1, 0.0, -0.05, 0.1, 0.05: adjacent differences 0.1, 0.05, 0.15, 0.05
+    sigma = 1.4826 * 0.075 / math.sqrt(2)
+    band = noise_band([math.exp(v) for v in (-0.1, 0.0, -0.05, 0.1, 0.05)])
     assert band == pytest.approx(math.exp(3 * sigma) - 1)
+
+
+def test_a_step_in_the_history_is_not_noise() -> None:
+    """Runs before a 4x change of the bench's work and runs after it: the band is what
+    runs of one level spread, and a later 4x slowdown is judged slower, not noise."""
+    steady = [1.0, 1.01, 0.99]
+    band = noise_band([*(0.025 * m for m in steady), *(0.100 * m for m in steady)])
+    assert band is not None
+    assert band < 0.1
+    base = run_doc([bench_doc("a", normal(0.100, 0.0005))])
+    cur = run_doc([bench_doc("a", normal(0.400, 0.002, seed=1))])
+    history = history_docs([0.025, 0.0252, 0.0248, 0.100, 0.101, 0.099])
+    comparison = compare_runs(parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history)
+    item = comparison.verdicts[0]
+    assert item.verdict is Verdict.SLOWER
+    assert item.time is not None
+    assert item.time.threshold < 0.1
 
 
 def test_noisy_machine_history_widens_the_threshold() -> None:

@@ -11,15 +11,19 @@ Run-to-run noise. The rank test sees only the spread *within* each run; on a sha
 throttling machine whole runs shift by more than that (seen on our 2-core development
 VM: the medians of one unchanged bench spread over +-15% across sessions). When the
 storage holds at least ``MIN_HISTORY`` earlier comparable runs of a bench, the spread of
-their medians (1.4826 x the median absolute deviation of the log medians, a robust
-standard deviation) sets a floor under the bench's threshold: ``exp(3 sigma) - 1``. A
-change inside that band is what this machine does between unchanged runs, so it is
-never called slower or faster; the table says when a threshold was widened, and by
-how much. A quiet, dedicated runner has a small band and keeps the bench's threshold.
+their medians from one run to the next sets a floor under the bench's threshold:
+``exp(3 sigma) - 1``, ``sigma`` a robust standard deviation of the log medians taken
+from the differences of adjacent runs (:func:`noise_band`), so that a step in the
+history (a change of code, data or machine between two runs) is one large difference,
+which the median passes over, and never reads as noise. A change inside that band is
+what this machine does between unchanged runs, so it is never called slower or
+faster; the table says when a threshold was widened, and by how much. A quiet,
+dedicated runner has a small band and keeps the bench's threshold.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -229,17 +233,22 @@ def _counters(baseline: Bench, current: Bench) -> tuple[CounterChange, ...]:
 def noise_band(medians: Sequence[float]) -> float | None:
     """The relative change unchanged runs of a bench show: ``exp(3 sigma) - 1``.
 
-    ``sigma`` is 1.4826 x the median absolute deviation of the log medians of earlier
-    runs; ``None`` with fewer than ``MIN_HISTORY`` of them.
+    ``medians`` are the bench's medians in earlier runs, oldest first; ``None`` with
+    fewer than ``MIN_HISTORY`` of them. ``sigma`` is 1.4826 x the median of the absolute
+    differences of adjacent log medians, over sqrt(2) (the difference of two runs has
+    twice one run's variance): a robust standard deviation that a step between two runs
+    (a few large differences) leaves as it is, where a spread about the overall median
+    would take the step for noise.
 
     >>> round(noise_band([1.0, 1.1, 0.9, 1.0, 1.05]), 3)
-    0.242
+    0.371
+    >>> noise_band([1.0, 1.01, 0.99, 4.0, 4.04, 3.96]) < 0.1  # a step of 4x is no noise
+    True
     """
-    logs = sorted(math.log(m) for m in medians if m > 0)
+    logs = [math.log(m) for m in medians if m > 0]
     if len(logs) < MIN_HISTORY:
         return None
-    center = _median(logs)
-    sigma = 1.4826 * _median([abs(v - center) for v in logs])
+    sigma = 1.4826 * _median([abs(b - a) for a, b in itertools.pairwise(logs)]) / math.sqrt(2)
     return math.exp(NOISE_SIGMAS * sigma) - 1
 
 
