@@ -64,6 +64,29 @@ def changed_files(top: Path, sha: str) -> set[Path] | None:
     return {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
 
 
+def untracked_code(cwd: Path) -> list[str]:
+    """The Python files of the git checkout holding ``cwd`` that git neither tracks nor
+    ignores, relative to its top (none where git cannot say). A commit id and a clean
+    ``git status`` of tracked files do not pin these, so two runs of one commit are not
+    of the same code while any exists."""
+    top = _git(cwd, "rev-parse", "--show-toplevel")
+    new = _git(Path(top[0]), "ls-files", "--others", "--exclude-standard") if top else None
+    return sorted(name for name in new or [] if name.endswith(".py"))
+
+
+def untracked_line(names: Sequence[str]) -> str:
+    """What untracked Python files ``names`` (:func:`untracked_code`) mean for a verdict.
+
+    >>> untracked_line(["lib/a.py", "b.py", "c.py", "d.py"]).split(":")[0]
+    '4 Python file(s) git does not track (lib/a.py, b.py, c.py, ...)'
+    """
+    shown = ", ".join([*names[:3], "..."] if len(names) > 3 else names)
+    return (
+        f"{len(names)} Python file(s) git does not track ({shown}): one commit on a clean "
+        "tree need not be the same code"
+    )
+
+
 class CodeGraph:
     """The repository's Python files under ``top`` and what each imports of them."""
 
@@ -246,11 +269,17 @@ def mark_changed(
     )
     chosen = {v.fullname for v in ranked[:CHANGED_AT_MOST]}
     left = len(ranked) - len(chosen)
-    say(
-        f"perfsuite gate: {len(chosen)} bench(es) whose code changed since {sha[:12]} join "
-        "the A/B whatever the screen read"
-        + (f"; {left} more are not measured (at most {CHANGED_AT_MOST})" if left else "")
-    )
+    already = sum(1 for v in measured if v.fullname in reasons and v.suspect)
+    if chosen:
+        say(
+            f"perfsuite gate: {len(chosen)} bench(es) whose code changed since {sha[:12]} join "
+            "the A/B whatever the screen read"
+            + (f"; {left} more are not measured (at most {CHANGED_AT_MOST})" if left else "")
+        )
+    else:
+        say(
+            f"perfsuite gate: {already} bench(es) whose code changed since {sha[:12]}, all suspects"
+        )
     verdicts = [
         replace(
             v,

@@ -67,7 +67,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from perfsuite.changed import git, mark_changed
+from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
 from perfsuite.outcomes import AbRun, decide, decide_all, pct, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import CLEARED, UNCONFIRMED, BenchVerdict, Confirmed
@@ -177,7 +177,24 @@ def run_ab(
             if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
                 rows[entry["nodeid"]] = entry
     lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log else []
-    return AbRun(tuple(line), shown, status, seconds, rows, last_line=lines[-1] if lines else "")
+    return AbRun(tuple(line), shown, status, seconds, rows, last_line=fault_line(lines))
+
+
+def fault_line(lines: Sequence[str]) -> str:
+    """What an A/B's output says went wrong: its ``error:`` line, with the first
+    ``E`` line of the side's output quoted after it (the exception a side died of), else
+    its last line.
+
+    >>> fault_line(["perfsuite ab: A = x", "perfsuite ab: error: side A: ended early",
+    ...             "  ERROR collecting t.py", "  E   ModuleNotFoundError: No module named 'm'"])
+    "side A: ended early (ModuleNotFoundError: No module named 'm')"
+    """
+    for i, text in enumerate(lines):
+        _, found, error = text.partition("perfsuite ab: error: ")
+        if found:
+            raised = [t.strip()[1:].strip() for t in lines[i + 1 :] if t.strip().startswith("E ")]
+            return f"{error.strip()} ({raised[0]})" if raised else error.strip()
+    return lines[-1].strip() if lines else ""
 
 
 def confirm_suspects(
@@ -199,6 +216,10 @@ def confirm_suspects(
     comparison = mark_standouts(comparison)
     base = Commit.of(comparison.baseline.commit_info)
     unchanged = same_code(base, Commit.of(commit_info))
+    untracked = untracked_code(cwd) if unchanged else []
+    if untracked:
+        unchanged = False
+        say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
     undecided: set[str] = set()
     if not unchanged and base.sha is not None:
         comparison = mark_changed(comparison, base.sha, cwd, say)

@@ -207,6 +207,19 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(saved_repo: Path) -> No
     assert "cleared by A/B (same)" in dirty.stdout
 
 
+def test_an_untracked_python_file_is_code_the_commit_does_not_pin(saved_repo: Path) -> None:
+    """A Python file git neither tracks nor ignores could have changed between two runs
+    of one commit on a clean tree: an A/B decides, not the same-commit rule."""
+    repo = saved_repo
+    (repo / "helper.py").write_text("SIZE = 1\n")
+    proc = gate(repo, delay=0.02)
+    out = proc.stdout
+    assert proc.returncode == ExitCode.OK, out + proc.stderr
+    assert "1 Python file(s) git does not track (helper.py)" in out
+    assert "the machine's" not in out
+    assert "cleared by A/B (same)" in out
+
+
 def test_a_baseline_commit_not_in_the_repository_is_unconfirmed(saved_repo: Path) -> None:
     repo = saved_repo
     (saved,) = (repo.parent / "store").rglob("0001_*.json")

@@ -9,6 +9,7 @@ handling of each answer is tested without running benches of two commits.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -160,6 +161,28 @@ def test_the_same_commit_is_not_sent_to_ab(
     assert nightly(tmp_path, ab) == 0
     assert not (tmp_path / "ab-args.json").exists()
     assert "no code change to confirm" in capsys.readouterr().out
+
+
+def test_one_commit_with_untracked_python_files_is_unconfirmed(
+    tmp_path: Path,
+    ab: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    paths = make_history(tmp_path / "store", nights=15, step_at=14, step=0.3, noise=0.03)
+    last = json.loads(paths[-1].read_text())
+    last["commit_info"]["id"] = commit_of(13)
+    paths[-1].write_text(json.dumps(last))
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    (checkout / "mylib.py").write_text("SIZE = 2\n")
+    monkeypatch.chdir(checkout)
+    assert nightly(tmp_path / "store", ab) == 3
+    assert not (tmp_path / "ab-args.json").exists()
+    out = capsys.readouterr().out
+    assert "1 Python file(s) git does not track (mylib.py)" in out
+    assert "no code change to confirm" not in out
 
 
 def test_no_saved_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

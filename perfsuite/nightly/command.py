@@ -258,6 +258,7 @@ def confirm_tonight(
     (:mod:`perfsuite.suspects`): not at all without the previous run's commit, the
     machine's move on one commit and a clean tree, else ``perfsuite ab`` of that commit
     against ``HEAD`` (its output on this process's; its report in ``report``)."""
+    from perfsuite.changed import untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
@@ -267,6 +268,11 @@ def confirm_tonight(
     if base.sha is None:
         return Confirmation(skipped="the baseline run has no commit id (saved outside git)")
     if same_code(base, Commit.of(tonight.commit_info)):
+        untracked = untracked_code(Path.cwd())
+        if untracked:  # an A/B of HEAD against itself would not see them either
+            return Confirmation(
+                skipped=f"{untracked_line(untracked)}; commit them, or run on a clean checkout"
+            )
         return Confirmation(skipped=machine_move(base).text, machine=True)
     rest, user_k = split_k(pytest_args)
     selection = [*rest, "-k", keyword_expression(screening.suspects, user_k)]
