@@ -163,9 +163,13 @@ class VerdictPlugin:
             self.notes.append(f"perfsuite: baseline {exc}")
 
     def _load_baseline(self, spec: bool | str) -> Run | None:
+        from perfsuite.verdict.storage import gate_skip_note
+
         storage = self.storage
         if spec is True:
-            path = storage.latest()
+            path, failed = storage.gate_baseline() if self.settings.gate else (storage.latest(), [])
+            if failed:
+                self.notes.append(gate_skip_note(storage, failed, path))
             if path is None:
                 where = storage.where
                 self.notes.append(
@@ -225,6 +229,7 @@ class VerdictPlugin:
         if self.baseline is not None:
             from perfsuite.verdict.compare import compare_runs
             from perfsuite.verdict.gate_rules import gate_decision
+            from perfsuite.verdict.storage import NOT_A_BASELINE as NOT_BASE
 
             self.comparison = compare_runs(
                 self.baseline, current, self.settings.threshold, self._history()
@@ -236,6 +241,10 @@ class VerdictPlugin:
                 self.decision = gate_decision(self.comparison, allow)
                 if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = self.decision.exit_status
+                if self._saved_datetime is not None and self.decision.outcome.value in NOT_BASE:
+                    self.storage.mark_gate(
+                        self._saved_datetime, self.decision.outcome.value, self.decision.message
+                    )
         if self.settings.report is not None:
             self._write_report(self.settings.report, current)
             if self._confirmation_dir is not None:
@@ -326,12 +335,12 @@ class VerdictPlugin:
 
     def current_run(self) -> Run:
         """This session's benches, with raw timings, in the shape of a saved run."""
-        from perfsuite.verdict.runs import Run
+        from perfsuite.verdict.runs import Run, bench_from_record
 
         benches: dict[str, Bench] = {}
         for index, record in enumerate(self._measured.values()):
             try:
-                bench = _bench_from_record(record, index)
+                bench = bench_from_record(record, CURRENT_SOURCE, index)
             except PerfsuiteError as exc:  # a hook left a result that does not parse
                 self.notes.append(f"not judged: {exc}")
                 continue
@@ -386,15 +395,3 @@ class VerdictPlugin:
                 f"perfsuite report: {len(self.report_files)} files in {self.settings.report}"
             )
         return lines
-
-
-def _bench_from_record(record: Any, index: int) -> Bench | None:
-    """A measured bench, read the way a saved one is: its ``as_dict`` through ``parse_bench``."""
-    from perfsuite.verdict.runs import parse_bench
-
-    if getattr(record, "has_error", False):
-        return None
-    stats = getattr(record, "stats", None)
-    if not getattr(stats, "data", None):
-        return None
-    return parse_bench(record.as_dict(include_data=True), CURRENT_SOURCE, index)

@@ -155,6 +155,31 @@ def test_a_committed_slowdown_is_confirmed(saved_repo: Path) -> None:
     assert "perfsuite gate: confirmations took" in out
 
 
+def test_a_run_that_failed_its_gate_is_no_baseline_for_the_next(saved_repo: Path) -> None:
+    """Gated runs that save themselves: the one that fails is marked in its JSON, and a
+    rerun of the same commit is judged against the run before it, so it fails again
+    rather than pass as the machine's move; a run saved without the gate is a baseline."""
+    repo = saved_repo
+    commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
+    saving = ("--benchmark-autosave", "--benchmark-save-data", "--benchmark-compare")
+    first = pytest_run(repo, *saving, "--perf-gate", AB_ARGS)
+    assert first.returncode == ExitCode.REGRESSION, first.stdout + first.stderr
+    (failed,) = (repo.parent / "store").rglob("0002_*.json")
+    assert json.loads(failed.read_text())["perfsuite_gate"]["outcome"] == "regression"
+    again = pytest_run(repo, *saving, "--perf-gate", AB_ARGS)
+    out = again.stdout
+    assert again.returncode == ExitCode.REGRESSION, out + again.stderr
+    assert "2 newer run(s) failed their gate" not in out
+    assert f"1 newer run(s) failed their gate ({failed.stem} ended regression)" in out
+    assert "judged against 0001_" in out
+    assert "the machine's" not in out
+    accepted = pytest_run(repo, "--benchmark-autosave", "--benchmark-save-data")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    after = gate(repo, delay=0.01)
+    assert after.returncode == ExitCode.OK, after.stdout + after.stderr
+    assert "failed their gate" not in after.stdout
+
+
 #: a bench whose code is not ``work.py``: its code never changes here
 OTHER = """
 import time

@@ -266,3 +266,15 @@ def load_run(path: Path) -> Run:
             "delete it or save a new baseline with --benchmark-autosave",
         ) from None
     return parse_run(document, str(path))
+
+
+def bench_from_record(record: Any, source: str, index: int) -> Bench | None:
+    """A bench pytest-benchmark measured in this session (its ``Metadata``), read the way
+    a saved one is: its ``as_dict`` through :func:`parse_bench`; None when it has no
+    rounds (an error, or nothing timed)."""
+    if getattr(record, "has_error", False):
+        return None
+    stats = getattr(record, "stats", None)
+    if not getattr(stats, "data", None):
+        return None
+    return parse_bench(record.as_dict(include_data=True), source, index)

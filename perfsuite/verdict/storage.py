@@ -26,6 +26,12 @@ prefixed by the machine folder: ``0004``, ``*nightly``, ``Linux-CPython-3.11-64b
 Its loading is not used: it skips a broken file with a warning, where a verdict needs
 the reason as an error, and its constructor creates the folder, which a read-only
 ``perfsuite compare`` must not do.
+
+A gated run that ends in a regression or an unconfirmed suspect is marked so in its
+saved JSON (``GATE_KEY``, beside pytest-benchmark's keys, written atomically), and a
+gate's default baseline is the newest run not so marked (:meth:`Storage.gate_baseline`):
+a run that failed its gate is what the gate found wrong, not what the next run is
+judged against. A run saved without ``--perf-gate`` is never marked.
 """
 
 from __future__ import annotations
@@ -39,11 +45,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.runs import Run, load_run, parse_run
 
 #: pytest-benchmark's saved-run file names: a counter of 4 or more digits, ``_``, a name
 RUN_NAME = re.compile(r"^(\d{4,})_.*\.json$")
+#: the key of a saved run's JSON that holds its gate's mark
+GATE_KEY = "perfsuite_gate"
+#: the gate outcomes (:class:`perfsuite.verdict.gate_rules.GateOutcome` values) that
+#: keep a run from being a gate's default baseline
+NOT_A_BASELINE = ("regression", "unconfirmed")
 
 
 def storage_path(storage: str | Path) -> Path:
@@ -229,6 +241,41 @@ class Storage:
         runs = self.runs()
         return runs[-1] if runs else None
 
+    def gate_outcome(self, path: Path) -> str | None:
+        """The outcome a gate marked ``path``'s run with (``NOT_A_BASELINE``), if any."""
+        try:
+            document = self._document(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        mark = document.get(GATE_KEY) if isinstance(document, dict) else None
+        outcome = mark.get("outcome") if isinstance(mark, dict) else None
+        return outcome if isinstance(outcome, str) else None
+
+    def gate_baseline(self) -> tuple[Path | None, list[Path]]:
+        """A gate's default baseline: the newest run its gate did not mark
+        ``NOT_A_BASELINE``, and the newer ones passed over, newest first."""
+        skipped: list[Path] = []
+        for path in reversed(self.runs()):
+            if self.gate_outcome(path) not in NOT_A_BASELINE:
+                return path, skipped
+            skipped.append(path)
+        return None, skipped
+
+    def mark_gate(self, saved_at: str, outcome: str, line: str) -> Path | None:
+        """Record a gate's ``outcome`` (one of ``NOT_A_BASELINE``) and its ``line`` in the
+        run saved at ``saved_at`` (its ``datetime``), rewriting the file atomically as
+        pytest-benchmark wrote it; the file, or None where no recent run has that moment."""
+        for path in reversed(self.runs()[-3:]):
+            try:
+                document = self._document(path)
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+            if isinstance(document, dict) and document.get("datetime") == saved_at:
+                marked = {**document, GATE_KEY: {"outcome": outcome, "line": line}}
+                atomic_write_text(path, json.dumps(marked, indent=4, ensure_ascii=True))
+                return path
+        return None
+
     def before(self, when: Path | dt.datetime) -> list[Path]:
         """The runs saved before ``when`` (a run file, or a moment), oldest first."""
         runs = self.runs()
@@ -272,3 +319,17 @@ class Storage:
         if path.suffix == ".json" and len(path.parts) > 1 and not path.exists():
             raise PerfsuiteError(f"{spec}: no such file")
         return self.resolve(spec)
+
+
+def gate_skip_note(storage: Storage, failed: Sequence[Path], chosen: Path | None) -> str:
+    """The line saying which newer runs a gate's baseline passed over
+    (:meth:`Storage.gate_baseline`), and how to make one the baseline after all."""
+    newest = failed[0]
+    why = f"{newest.stem} ended {storage.gate_outcome(newest)}"
+    head = f"{len(failed)} newer run(s) failed their gate ({why}), so no baseline"
+    if chosen is None:
+        head = f"every saved run failed its gate ({why}): no baseline"
+    return (
+        f"{head}{'' if chosen is None else f': judged against {chosen.stem}'}; to accept a "
+        "change, save a run without --perf-gate, or name a run with --benchmark-compare=ID"
+    )
