@@ -257,7 +257,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
     from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
     from perfsuite.ab.recheck import recheck
-    from perfsuite.ab.report import write_report
+    from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
     from perfsuite.ab.sidemanage import SideProcess, SideSpec
     from perfsuite.ab.verdicts import Verdicts
@@ -285,6 +285,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             "--confirm 1: a confirmation is judged across pairs of processes and needs "
             "at least 2; use --confirm 0 to turn it off"
         )
+    if args.report is not None:
+        check_report_dir(args.report)
     scale = scale_of(pytest_args)
     budget = budget_for(args, scale)
     confirm_seconds = confirm_seconds_for(args, scale)

@@ -5,13 +5,17 @@ bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-b
 run, which ``pytest-benchmark compare`` reads), ``A.log``/``B.log`` (each side's pytest
 output), ``pairs.json`` (every block, and each bench's verdict, change and interval)
 and ``machine.json`` (:mod:`perfsuite.ab.load`). The folder is written next to DIR and
-renamed into place, so it is whole or absent.
+renamed into place, so it is whole or absent. Since it replaces DIR whole, DIR must be
+absent, empty, or an earlier A/B report (:func:`check_report_dir`, before any bench
+runs): never a folder of anything else.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -20,6 +24,7 @@ from typing import Any
 
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.paired import PairedResult
 
@@ -50,9 +55,52 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
     }
 
 
-def _slug(nodeid: str) -> str:
+#: the files an A/B report holds beside its PNGs
+REPORT_FILES = ("summary.md", "pairs.json", "machine.json", "A.json", "B.json", "A.log", "B.log")
+
+
+def _report_entry(entry: Path) -> bool:
+    """Whether ``entry`` is a file an A/B report writes."""
+    name = entry.name
+    is_file = entry.is_file() and not entry.is_symlink()
+    return is_file and (name in REPORT_FILES or name.endswith(".png"))
+
+
+def check_report_dir(out: Path) -> None:
+    """Refuse ``--report out`` unless the report can replace it: absent, or a folder
+    holding only an earlier A/B report's files; and the nearest existing folder above it
+    takes a new folder. Raises :class:`PerfsuiteError` (one line) naming ``out``."""
+    out = Path(os.path.abspath(out))
+    if out.exists() or out.is_symlink():
+        if out.is_symlink() or not out.is_dir():
+            raise PerfsuiteError(
+                f"--report {out}: not a folder; name a new folder or an earlier A/B report"
+            )
+        foreign = sorted(entry.name for entry in out.iterdir() if not _report_entry(entry))
+        if foreign:
+            raise PerfsuiteError(
+                f"--report {out}: holds {', '.join(foreign[:3])}"
+                f"{' ...' if len(foreign) > 3 else ''}, which the report would replace; "
+                "name a new or empty folder, or an earlier A/B report"
+            )
+    above = next(p for p in out.parents if p.exists())
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".perfsuite-report-check-", dir=above))
+    except OSError as exc:
+        raise PerfsuiteError(
+            f"--report {out}: cannot create a folder in {above} ({exc.strerror}); "
+            "name a folder you can write"
+        ) from None
+
+
+def _slug(nodeid: str, taken: set[str]) -> str:
+    """A file name for ``nodeid``'s plot, unlike those ``taken`` (then taken too)."""
     keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid)
-    return keep.strip("_")[:120] or "bench"
+    name = keep.strip("_")[:120] or "bench"
+    if name in taken:
+        name = f"{name[:111]}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
+    taken.add(name)
+    return name
 
 
 def plot_ratios(run: BenchRun, path: Path) -> None:
@@ -91,6 +139,7 @@ def write_report(
     """Write the report folder atomically (a temporary sibling renamed into place):
     ``notes`` end ``summary.md``, ``files`` (name: text) are written beside it."""
     out = out.resolve()
+    check_report_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
@@ -105,6 +154,7 @@ def write_report(
             if path.is_file():
                 shutil.copyfile(path, tmp / f"{name}.log")
         pairs: list[dict[str, Any]] = []
+        taken: set[str] = set()
         for run in verdicts.runs:
             pairs.append(
                 {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
@@ -121,7 +171,7 @@ def write_report(
                  **({"memory": _memory(run.memory)} if run.memory else {})}
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
-                plot_ratios(run, tmp / f"{_slug(run.nodeid)}.png")
+                plot_ratios(run, tmp / f"{_slug(run.nodeid, taken)}.png")
         (tmp / "pairs.json").write_text(json.dumps(pairs, indent=1))
         old = out.with_name(f".{out.name}.old")
         if out.exists():
