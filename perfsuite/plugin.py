@@ -112,8 +112,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """Collect ``bench_*.py`` files even where ``python_files`` does not name them."""
+    """Collect ``bench_*.py`` files in a ``benches`` folder (perfsuite's layout) even
+    where ``python_files`` does not name them; elsewhere pytest's own rules stand, so a
+    ``bench_*.py`` script beside a project's tests is never imported."""
     if file_path.suffix != ".py" or not fnmatch.fnmatch(file_path.name, "bench_*.py"):
+        return None
+    try:
+        folders = file_path.relative_to(parent.config.rootpath).parts[:-1]
+    except ValueError:  # outside the rootdir: its own folders
+        folders = file_path.parent.parts
+    if "benches" not in folders:
         return None
     if parent.session.isinitpath(file_path):
         return None  # named on the command line: pytest collects it already

@@ -327,10 +327,9 @@ def test_gpu_rounds_are_synchronized_settled_and_their_clocks_saved(
 
 
 def test_bench_files_are_collected_once(pytester: pytest.Pytester, inner_args: list[str]) -> None:
-    pytester.makepyfile(
-        bench_collected="def test_one():\n    pass\n",
-        helper_bench="def test_not_a_bench():\n    pass\n",
-    )
+    pytester.makepyfile(helper_bench="def test_not_a_bench():\n    pass\n")
+    benches = pytester.mkdir("benches")
+    (benches / "bench_collected.py").write_text("def test_one():\n    pass\n")
     pytester.runpytest(*inner_args).assert_outcomes(passed=1)  # no python_files setting
     pytester.makeini("[pytest]\npython_files = test_*.py bench_*.py\n")
     pytester.runpytest(*inner_args).assert_outcomes(passed=1)  # not twice
