@@ -284,15 +284,15 @@ class VerdictPlugin:
                 screen_decided_none=why == UNDECIDED,
             )  # fmt: skip
 
-        confirmed, note = confirm_suspects(
-            comparison,
-            self._commit_info(),
-            passed_options(list(self.config.invocation_params.args)),
-            self.config.rootpath,
-            scratch,
-            ab_args,
-            self._say,
-        )
+        try:
+            confirmed, note = confirm_suspects(
+                comparison, self._commit_info(), passed_options(self.config.invocation_params.args),
+                self.config.rootpath, scratch, ab_args, self._say,
+            )  # fmt: skip
+        except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt
+            if self._confirmation_dir is not None:
+                shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
+            pytest.exit("perfsuite gate: interrupted while confirming; no verdict", 2)
         if note:
             self.notes.append(note)
         return confirmed

@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -159,10 +160,10 @@ def run_ab(
     start = time.monotonic()
     try:
         with log.open("wb") if log is not None else contextlib.nullcontext() as out:
-            status = subprocess.run(
-                line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                check=False,
-            ).returncode  # fmt: skip
+            child = subprocess.Popen(
+                line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+            status = wait_or_stop(child)
     except OSError as exc:
         return AbRun(tuple(line), shown, None, why_not=f"could not start perfsuite ab: {exc}")
     seconds = time.monotonic() - start
@@ -178,6 +179,22 @@ def run_ab(
                 rows[entry["nodeid"]] = entry
     lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log else []
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=fault_line(lines))
+
+
+def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:
+    """``child``'s exit status; interrupted (Ctrl-C, SIGTERM), the A/B is asked to stop
+    as Ctrl-C asks it (it stops both its sides), given ``grace`` seconds, then killed,
+    and the interruption goes on."""
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
 
 
 def fault_line(lines: Sequence[str]) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -178,6 +180,42 @@ def test_a_run_that_failed_its_gate_is_no_baseline_for_the_next(saved_repo: Path
     after = gate(repo, delay=0.01)
     assert after.returncode == ExitCode.OK, after.stdout + after.stderr
     assert "failed their gate" not in after.stdout
+
+
+def test_an_interrupt_while_confirming_stops_the_ab_and_says_so(saved_repo: Path) -> None:
+    """Ctrl-C (SIGINT to the foreground group) during the gate's A/B: both sides stop,
+    pytest ends with its interrupted status and one line, no traceback, no process."""
+    repo = saved_repo
+    commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
+    env = dict(os.environ, GATE_TEST_DELAY="0.01")
+    env.pop("PYTEST_ADDOPTS", None)
+    store = repo.parent / "store"
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perf-scale=smoke",
+        "--perf-rounds=12", "--perf-threshold=0.3", "--benchmark-min-rounds=12",
+        "--benchmark-max-time=0.2", f"--benchmark-storage={store}", "--benchmark-compare",
+        "--perf-gate", "--perf-ab-args=--min-pairs 400 --max-pairs 400 --max-seconds 300",
+    ]  # fmt: skip
+    child = subprocess.Popen(
+        command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    seen = []
+    for text in child.stdout:
+        seen.append(text)
+        if "confirming in an A/B" in text:
+            break
+    time.sleep(3)  # the sides are up and alternating
+    os.killpg(child.pid, signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    out = "".join(seen) + out
+    assert child.returncode == 2, out + err
+    assert "Exit: perfsuite gate: interrupted while confirming; no verdict" in err
+    assert "Traceback" not in out + err
+    for pattern in ("perfsuite.cli ab", "test_bench.py::test_sleep"):  # the A/B, its sides
+        left = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+        assert left.stdout.strip() == "", (pattern, left.stdout)
 
 
 #: a bench whose code is not ``work.py``: its code never changes here
