@@ -195,6 +195,24 @@ def test_machine_mismatch_lists_what_differs() -> None:
     assert gate_decision(comparison, allow_mismatch=True).passed
 
 
+def test_a_baseline_saved_without_perfsuite_is_compared_on_what_it_recorded() -> None:
+    """A run saved by pytest-benchmark alone has no perfsuite facts: its CPU model and
+    count (py-cpuinfo's) and Python decide; GPU and stack versions are not held
+    against it."""
+    plain = run_doc([bench_doc("a", normal(0.1, 0.001))])
+    del plain["machine_info"]["perfsuite"]
+    plain["machine_info"]["cpu"] = {"brand_raw": "Test CPU 3000", "count": 2}
+    cur = run_doc([bench_doc("a", normal(0.1, 0.001, seed=1))])
+    assert compare_docs(plain, cur).mismatch == []
+    plain["machine_info"]["cpu"]["count"] = 8
+    assert [str(d) for d in compare_docs(plain, cur).mismatch] == ["cpu_count 8 -> 2"]
+    del plain["machine_info"]["cpu"]
+    assert [str(d) for d in compare_docs(plain, cur).mismatch] == [
+        "cpu_model - -> Test CPU 3000",
+        "cpu_count - -> 2",
+    ]
+
+
 def test_perfsuite_version_is_not_a_mismatch() -> None:
     newer = dict(FACTS, versions=dict(FACTS["versions"], perfsuite="9.9.9"))
     base, cur = parse_run(run_doc([], facts=newer), "b"), parse_run(run_doc([]), "c")

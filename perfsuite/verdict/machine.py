@@ -8,6 +8,12 @@ is what a comparison is often meant to judge. GPU memory size is left out too: t
 model already fixes it. A plugin can add facts through
 ``pytest_perfsuite_update_machine_facts``; those under the ``extra`` key of the facts
 are compared as well.
+
+A run saved without perfsuite's facts (pytest-benchmark alone, or ``-p no:perfsuite``)
+is compared on what pytest-benchmark records itself: its CPU's model and count
+(py-cpuinfo's ``brand_raw`` and ``count``) and the Python minor version. So the runs a
+project saved before it installed perfsuite stay baselines on the same machine; what
+neither can show (GPU, stack versions) is not held against them.
 """
 
 from __future__ import annotations
@@ -58,8 +64,17 @@ def _python_minor(machine_info: dict[str, Any]) -> str | None:
     return ".".join(str(version).split(".")[:2]) if version else None
 
 
+#: the facts a run saved without perfsuite's can show (see the module doc)
+PLAIN_KEYS = ("cpu_model", "cpu_count", "python")
+
+
 def _machine_view(run: Run) -> dict[str, Any]:
     facts = run.facts
+    if not facts:  # pytest-benchmark's own record of the machine
+        cpu = run.machine_info.get("cpu")
+        cpu = cpu if isinstance(cpu, dict) else {}
+        shown = (cpu.get("brand_raw"), cpu.get("count"), _python_minor(run.machine_info))
+        return dict(zip(PLAIN_KEYS, shown, strict=True))
     view: dict[str, Any] = {key: facts.get(key) for key in MACHINE_KEYS}
     versions = facts.get("versions")
     versions = versions if isinstance(versions, dict) else {}
@@ -72,7 +87,9 @@ def _machine_view(run: Run) -> dict[str, Any]:
 
 
 def machine_mismatch(baseline: Run, current: Run) -> list[Difference]:
-    """Facts that differ; a run saved without perfsuite's facts differs in all of them."""
+    """Facts that differ; with a run saved without perfsuite's facts, of ``PLAIN_KEYS``."""
     base, cur = _machine_view(baseline), _machine_view(current)
     keys = list(dict.fromkeys([*base, *cur]))
+    if not baseline.facts or not current.facts:
+        keys = list(PLAIN_KEYS)
     return [Difference(k, base.get(k), cur.get(k)) for k in keys if base.get(k) != cur.get(k)]
