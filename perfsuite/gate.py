@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 PLUGIN_NAME = "perfsuite-verdict"
 CURRENT_SOURCE = "this session"
+#: pytest exit statuses the gate's own replaces: all passed, or no test was collected
+UNDECIDED_STATUS = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
 
 
 class VerdictPlugin:
@@ -221,7 +223,7 @@ class VerdictPlugin:
                 "cannot judge: no baseline to compare with; a gate that judged nothing "
                 "does not pass (save a run with --benchmark-autosave, then gate the next)",
             )
-            if session.exitstatus == pytest.ExitCode.OK:
+            if session.exitstatus in UNDECIDED_STATUS:
                 session.exitstatus = self.decision.exit_status
         if self.baseline is None and self.settings.report is None:
             return
@@ -239,7 +241,7 @@ class VerdictPlugin:
                 if allow or not self.comparison.mismatch:
                     self.comparison = self._confirm(self.comparison)
                 self.decision = gate_decision(self.comparison, allow)
-                if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
+                if not self.decision.passed and session.exitstatus in UNDECIDED_STATUS:
                     session.exitstatus = self.decision.exit_status
                 if self._saved_datetime is not None and self.decision.outcome.value in NOT_BASE:
                     self.storage.mark_gate(

@@ -22,7 +22,7 @@ from perfsuite.config import CONFIG_KEY, BenchSettings, PerfConfig, perf_config
 from perfsuite.data.datasets import ImageDataset, describe_folder, materialize
 from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
-from perfsuite.options import Device, add_options
+from perfsuite.options import OPTIONS, Device, add_options
 from perfsuite.outputs import check_outputs
 
 RESULTS_KEY = pytest.StashKey[SessionResults]()
@@ -111,17 +111,28 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             raise pytest.UsageError(str(exc)) from None
 
 
+def perfsuite_in_use(config: pytest.Config) -> bool:
+    """Whether this session asked for perfsuite: one of its ``--perf-*`` options (from
+    the command line or ``addopts``), a ``perf_*`` ini key, or a side of ``perfsuite ab``."""
+    if os.environ.get(AB_SOCKET_ENV) or any(
+        config.getoption(spec.dest, None) is not None for spec in OPTIONS
+    ):
+        return True
+    return any(str(key).startswith("perf_") for key in getattr(config, "inicfg", {}) or {})
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """Collect ``bench_*.py`` files in a ``benches`` folder (perfsuite's layout) even
-    where ``python_files`` does not name them; elsewhere pytest's own rules stand, so a
-    ``bench_*.py`` script beside a project's tests is never imported."""
+    """Collect ``bench_*.py`` files even where ``python_files`` does not name them: in a
+    ``benches`` folder (perfsuite's layout), or anywhere in a session that asked for
+    perfsuite (:func:`perfsuite_in_use`). Otherwise pytest's own rules stand, so a
+    ``bench_*.py`` script beside a project's tests is not imported by a plain run."""
     if file_path.suffix != ".py" or not fnmatch.fnmatch(file_path.name, "bench_*.py"):
         return None
     try:
         folders = file_path.relative_to(parent.config.rootpath).parts[:-1]
     except ValueError:  # outside the rootdir: its own folders
         folders = file_path.parent.parts
-    if "benches" not in folders:
+    if "benches" not in folders and not perfsuite_in_use(parent.config):
         return None
     if parent.session.isinitpath(file_path):
         return None  # named on the command line: pytest collects it already

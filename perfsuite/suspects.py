@@ -339,10 +339,12 @@ def _confirm(
 ) -> dict[str, Confirmed]:
     """Each of ``suspects`` decided by one A/B (step 2), which is appended to ``runs``."""
     nodeids = [v.fullname for v in suspects]
+    why_not = cannot_run(cwd, base)
     say(
         f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
-        f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
-    )
+        + (f"no A/B can confirm them: {why_not}" if why_not else f"confirming in an A/B of "
+           f"{(base.sha or '?')[:12]} against the working tree")
+    )  # fmt: skip
     ab = run_ab(
         base, nodeids, options, cwd, report, report.with_name(report.name + ".log"), ab_args
     )

@@ -7,9 +7,12 @@ import pytest
 pytest_plugins = ("pytester",)
 
 
-def test_bench_files_are_collected_only_in_a_benches_folder(pytester: pytest.Pytester) -> None:
-    """A ``bench_*.py`` script beside a project's tests is not imported by pytest with
-    perfsuite installed, as without it; ``benches/bench_*.py`` is collected."""
+def test_bench_files_beyond_python_files_need_a_benches_folder_or_perfsuite(
+    pytester: pytest.Pytester,
+) -> None:
+    """A ``bench_*.py`` script beside a project's tests is not imported by a plain
+    pytest run with perfsuite installed, as without it; ``benches/bench_*.py`` is
+    collected, and any ``bench_*.py`` once a ``--perf-*`` option is given."""
     pytester.makepyfile(
         test_ok="def test_ok():\n    pass\n",
         bench_server="raise SystemExit('usage: python bench_server.py URL')\n",
@@ -22,3 +25,7 @@ def test_bench_files_are_collected_only_in_a_benches_folder(pytester: pytest.Pyt
     (pytester.path / "bench_server.py").unlink()
     both = pytester.runpytest_subprocess("-q")
     both.assert_outcomes(passed=2)
+    (pytester.path / "bench_root.py").write_text("def test_root():\n    pass\n")
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=2)  # a plain run: not it
+    asked = pytester.runpytest_subprocess("-q", "--perf-scale=smoke")  # perfsuite's run
+    asked.assert_outcomes(passed=3)

@@ -61,6 +61,17 @@ def test_a_baseline_at_another_scale_is_refused(
     assert same.ret == 0, same.stdout.str()
 
 
+def test_a_selection_that_collects_nothing_exits_3_as_the_gate_says(
+    bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save_baseline(bench, monkeypatch)
+    result = gate(bench, monkeypatch, "-k", "matches_no_bench")
+    assert result.ret == ExitCode.NOT_JUDGED, result.stdout.str()  # not pytest's 5
+    assert "perfsuite gate: REFUSED: cannot judge: this run measured no benches" in (
+        result.stdout.str()
+    )
+
+
 def jpeg_folder(root: Path, color: tuple[int, int, int]) -> Path:
     folder = root / "cls"
     folder.mkdir(parents=True)

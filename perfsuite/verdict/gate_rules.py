@@ -158,10 +158,10 @@ def nothing_judged(comparison: RunComparison) -> str | None:
         tried = [v.confirmation.outcome for v in undecided if v.confirmation is not None]
         if tried:
             why += f"; the A/B did not decide them either ({', '.join(sorted(set(tried)))})"
-        return (
-            f"none of the {len(undecided)} benches could be decided ({why}); more rounds "
-            "(--perf-rounds) or a quieter machine would decide"
+        hint = (
+            "" if fallbacks else "; more rounds (--perf-rounds) or a quieter machine would decide"
         )
+        return f"none of the {len(undecided)} benches could be decided ({why}){hint}"
     listed = "; ".join(f"{n} x {why}" for why, n in reasons.items())
     hint = ""
     if any("scale" in why for why in reasons):
