@@ -140,6 +140,26 @@ def test_added_removed_and_a_risen_counter(tmp_path: Path) -> None:
     assert "(counter rose)" in result.out
 
 
+def test_a_named_file_on_one_side_only_is_a_row_not_a_fault(tmp_path: Path) -> None:
+    """``-- NEW KEPT``, NEW added by the candidate: each side collects what it has of
+    the named files, so KEPT is judged and NEW is a row of its own."""
+    repo = make_repo(tmp_path)
+    repo.set_work(SHORT, "base")
+    base = repo.commit("base")
+    repo.write(
+        "benches/bench_new.py",
+        "def test_new(perf):\n    perf.measure(lambda: sum(range(99)), items=1)\n",
+    )
+    repo.commit("a new bench file")
+    named = ["benches/bench_new.py", "benches/bench_work.py", "--perf-scale=smoke", "-q"]
+    result = repo.ab(
+        base, "HEAD", *SMALL, *SAME, "--threshold", "0.3", "--confirm", "0", "--", *named
+    )
+    assert result.code in (0, 3), result.out + result.err  # 3: a busy machine left both undecided
+    assert re.search(r"bench_new.py::test_new +added \(candidate only\)", result.out)
+    assert re.search(r"bench_work.py::test_work\[one\] +(same|inconclusive)", result.out)
+
+
 def test_pytest_args_are_taken_from_the_folder_it_was_started_in(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     repo.set_work(LOOPS, "same")

@@ -80,6 +80,38 @@ def side_pythonpath(root: Path, inherited: str | None) -> str:
     return os.pathsep.join(parts)
 
 
+#: pytest options whose value may follow as the next argument and may end in ``.py``
+VALUE_OPTIONS = frozenset(
+    ("-k", "-m", "-p", "-o", "-c", "-W", "--deselect", "--ignore", "--ignore-glob",
+     "--config-file", "--override-ini", "--confcutdir", "--rootdir", "--basetemp")
+)  # fmt: skip
+
+
+def own_files(args: Sequence[str], cwd: Path) -> list[str]:
+    """``args`` without the bench files (``x.py``, ``x.py::test``) that this side's
+    checkout lacks, where one it has remains: a file added or removed between the
+    revisions is then a row on one side only, as in the default selection, not a
+    pytest usage error. With none left, ``args`` stand, and pytest names what is missing.
+
+    >>> here = Path(__file__).parent
+    >>> own_files(["sidemanage.py", "gone.py::t", "-k", "x.py", "-q"], here)
+    ['sidemanage.py', '-k', 'x.py', '-q']
+    >>> own_files(["gone.py::t", "-q"], here)
+    ['gone.py::t', '-q']
+    """
+    files = [
+        i
+        for i, arg in enumerate(args)
+        if not arg.startswith("-")
+        and arg.split("::", 1)[0].endswith(".py")
+        and (i == 0 or args[i - 1] not in VALUE_OPTIONS)
+    ]
+    gone = {i for i in files if not (cwd / args[i].split("::", 1)[0]).exists()}
+    if not gone or len(gone) == len(files):
+        return list(args)
+    return [arg for i, arg in enumerate(args) if i not in gone]
+
+
 @dataclass
 class SideSpec:
     """Who a side is: ``A`` (base) or ``B`` (candidate), its revision and its folder."""
@@ -102,7 +134,8 @@ class SideSpec:
     def pytest_args(self, args: Sequence[str]) -> list[str]:
         """``args`` for this side's pytest, rooted at its folder: node ids are relative to
         the repository root whatever the arguments (:mod:`perfsuite.ab.rootdir`)."""
-        return [*rooted(self.cwd, self.root, args), *args]
+        kept = own_files(args, self.cwd)
+        return [*rooted(self.cwd, self.root, kept), *kept]
 
     def env(self) -> dict[str, str]:
         """This environment, with the side's own code first on ``PYTHONPATH``."""
