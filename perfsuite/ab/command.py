@@ -115,8 +115,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "6, 12, ... pairs and stopping at "
                     f"a decisive look (default {DEFAULT_CONFIRM}); each `same` is first "
                     "measured again in a second pair of processes, and is a suspect if "
-                    "that pair leans beyond the threshold; 0 turns both off; not with "
-                    "--processes, whose verdicts already stand on fresh pairs")  # fmt: skip
+                    "that pair leans beyond the threshold; 0 turns both off (a verdict then "
+                    "rests on one pair, whose lasting offset can read as a change); not "
+                    "with --processes, whose verdicts already stand on fresh pairs")  # fmt: skip
     ab.add_argument("--suspects", choices=SUSPECT_KINDS,
                     help="what --confirm measures again: leaning (slower or faster, or "
                     "inconclusive beyond the threshold with pairs leaning that way); "
