@@ -284,6 +284,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt:  # a child A/B (the nightly's) has been stopped
+        print(f"perfsuite {args.command}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

@@ -231,7 +231,6 @@ class VerdictPlugin:
         if self.baseline is not None:
             from perfsuite.verdict.compare import compare_runs
             from perfsuite.verdict.gate_rules import gate_decision
-            from perfsuite.verdict.storage import NOT_A_BASELINE as NOT_BASE
 
             self.comparison = compare_runs(
                 self.baseline, current, self.settings.threshold, self._history()
@@ -243,25 +242,23 @@ class VerdictPlugin:
                 self.decision = gate_decision(self.comparison, allow)
                 if not self.decision.passed and session.exitstatus in UNDECIDED_STATUS:
                     session.exitstatus = self.decision.exit_status
-                if self._saved_datetime is not None and self.decision.outcome.value in NOT_BASE:
-                    self.storage.mark_gate(
-                        self._saved_datetime, self.decision.outcome.value, self.decision.message
-                    )
+                self._mark(self.decision.outcome.value, self.decision.message)
         if self.settings.report is not None:
             self._write_report(self.settings.report, current)
             if self._confirmation_dir is not None:
-                confirmations = self.settings.report / "confirmation"
-                self._keep_confirmations(self._confirmation_dir, confirmations)
+                from perfsuite.suspects import keep_confirmations
+
+                keep_confirmations(self._confirmation_dir, self.settings.report / "confirmation")
         if self._confirmation_dir is not None:
             shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
 
-    def _keep_confirmations(self, first: Path, into: Path) -> None:
-        """Copy the A/B reports into ``into``: the ``first`` A/B's there, each other's
-        (``ab-rest``, ``ab-changed``...) in a folder named after it (``rest``...)."""
-        for folder in sorted(p for p in first.parent.iterdir() if p.is_dir()):
-            name = "" if folder == first else folder.name.removeprefix("ab-")
-            with contextlib.suppress(OSError):
-                shutil.copytree(folder, into / name, dirs_exist_ok=True)
+    def _mark(self, outcome: str, line: str) -> None:
+        """Mark this session's saved run with its gate's ``outcome``, where it keeps the
+        run from being a baseline (:meth:`perfsuite.verdict.storage.Storage.mark_gate`)."""
+        from perfsuite.verdict.storage import NOT_A_BASELINE
+
+        if self._saved_datetime is not None and outcome in NOT_A_BASELINE:
+            self.notes.extend(self.storage.mark_gate(self._saved_datetime, outcome, line))
 
     def _confirm(self, comparison: RunComparison) -> RunComparison:
         """Each time suspect of ``comparison`` decided
@@ -294,6 +291,7 @@ class VerdictPlugin:
         except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt
             if self._confirmation_dir is not None:
                 shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
+            self._mark("interrupted", "interrupted while confirming its suspects")
             pytest.exit("perfsuite gate: interrupted while confirming; no verdict", 2)
         if note:
             self.notes.append(note)

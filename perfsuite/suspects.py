@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,6 +67,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
@@ -161,8 +163,9 @@ def run_ab(
     try:
         with log.open("wb") if log is not None else contextlib.nullcontext() as out:
             child = subprocess.Popen(
-                line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
+                line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a terminal's Ctrl-C reaches it once: relayed
+            )  # fmt: skip
             status = wait_or_stop(child)
     except OSError as exc:
         return AbRun(tuple(line), shown, None, why_not=f"could not start perfsuite ab: {exc}")
@@ -181,10 +184,27 @@ def run_ab(
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=fault_line(lines))
 
 
+def keep_confirmations(first: Path, into: Path) -> None:
+    """Copy the A/B reports into ``into``: the ``first`` A/B's there, each other's
+    (``ab-rest``, ``ab-changed``...) in a folder named after it (``rest``...)."""
+    for folder in sorted(p for p in first.parent.iterdir() if p.is_dir()):
+        name = "" if folder == first else folder.name.removeprefix("ab-")
+        with contextlib.suppress(OSError):
+            shutil.copytree(folder, into / name, dirs_exist_ok=True)
+
+
 def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:
-    """``child``'s exit status; interrupted (Ctrl-C, SIGTERM), the A/B is asked to stop
-    as Ctrl-C asks it (it stops both its sides), given ``grace`` seconds, then killed,
-    and the interruption goes on."""
+    """``child``'s exit status (an A/B in a session of its own). Interrupted (Ctrl-C;
+    SIGTERM and SIGHUP are taken as one while waiting), the A/B is sent one SIGINT, the
+    stop it handles by stopping both its sides, given ``grace`` seconds, then killed;
+    then the interruption goes on as ``KeyboardInterrupt``."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {}
+    with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return child.wait()
     except KeyboardInterrupt:
@@ -195,6 +215,9 @@ def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:
             child.kill()
             child.wait()
         raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def fault_line(lines: Sequence[str]) -> str:
@@ -345,9 +368,8 @@ def _confirm(
         + (f"no A/B can confirm them: {why_not}" if why_not else f"confirming in an A/B of "
            f"{(base.sha or '?')[:12]} against the working tree")
     )  # fmt: skip
-    ab = run_ab(
-        base, nodeids, options, cwd, report, report.with_name(report.name + ".log"), ab_args
-    )
+    log = report.with_name(report.name + ".log")
+    ab = run_ab(base, nodeids, options, cwd, report, log, ab_args, refuse=lambda *_: why_not)
     runs.append(ab)
     return {
         v.fullname: decide_all(v.fullname, ab, whats(v), v.changed is not None) for v in suspects

@@ -27,7 +27,8 @@ Its loading is not used: it skips a broken file with a warning, where a verdict 
 the reason as an error, and its constructor creates the folder, which a read-only
 ``perfsuite compare`` must not do.
 
-A gated run that ends in a regression or an unconfirmed suspect is marked so in its
+A gated run that ends in a regression or an unconfirmed suspect, or whose confirmation
+was interrupted, is marked so in its
 saved JSON (``GATE_KEY``, beside pytest-benchmark's keys, written atomically), and a
 gate's default baseline is the newest run not so marked (:meth:`Storage.gate_baseline`):
 a run that failed its gate is what the gate found wrong, not what the next run is
@@ -53,9 +54,9 @@ from perfsuite.verdict.runs import Run, load_run, parse_run
 RUN_NAME = re.compile(r"^(\d{4,})_.*\.json$")
 #: the key of a saved run's JSON that holds its gate's mark
 GATE_KEY = "perfsuite_gate"
-#: the gate outcomes (:class:`perfsuite.verdict.gate_rules.GateOutcome` values) that
-#: keep a run from being a gate's default baseline
-NOT_A_BASELINE = ("regression", "unconfirmed")
+#: the gate outcomes (:class:`perfsuite.verdict.gate_rules.GateOutcome` values, and an
+#: interrupted confirmation) that keep a run from being a gate's default baseline
+NOT_A_BASELINE = ("regression", "unconfirmed", "interrupted")
 
 
 def storage_path(storage: str | Path) -> Path:
@@ -261,10 +262,11 @@ class Storage:
             skipped.append(path)
         return None, skipped
 
-    def mark_gate(self, saved_at: str, outcome: str, line: str) -> Path | None:
+    def mark_gate(self, saved_at: str, outcome: str, line: str) -> list[str]:
         """Record a gate's ``outcome`` (one of ``NOT_A_BASELINE``) and its ``line`` in the
         run saved at ``saved_at`` (its ``datetime``), rewriting the file atomically as
-        pytest-benchmark wrote it; the file, or None where no recent run has that moment."""
+        pytest-benchmark wrote it (its permissions kept); a line for the user where the
+        run could not be marked, and so stays a baseline."""
         for path in reversed(self.runs()[-3:]):
             try:
                 document = self._document(path)
@@ -272,9 +274,14 @@ class Storage:
                 continue
             if isinstance(document, dict) and document.get("datetime") == saved_at:
                 marked = {**document, GATE_KEY: {"outcome": outcome, "line": line}}
-                atomic_write_text(path, json.dumps(marked, indent=4, ensure_ascii=True))
-                return path
-        return None
+                try:
+                    mode = path.stat().st_mode & 0o7777
+                    atomic_write_text(path, json.dumps(marked, indent=4, ensure_ascii=True))
+                    path.chmod(mode)
+                except OSError as exc:
+                    return [f"could not mark {path} as {outcome} ({exc}): it stays a baseline"]
+                return []
+        return [f"found no saved run of {saved_at} to mark as {outcome}: it stays a baseline"]
 
     def before(self, when: Path | dt.datetime) -> list[Path]:
         """The runs saved before ``when`` (a run file, or a moment), oldest first."""
