@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 #: the most changed benches, beyond the screen's suspects, one A/B measures: those
 #: whose screen read them slowest first
 CHANGED_AT_MOST = 16
+#: git prints a path with non-ASCII characters quoted and escaped unless told not to
+UNQUOTED = ("-c", "core.quotePath=false")
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -57,8 +59,8 @@ def _git(top: Path, *args: str) -> list[str] | None:
 def changed_files(top: Path, sha: str) -> set[Path] | None:
     """The Python files under ``top`` (a git checkout's top folder) that differ between
     commit ``sha`` and the working tree, new ones included; None if git cannot say."""
-    diff = _git(top, "diff", "--name-only", "--no-renames", sha, "--")
-    new = _git(top, "ls-files", "--others", "--exclude-standard")
+    diff = _git(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
+    new = _git(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
     if diff is None or new is None:
         return None
     return {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
@@ -70,7 +72,9 @@ def untracked_code(cwd: Path) -> list[str]:
     ``git status`` of tracked files do not pin these, so two runs of one commit are not
     of the same code while any exists."""
     top = _git(cwd, "rev-parse", "--show-toplevel")
-    new = _git(Path(top[0]), "ls-files", "--others", "--exclude-standard") if top else None
+    new = (
+        _git(Path(top[0]), *UNQUOTED, "ls-files", "--others", "--exclude-standard") if top else None
+    )
     return sorted(name for name in new or [] if name.endswith(".py"))
 
 

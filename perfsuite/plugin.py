@@ -118,7 +118,7 @@ def perfsuite_in_use(config: pytest.Config) -> bool:
         config.getoption(spec.dest, None) is not None for spec in OPTIONS
     ):
         return True
-    return any(str(key).startswith("perf_") for key in getattr(config, "inicfg", {}) or {})
+    return any(config.getini(s.ini) != (False if s.is_flag else s.default) for s in OPTIONS)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
@@ -128,8 +128,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
     ``bench_*.py`` script beside a project's tests is not imported by a plain run."""
     if file_path.suffix != ".py" or not fnmatch.fnmatch(file_path.name, "bench_*.py"):
         return None
-    try:
-        folders = file_path.relative_to(parent.config.rootpath).parts[:-1]
+    try:  # the rootdir's own name counts: `pytest benches` may root pytest there
+        folders = file_path.relative_to(parent.config.rootpath.parent).parts[:-1]
     except ValueError:  # outside the rootdir: its own folders
         folders = file_path.parent.parts
     if "benches" not in folders and not perfsuite_in_use(parent.config):

@@ -29,3 +29,5 @@ def test_bench_files_beyond_python_files_need_a_benches_folder_or_perfsuite(
     pytester.runpytest_subprocess("-q").assert_outcomes(passed=2)  # a plain run: not it
     asked = pytester.runpytest_subprocess("-q", "--perf-scale=smoke")  # perfsuite's run
     asked.assert_outcomes(passed=3)
+    pytester.makeini("[pytest]\nperf_scale = smoke\n")  # asked in the project's ini
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=3)

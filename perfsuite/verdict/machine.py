@@ -68,9 +68,10 @@ def _python_minor(machine_info: dict[str, Any]) -> str | None:
 PLAIN_KEYS = ("cpu_model", "cpu_count", "python")
 
 
-def _machine_view(run: Run) -> dict[str, Any]:
+def _machine_view(run: Run, plain: bool = False) -> dict[str, Any]:
+    """The facts of ``run`` to compare; ``plain``: only what pytest-benchmark records."""
     facts = run.facts
-    if not facts:  # pytest-benchmark's own record of the machine
+    if plain or not facts:  # pytest-benchmark's own record of the machine
         cpu = run.machine_info.get("cpu")
         cpu = cpu if isinstance(cpu, dict) else {}
         shown = (cpu.get("brand_raw"), cpu.get("count"), _python_minor(run.machine_info))
@@ -87,9 +88,9 @@ def _machine_view(run: Run) -> dict[str, Any]:
 
 
 def machine_mismatch(baseline: Run, current: Run) -> list[Difference]:
-    """Facts that differ; with a run saved without perfsuite's facts, of ``PLAIN_KEYS``."""
-    base, cur = _machine_view(baseline), _machine_view(current)
+    """Facts that differ; where a run was saved without perfsuite's facts, those
+    pytest-benchmark recorded for both (``PLAIN_KEYS``), each read the same way."""
+    plain = not baseline.facts or not current.facts
+    base, cur = _machine_view(baseline, plain), _machine_view(current, plain)
     keys = list(dict.fromkeys([*base, *cur]))
-    if not baseline.facts or not current.facts:
-        keys = list(PLAIN_KEYS)
     return [Difference(k, base.get(k), cur.get(k)) for k in keys if base.get(k) != cur.get(k)]
