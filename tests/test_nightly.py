@@ -247,6 +247,18 @@ def constructed(medians: list[float]) -> Series:
     return Series("bench_x.py::test_x[v]", "x/v", "images", 0.05, points)
 
 
+def test_a_level_kept_since_an_earlier_step_is_not_a_move() -> None:
+    """After a step (an accepted slowdown), later nights are screened against the runs
+    since it, not the median of both levels; a slowdown beyond that level still is."""
+    wobble = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.01]
+    history = [*wobble, *(2 * v for v in wobble)]
+    kept, _, _ = screen_series(constructed([*history, 2.02]))
+    assert kept is None
+    slower, _, _ = screen_series(constructed([*history, 2.3]))
+    assert slower is not None
+    assert "against the median of the last 10 runs" in slower.reason or "step" in slower.reason
+
+
 def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
     earlier = [1.0, 1.01, 0.99, 1.02, 0.98]  # an 8.2% band: 3 robust sigmas of these
     assert find_steps([*earlier, 1.15]) == []  # too short a history to call it a step

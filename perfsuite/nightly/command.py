@@ -79,15 +79,17 @@ def split_k(pytest_args: Sequence[str]) -> tuple[list[str], str | None]:
     return rest, expression
 
 
-#: a word of a ``-k`` expression as pytest's lexer reads it (``_pytest/mark/expression.py``)
+#: a word of a ``-k`` expression as pytest's lexer reads it (``_pytest/mark/expression.py``),
+#: less the backslash it also takes, which this never needs
 _K_WORD = re.compile(r"(?:\w|:|\+|-|\.|\[|/|\])+")
 
 
 def keyword_term(name: str) -> str:
     """A ``-k`` term selecting the test ``name`` (``test_x[variant]``) whatever its
     parameter id holds: the words pytest's lexer reads in it, all required, so an id
-    with spaces, parentheses or ``=`` still selects its test (and any test whose name
-    holds the same words); ``and``/``or``/``not`` in an id are left out.
+    with spaces, parentheses or ``=`` still selects its test; ``and``/``or``/``not`` in
+    an id are left out. A test whose name holds the same words is selected too, and
+    the A/B judges it as it judges the suspects.
 
     >>> keyword_term("test_x[two blocks]"), keyword_term("test_x[a=(1, 2)]")
     ('(test_x[two and blocks])', '(test_x[a and 1 and 2 and ])')

@@ -31,8 +31,8 @@ from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.runs import Run
 
 #: earlier comparable points a bench needs before its own noise band screens it. The
-#: band's robust sigma (MAD) needs MIN_HISTORY points to mean anything: with fewer,
-#: one odd night moves it by more than the changes we look for.
+#: band's robust sigma (from adjacent runs) needs MIN_HISTORY points to mean anything:
+#: with fewer, one odd night moves it by more than the changes we look for.
 MIN_NIGHTLY_HISTORY = MIN_HISTORY
 
 
@@ -79,25 +79,33 @@ def _center(medians: Sequence[float]) -> float:
 
 
 def _slower(values: Sequence[float], threshold: float, what: str, previous: str) -> str | None:
-    """Why tonight's value (the last) is a suspect of being slower, or ``None``."""
+    """Why tonight's value (the last) is a suspect of being slower, or ``None``.
+
+    Tonight is judged against the runs since the history's last step (a change of
+    level, such as an accepted slowdown), so a level the bench has kept since is not
+    read as a move; with fewer than ``MIN_NIGHTLY_HISTORY`` of them, against the
+    previous run.
+    """
     newest, earlier = values[-1], values[:-1]
-    if len(earlier) < MIN_NIGHTLY_HISTORY:
-        change = _change(newest, earlier[-1])
-        if change <= threshold:
-            return None
-        return (
-            f"{what} {change * 100:+.1f}% against the previous run {previous} "
-            f"(threshold {threshold * 100:g}%; {len(earlier)} earlier runs, "
-            f"fewer than {MIN_NIGHTLY_HISTORY})"
-        )
-    for step in find_steps(values):
+    steps = find_steps(values) if len(earlier) >= MIN_NIGHTLY_HISTORY else []
+    for step in steps:
         if step.index == len(values) - 1 and step.up and step.change > threshold:
             low, high = step.ci
             return (
                 f"a step starts tonight: {what} {step.change * 100:+.1f}% "
                 f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
             )
-    recent = list(earlier[-HISTORY_RUNS:])
+    since = max((step.index for step in steps if step.index < len(earlier)), default=0)
+    recent = list(earlier[since:][-HISTORY_RUNS:])
+    if len(recent) < MIN_NIGHTLY_HISTORY:
+        change = _change(newest, earlier[-1])
+        if change <= threshold:
+            return None
+        counted = f"{len(recent)} earlier runs{' since its last step' if since else ''}"
+        return (
+            f"{what} {change * 100:+.1f}% against the previous run {previous} "
+            f"(threshold {threshold * 100:g}%; {counted}, fewer than {MIN_NIGHTLY_HISTORY})"
+        )
     band = max(threshold, noise_band(recent) or 0.0)
     change = _change(newest, _center(recent))
     if change <= band:
