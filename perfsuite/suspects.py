@@ -369,7 +369,7 @@ def _confirm(
            f"{(base.sha or '?')[:12]} against the working tree")
     )  # fmt: skip
     log = report.with_name(report.name + ".log")
-    ab = run_ab(base, nodeids, options, cwd, report, log, ab_args, refuse=lambda *_: why_not)
+    ab = run_ab(base, nodeids, options, cwd, report, log, ab_args)
     runs.append(ab)
     return {
         v.fullname: decide_all(v.fullname, ab, whats(v), v.changed is not None) for v in suspects
