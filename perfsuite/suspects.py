@@ -165,6 +165,7 @@ def run_ab(
             child = subprocess.Popen(
                 line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a terminal's Ctrl-C reaches it once: relayed
+                preexec_fn=_hear_sigint,
             )  # fmt: skip
             status = wait_or_stop(child)
     except OSError as exc:
@@ -191,6 +192,12 @@ def keep_confirmations(first: Path, into: Path) -> None:
         name = "" if folder == first else folder.name.removeprefix("ab-")
         with contextlib.suppress(OSError):
             shutil.copytree(folder, into / name, dirs_exist_ok=True)
+
+
+def _hear_sigint() -> None:
+    """In the A/B child before it starts: SIGINT as Python's default (a background
+    job's shell leaves it ignored), so the SIGINT :func:`wait_or_stop` relays stops it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:

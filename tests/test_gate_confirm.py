@@ -202,7 +202,8 @@ def test_an_interrupt_while_confirming_stops_the_ab_and_says_so(saved_repo: Path
     ]  # fmt: skip
     child = subprocess.Popen(
         command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        text=True, start_new_session=True,  # as a terminal's foreground job: SIGINT heard,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even if ignored here
     )  # fmt: skip
     assert child.stdout is not None
     seen = []
