@@ -121,6 +121,14 @@ def saved_repo(
     return tmp_path / "repo"
 
 
+@pytest.fixture
+def saved_benchmark_repo(tmp_path: Path, saved_once: Callable[[str], Path]) -> Path:
+    """``saved_repo`` of the ``benchmark`` fixture's bench alone: for what does not
+    depend on how the bench is timed (the gate's marks, an interrupt, untracked files)."""
+    shutil.copytree(saved_once("benchmark"), tmp_path, symlinks=True, dirs_exist_ok=True)
+    return tmp_path / "repo"
+
+
 def pytest_run(repo: Path, *args: str, delay: float = 0.01) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, GATE_TEST_DELAY=str(delay))
     env.pop("PYTEST_ADDOPTS", None)
@@ -158,11 +166,11 @@ def test_a_committed_slowdown_is_confirmed(saved_repo: Path) -> None:
     assert "perfsuite gate: confirmations took" in out
 
 
-def test_a_run_that_failed_its_gate_is_no_baseline_for_the_next(saved_repo: Path) -> None:
+def test_a_run_that_failed_its_gate_is_no_baseline_for_the_next(saved_benchmark_repo: Path) -> None:
     """Gated runs that save themselves: the one that fails is marked in its JSON, and a
     rerun of the same commit is judged against the run before it, so it fails again
     rather than pass as the machine's move; a run saved without the gate is a baseline."""
-    repo = saved_repo
+    repo = saved_benchmark_repo
     commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
     saving = ("--benchmark-autosave", "--benchmark-save-data", "--benchmark-compare")
     first = pytest_run(repo, *saving, "--perf-gate", AB_ARGS)
@@ -183,11 +191,11 @@ def test_a_run_that_failed_its_gate_is_no_baseline_for_the_next(saved_repo: Path
     assert "failed their gate" not in after.stdout
 
 
-def test_an_interrupt_while_confirming_stops_the_ab_and_says_so(saved_repo: Path) -> None:
+def test_an_interrupt_while_confirming_stops_the_ab_and_says_so(saved_benchmark_repo: Path) -> None:
     """Ctrl-C (SIGINT to the foreground group) during the gate's A/B: both sides stop,
     pytest ends with its interrupted status and one line, no traceback, no process
     left; the saved run is marked, so a rerun is not judged against it."""
-    repo = saved_repo
+    repo = saved_benchmark_repo
     commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
     scratch = Path(tempfile.mkdtemp(prefix="gate-int-", dir="/tmp"))  # short: socket paths
     env = dict(os.environ, GATE_TEST_DELAY="0.01", TMPDIR=str(scratch))
@@ -284,10 +292,12 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(saved_repo: Path) -> No
     assert "cleared by A/B (same)" in dirty.stdout
 
 
-def test_an_untracked_python_file_is_code_the_commit_does_not_pin(saved_repo: Path) -> None:
+def test_an_untracked_python_file_is_code_the_commit_does_not_pin(
+    saved_benchmark_repo: Path,
+) -> None:
     """A Python file git neither tracks nor ignores could have changed between two runs
     of one commit on a clean tree: an A/B decides, not the same-commit rule."""
-    repo = saved_repo
+    repo = saved_benchmark_repo
     (repo / "helper.py").write_text("SIZE = 1\n")
     proc = gate(repo, delay=0.02)
     out = proc.stdout
