@@ -72,6 +72,21 @@ def test_a_folder_with_other_files_is_refused_not_replaced(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_a_link_to_a_report_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """A report replaces its folder whole, so a symlink in its place (the folder it
+    names could be anything) is refused, as ``perfsuite ab --report`` refuses it."""
+    current = run("0001_old")
+    real = tmp_path / "real"
+    write_report(real, current, None, [current])
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    before = snapshot(real)
+    with pytest.raises(PerfsuiteError, match=rf"^{link}: not a folder; choose a new"):
+        write_report(link, current, None, [current])
+    assert link.is_symlink()
+    assert snapshot(real) == before
+
+
 def test_perfsuite_report_command_keeps_the_old_report_on_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

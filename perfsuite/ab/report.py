@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.data.fsutil import check_replaceable
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.paired import PairedResult
@@ -70,27 +70,12 @@ def check_report_dir(out: Path) -> None:
     """Refuse ``--report out`` unless the report can replace it: absent, or a folder
     holding only an earlier A/B report's files; and the nearest existing folder above it
     takes a new folder. Raises :class:`PerfsuiteError` (one line) naming ``out``."""
-    out = Path(os.path.abspath(out))
-    if out.exists() or out.is_symlink():
-        if out.is_symlink() or not out.is_dir():
-            raise PerfsuiteError(
-                f"--report {out}: not a folder; name a new folder or an earlier A/B report"
-            )
-        foreign = sorted(entry.name for entry in out.iterdir() if not _report_entry(entry))
-        if foreign:
-            raise PerfsuiteError(
-                f"--report {out}: holds {', '.join(foreign[:3])}"
-                f"{' ...' if len(foreign) > 3 else ''}, which the report would replace; "
-                "name a new or empty folder, or an earlier A/B report"
-            )
-    above = next(p for p in out.parents if p.exists())
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".perfsuite-report-check-", dir=above))
-    except OSError as exc:
-        raise PerfsuiteError(
-            f"--report {out}: cannot create a folder in {above} ({exc.strerror}); "
-            "name a folder you can write"
-        ) from None
+        check_replaceable(
+            out, _report_entry, "name a new or empty folder, or an earlier A/B report"
+        )
+    except PerfsuiteError as exc:
+        raise PerfsuiteError(f"--report {exc}") from None
 
 
 def _slug(nodeid: str, taken: set[str]) -> str:

@@ -148,3 +148,29 @@ def build_dir_once(
     if found is None:  # pragma: no cover - only if someone alters it within microseconds
         raise PerfsuiteError(f"{what} {final} failed verification right after it was built")
     return found
+
+
+def check_replaceable(out: Path, is_own: Callable[[Path], bool], advice: str) -> None:
+    """Refuse to let a report folder replace ``out`` unless it is absent, or a real
+    folder whose every entry ``is_own`` accepts, and the nearest existing folder above
+    it takes a new folder. Raises :class:`PerfsuiteError` ``"{out}: <why>; {advice}"``
+    (``out`` made absolute), never deleting anything."""
+    out = Path(os.path.abspath(out))
+    if out.exists() or out.is_symlink():
+        if out.is_symlink() or not out.is_dir():
+            raise PerfsuiteError(f"{out}: not a folder; {advice}")
+        foreign = sorted(entry.name for entry in out.iterdir() if not is_own(entry))
+        if foreign:
+            more = " ..." if len(foreign) > 3 else ""
+            raise PerfsuiteError(
+                f"{out}: holds {', '.join(foreign[:3])}{more}, which the report would "
+                f"replace; {advice}"
+            )
+    above = next(p for p in out.parents if p.exists())
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".perfsuite-report-check-", dir=above))
+    except OSError as exc:
+        raise PerfsuiteError(
+            f"{out}: cannot create a folder in {above} ({exc.strerror}); "
+            "name a folder you can write"
+        ) from None

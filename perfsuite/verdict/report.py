@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, replace_dir
-from perfsuite.errors import PerfsuiteError
+from perfsuite.data.fsutil import check_replaceable as replaceable
 from perfsuite.verdict.cost import COST_HEADER, cost_cells
 from perfsuite.verdict.plots import (
     history_png,
@@ -179,18 +179,9 @@ def report_entry(entry: Path) -> bool:
 
 
 def check_replaceable(out: Path) -> None:
-    """Refuse to replace a folder that holds anything but an earlier report."""
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise PerfsuiteError(f"{out}: is a file; choose a folder for the report")
-    foreign = sorted(entry.name for entry in out.iterdir() if not report_entry(entry))
-    if foreign:
-        raise PerfsuiteError(
-            f"{out}: holds {', '.join(foreign[:3])}"
-            f"{' ...' if len(foreign) > 3 else ''}, which a report would replace; "
-            "choose a new or empty folder"
-        )
+    """Refuse to replace anything but an earlier report, or a folder that cannot be
+    created; the error starts with ``out``."""
+    replaceable(out, report_entry, "choose a new or empty folder, or an earlier report")
 
 
 def write_report(
