@@ -268,7 +268,8 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     run.a_blocks = [[1.0, 1.0]] * 12
     run.b_blocks = [[1.5, 1.5]] * 12
     run.result = judge(run.ratios, 0.05, 0.001)
-    outcome = SessionOutcome([run], removed=["benches/bench_x.py::test_old"], added=[], seed=3)
+    gone = "benches/bench_x.py::test_old[`a`|b]"  # backticks and a pipe in its id
+    outcome = SessionOutcome([run], removed=[gone], added=[], seed=3)
     specs = [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),
@@ -283,7 +284,7 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     assert files == {"summary.md", "pairs.json", "benches_bench_x.py__test_x.png"}
     summary = (out / "summary.md").read_text()
     assert "| `benches/bench_x.py::test_x` | SLOWER | +50.0% [+50.0%, +50.0%] |" in summary
-    assert "removed (base only)" in summary
+    assert "| ``benches/bench_x.py::test_old[`a`\\|b]`` | removed (base only) |" in summary
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 

@@ -24,6 +24,7 @@ from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.table import code_span
 
 
 def _load(path: Path) -> Run | None:
@@ -212,9 +213,9 @@ class Verdicts:
             "|" + "|".join(["---", "---", "---:", "---:", "---:", "---", "---"]) + "|",
         ]
         for row in self.rows:
-            cells = [c.replace("|", "\\|") for c in row.cells()]
-            cells[0] = f"`{cells[0]}`"
-            lines.append("| " + " | ".join(cells) + " |")
+            cells = row.cells()
+            cells[0] = code_span(cells[0])
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines += ["", f"**{self.conclusion()}**", ""]
         return lines
 

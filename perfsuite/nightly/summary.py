@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import Screening, Suspect
 from perfsuite.outcomes import AbRun
-from perfsuite.verdict.table import markdown_table
+from perfsuite.verdict.table import code_span, markdown_table
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,14 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
     commit = tonight.commit_info.get("id") or "?"
     lines = ["# perfsuite nightly", ""]
     lines.append(
-        f"Tonight: `{tonight.name}` (commit `{str(commit)[:10]}`, {tonight.datetime or '?'}), "
+        f"Tonight: {code_span(tonight.name)} (commit {code_span(str(commit)[:10])}, "
+        f"{tonight.datetime or '?'}), "
         f"{screening.screened} benches screened"
-        + (f" against `{screening.previous.name}` and earlier runs." if screening.previous else ".")
+        + (
+            f" against {code_span(screening.previous.name)} and earlier runs."
+            if screening.previous
+            else "."
+        )
     )
     if screening.short_history:
         lines.append(
@@ -122,7 +127,8 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
         elif confirmation.ab is None:
             lines.append(f"Not run: {confirmation.skipped}.")
         else:
-            lines.append(f"`{shlex.join(confirmation.ab.command)}`: {_outcome(confirmation.ab)}.")
+            command = code_span(shlex.join(confirmation.ab.command))
+            lines.append(f"{command}: {_outcome(confirmation.ab)}.")
             if confirmation.summary:
                 lines.extend(["", confirmation.summary.replace("\n# ", "\n### ")])
         lines.append("")

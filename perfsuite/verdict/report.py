@@ -132,11 +132,11 @@ def summary_markdown(
     notes: Sequence[str] = (),
 ) -> str:
     """The text of ``summary.md``."""
-    from perfsuite.verdict.table import markdown_lines, markdown_table
+    from perfsuite.verdict.table import code_span, markdown_lines, markdown_table
 
     lines = ["# perfsuite report", ""]
     stamp = f" ({current.datetime})" if current.datetime else ""
-    lines.append(f"Run: `{current.source}`{stamp}, {len(current.benches)} benches.")
+    lines.append(f"Run: {code_span(current.source)}{stamp}, {len(current.benches)} benches.")
     machine = _machine_line(current)
     if machine:
         lines.append(machine)
@@ -156,7 +156,7 @@ def summary_markdown(
         lines.append("")
     if plots:
         lines.extend(["## Plots", ""])
-        lines.extend(f"- `{p.relative_to(out)}`" for p in plots)
+        lines.extend(f"- {code_span(str(p.relative_to(out)))}" for p in plots)
         lines.append("")
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ a slower bench says what its confirmation concluded (``CONFIRMED_WORDS``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from perfsuite.verdict.compare import RunComparison
@@ -206,6 +207,19 @@ def text_lines(comparison: RunComparison) -> list[str]:
     return lines
 
 
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span whatever backticks it holds: fenced by one
+    backtick more than its longest run of them, padded by a space where it starts or
+    ends with one (CommonMark).
+
+    >>> code_span("t.py::test[a`b]"), code_span("`x`")
+    ('``t.py::test[a`b]``', '`` `x` ``')
+    """
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _md_escape(cell: str) -> str:
     return cell.replace("|", "\\|")
 
@@ -227,7 +241,8 @@ def _marked(row: Sequence[str]) -> bool:
 
 def markdown_lines(comparison: RunComparison) -> list[str]:
     """The verdict table and its notes as Markdown."""
-    lines = [f"Baseline `{comparison.baseline.source}`, current `{comparison.current.source}`.", ""]
+    baseline, current = code_span(comparison.baseline.source), code_span(comparison.current.source)
+    lines = [f"Baseline {baseline}, current {current}.", ""]
     for line in mismatch_lines(comparison):
         lines.extend([f"> **Warning:** {line}", ""])
     rows, notes = verdict_rows(comparison)
