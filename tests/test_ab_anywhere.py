@@ -113,6 +113,52 @@ def test_a_run_that_finds_no_bench_judges_nothing(tmp_path: Path) -> None:
     assert result.code == 3, result.out + result.err
 
 
+#: a bench module skipped whole where its import is missing
+SKIPPED = """
+import pytest
+
+pytest.importorskip("perfsuite_no_such_module")
+
+
+def test_decode(perf):
+    perf.measure(lambda: None, items=1)
+"""
+
+
+def test_a_file_new_in_the_candidate_is_a_row_not_an_error(tmp_path: Path) -> None:
+    """A file named after ``--`` that only B has: A collects nothing, B's bench is
+    `added (candidate only)`, and nothing is judged (3), never a side fault (2)."""
+    repo = committed(tmp_path, {"test_keep.py": BENCH})
+    repo.write("test_new.py", BENCH)
+    repo.commit("a new bench file")
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "test_new.py", "--perf-scale=smoke")
+    assert result.code == 3, result.out + result.err
+    assert verdict(result.out, "test_new.py::test_decode") == "added", result.out
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "test_gone.py", "--perf-scale=smoke")
+    assert result.code == 2, result.out + result.err
+    assert result.err.strip().splitlines() == [
+        "perfsuite ab: error: test_gone.py: neither side has it (A = HEAD~1, B = HEAD); "
+        "name a bench file of either revision, relative to where perfsuite ab starts"
+    ]
+
+
+def test_a_module_skipped_whole_is_a_row_with_its_reason(tmp_path: Path) -> None:
+    """``pytest.importorskip`` at a module's top skips it at collection: where the other
+    side has its benches, each is `skipped` naming the side and the reason; where no
+    side has a bench, the module is one such row. Nothing judged there: exit 3."""
+    repo = committed(tmp_path, {"test_keep.py": BENCH, "test_both.py": SKIPPED})
+    repo.write("test_keep.py", SKIPPED)
+    repo.commit("the candidate needs a module this environment lacks")
+    result = repo.ab("HEAD~2", "HEAD", *BUDGET, "--", "--perf-scale=smoke")
+    assert result.code == 3, result.out + result.err
+    why = "could not import 'perfsuite_no_such_module'"
+    rows = {line.split()[0]: line for line in result.out.splitlines() if line.startswith("test_")}
+    assert sorted(rows) == ["test_both.py", "test_keep.py::test_decode"], result.out
+    assert f"skipped (both sides: {why}" in rows["test_both.py"]
+    assert f"skipped (side B: {why}" in rows["test_keep.py::test_decode"]
+    assert "NOTHING JUDGED: 1 skipped (" in result.out
+
+
 def test_a_user_rootdir_is_refused_in_one_line(tmp_path: Path) -> None:
     repo = committed(tmp_path, {"benches/bench_decode.py": BENCH})
     for option in (["--rootdir=elsewhere"], ["--rootdir", "elsewhere"]):

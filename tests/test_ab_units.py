@@ -319,6 +319,24 @@ def test_a_report_never_replaces_a_folder_of_anything_else(
     assert (root / "test_a.py").is_file()
 
 
+def test_confirm_is_refused_beside_processes_not_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--processes N`` judges across fresh pairs of processes and confirms nothing, so
+    a ``--confirm`` given with it is a usage error, before any bench runs."""
+    from perfsuite.cli import main
+
+    root = _repo(tmp_path)
+    _commit(root, {"test_a.py": "def test_a():\n    pass\n"})
+    monkeypatch.chdir(root)
+    assert main(["ab", "HEAD", "HEAD", "--processes", "4", "--confirm", "6"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "perfsuite ab: error: --confirm 6: not with --processes 4, whose verdicts already "
+        "stand on fresh pairs of processes; drop one of them"
+    ]
+
+
 def test_each_bench_has_its_own_plot_whatever_its_id(tmp_path: Path) -> None:
     from perfsuite.ab.report import _slug
 

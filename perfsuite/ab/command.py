@@ -32,7 +32,6 @@ from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
     from perfsuite.ab.revisions import Revision, WorktreeCache
-    from perfsuite.ab.sidemanage import SideSpec
 
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
@@ -108,7 +107,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="fresh pairs of processes per bench file, judged across the "
                     "pairs (t interval of their medians): cancels an offset that one "
                     "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
-    ab.add_argument("--confirm", type=_count, default=DEFAULT_CONFIRM, metavar="N",
+    ab.add_argument("--confirm", type=_count, metavar="N",
                     help="measure each suspect (slower or faster, or inconclusive beyond "
                     "the threshold with pairs leaning that way) again in up to N fresh "
                     "pairs of processes, and judge it on those alone, looking after 3, "
@@ -189,24 +188,6 @@ def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
     return args
 
 
-#: the module that runs inside a side, as a revision of perfsuite itself names it
-#: (``perfsuite/ab/``): a revision with none of them predates the lockstep protocol
-SIDE_MODULES = ("remote.py", "side.py")
-
-
-def protocol_check(spec: SideSpec) -> None:
-    """Refuse a revision of perfsuite itself whose perfsuite predates the lockstep protocol."""
-    for package in (spec.root / "perfsuite", spec.root / "src" / "perfsuite"):
-        if not (package / "__init__.py").is_file():
-            continue
-        if not any((package / "ab" / name).is_file() for name in SIDE_MODULES):
-            raise PerfsuiteError(
-                f"{spec.title}: its perfsuite predates the lockstep protocol "
-                "(no perfsuite/ab/remote.py); perfsuite ab refuses it: pick a later "
-                "revision or compare saved runs with perfsuite compare"
-            )
-
-
 @contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP stop the run like Ctrl-C, so every cleanup runs."""
@@ -260,7 +241,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
-    from perfsuite.ab.sidemanage import SideProcess, SideSpec
+    from perfsuite.ab.sidemanage import SideProcess, SideSpec, check_sides
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.verdict.paired import PAIRED_ALPHA
@@ -281,6 +262,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     problem = pin_difference(root, base, candidate)
     if problem:
         raise PerfsuiteError(f"{problem}; perfsuite ab runs both sides in this environment")
+    if args.processes > 1 and args.confirm:
+        raise PerfsuiteError(
+            f"--confirm {args.confirm}: not with --processes {args.processes}, whose "
+            "verdicts already stand on fresh pairs of processes; drop one of them"
+        )
+    args.confirm = DEFAULT_CONFIRM if args.confirm is None else args.confirm
     if args.confirm == 1:
         raise PerfsuiteError(
             "--confirm 1: a confirmation is judged across pairs of processes and needs "
@@ -303,8 +290,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
             SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
         ]
-        for spec in specs:
-            protocol_check(spec)
+        check_sides(specs, chosen)
         workdir = stack.enter_context(run_folder())
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"

@@ -44,7 +44,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.ab.outcome import BenchRun, SessionOutcome
+from perfsuite.ab.outcome import BenchRun, SessionOutcome, collection_skips
 from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
@@ -216,8 +216,10 @@ class Controller:
             if not side.wait(EXIT_TIMEOUT_S):
                 raise side.fault("did not exit after its last bench")
         common, removed, added = self._plan
+        hellos = {name: state.hello or {} for name, state in self.state.items()}
+        skips, removed, added = collection_skips(hellos, removed, added, self.threshold)
         return SessionOutcome(
-            benches=[self.runs[n] for n in common if n in self.runs],
+            benches=[self.runs[n] for n in common if n in self.runs] + skips,
             removed=removed,
             added=added,
             seed=self.seed,

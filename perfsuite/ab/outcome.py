@@ -127,3 +127,36 @@ class SessionOutcome:
     removed: list[str]  # base only
     added: list[str]  # candidate only
     seed: int
+
+
+def collection_skips(
+    hellos: dict[str, dict[str, Any]], removed: list[str], added: list[str], threshold: float
+) -> tuple[list[BenchRun], list[str], list[str]]:
+    """Rows for the modules a side skipped whole (its ``hello``'s ``skipped``): each bench
+    the other side has there, as a run skipped by that side with its reason; a module
+    with no such bench, as one skipped run of its own. Then the benches of one side only
+    that are left (base only, candidate only)."""
+    skips = {name: dict(hellos.get(name, {}).get("skipped") or {}) for name in "AB"}
+    runs: list[BenchRun] = []
+    shown: set[str] = set()
+    kept: tuple[list[str], list[str]] = ([], [])
+    for ids, other, out in ((removed, "B", kept[0]), (added, "A", kept[1])):
+        for nodeid in ids:
+            module = nodeid.split("::", 1)[0]
+            if module not in skips[other]:
+                out.append(nodeid)
+                continue
+            shown.add(module)
+            runs.append(
+                BenchRun(nodeid, threshold, skipped=f"side {other}: {skips[other][module]}")
+            )
+    for module in dict.fromkeys([*skips["A"], *skips["B"]]):
+        reasons = {name: skips[name][module] for name in "AB" if module in skips[name]}
+        if module in shown:
+            continue
+        if len(set(reasons.values())) == 1 and len(reasons) == 2:
+            said = f"both sides: {reasons['A']}"
+        else:
+            said = "; ".join(f"side {name}: {why}" for name, why in reasons.items())
+        runs.append(BenchRun(module, threshold, skipped=said))
+    return runs, kept[0], kept[1]

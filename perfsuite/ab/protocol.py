@@ -9,7 +9,9 @@ collects: ``perfsuite ab`` runs each bench file in its own pair of sides.
 
 Side to controller:
 
-* ``hello {protocol, side, benches: [nodeid, ...], errors: [text, ...]}`` after collection
+* ``hello {protocol, side, benches: [nodeid, ...], errors: [text, ...], skipped: {nodeid:
+  reason}}`` after collection (``skipped``: modules skipped whole, e.g. by
+  ``pytest.importorskip``; absent from a side that predates it)
 * ``arrive {nodeid, phase}``: about to set up a bench (``phase`` ``setup``: fixtures and
   test body) or warm it up (``warmup``: the rounds perfsuite runs before the blocks);
   waits for ``go``. Without ``phase`` (a side that predates it): both, in one turn

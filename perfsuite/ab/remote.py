@@ -101,7 +101,7 @@ class _Elsewhere(pytest.File):
 
 def _message(report: pytest.TestReport) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2])
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
     text = report.longreprtext.strip().splitlines()
     errors = [line for line in text if line.startswith("E ")]
     line = errors[-1].removeprefix("E").strip() if errors else text[-1] if text else ""
@@ -154,6 +154,7 @@ class LockstepSide:
         self.layout = layout or random.Random()  # draws each block's memory layout
         self.files = files  # the only test files to collect (rootdir-relative), or all
         self._collect_errors: list[str] = []
+        self._collect_skips: dict[str, str] = {}  # a module skipped whole: its reason
 
     # -- pytest hooks ------------------------------------------------------------
 
@@ -193,6 +194,8 @@ class LockstepSide:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self._collect_errors.append(f"{report.nodeid or '.'}: {_message(report)}")  # type: ignore[arg-type]
+        elif report.skipped and report.nodeid:
+            self._collect_skips[report.nodeid] = _message(report)  # type: ignore[arg-type]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(
@@ -204,6 +207,7 @@ class LockstepSide:
             side=self.name,
             benches=[item.nodeid for item in items],
             errors=self._collect_errors,
+            skipped=self._collect_skips,
         )
         plan = self._expect("plan")
         wanted = [str(n) for n in plan.get("benches", [])]

@@ -87,29 +87,90 @@ VALUE_OPTIONS = frozenset(
 )  # fmt: skip
 
 
-def own_files(args: Sequence[str], cwd: Path) -> list[str]:
-    """``args`` without the bench files (``x.py``, ``x.py::test``) that this side's
-    checkout lacks, where one it has remains: a file added or removed between the
-    revisions is then a row on one side only, as in the default selection, not a
-    pytest usage error. With none left, ``args`` stand, and pytest names what is missing.
+def named_files(args: Sequence[str]) -> list[int]:
+    """Where ``args`` name bench files (``x.py``, ``x.py::test``), not an option's value.
 
-    >>> here = Path(__file__).parent
-    >>> own_files(["sidemanage.py", "gone.py::t", "-k", "x.py", "-q"], here)
-    ['sidemanage.py', '-k', 'x.py', '-q']
-    >>> own_files(["gone.py::t", "-q"], here)
-    ['gone.py::t', '-q']
+    >>> named_files(["a.py", "-k", "x.py", "b.py::t", "-q"])
+    [0, 3]
     """
-    files = [
+    return [
         i
         for i, arg in enumerate(args)
         if not arg.startswith("-")
         and arg.split("::", 1)[0].endswith(".py")
         and (i == 0 or args[i - 1] not in VALUE_OPTIONS)
     ]
+
+
+def missing_files(args: Sequence[str], cwd: Path) -> list[str]:
+    """The bench files ``args`` name that are not under ``cwd``."""
+    return [args[i] for i in named_files(args) if not (cwd / args[i].split("::", 1)[0]).exists()]
+
+
+def own_files(args: Sequence[str], cwd: Path, nowhere: Path | None = None) -> list[str]:
+    """``args`` without the bench files (``x.py``, ``x.py::test``) that this side's
+    checkout lacks: a file added or removed between the revisions is then a row on one
+    side only, as in the default selection, not a pytest usage error. Where the side
+    lacks every file named, they give way to ``nowhere`` (an empty folder), so the side
+    collects nothing; without it, ``args`` stand and pytest names what is missing.
+
+    >>> here = Path(__file__).parent
+    >>> own_files(["sidemanage.py", "gone.py::t", "-k", "x.py", "-q"], here)
+    ['sidemanage.py', '-k', 'x.py', '-q']
+    >>> own_files(["gone.py::t", "-q"], here)
+    ['gone.py::t', '-q']
+    >>> own_files(["gone.py::t", "-q", "gone2.py"], here, Path("/e"))
+    ['/e', '-q']
+    """
+    files = named_files(args)
     gone = {i for i in files if not (cwd / args[i].split("::", 1)[0]).exists()}
-    if not gone or len(gone) == len(files):
+    if not gone or (len(gone) == len(files) and nowhere is None):
         return list(args)
-    return [arg for i, arg in enumerate(args) if i not in gone]
+    if len(gone) < len(files):
+        return [arg for i, arg in enumerate(args) if i not in gone]
+    first = min(gone)
+    return [
+        str(nowhere) if i == first else arg
+        for i, arg in enumerate(args)
+        if i not in gone or i == first
+    ]
+
+
+def nowhere(workdir: Path) -> Path:
+    """An empty folder in ``workdir``: what a side collects when it lacks every file named."""
+    folder = workdir / "nowhere"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+#: the module that runs inside a side, as a revision of perfsuite itself names it
+#: (``perfsuite/ab/``): a revision with none of them predates the lockstep protocol
+SIDE_MODULES = ("remote.py", "side.py")
+
+
+def check_sides(specs: Sequence[SideSpec], args: Sequence[str]) -> None:
+    """Refuse, in one line, a revision of perfsuite itself whose perfsuite predates the
+    lockstep protocol, and a bench file ``args`` name that no side has."""
+    for spec in specs:
+        for package in (spec.root / "perfsuite", spec.root / "src" / "perfsuite"):
+            if not (package / "__init__.py").is_file():
+                continue
+            if not any((package / "ab" / name).is_file() for name in SIDE_MODULES):
+                raise PerfsuiteError(
+                    f"{spec.title}: its perfsuite predates the lockstep protocol "
+                    "(no perfsuite/ab/remote.py); perfsuite ab refuses it: pick a later "
+                    "revision or compare saved runs with perfsuite compare"
+                )
+    nowhere = set.intersection(*(set(missing_files(args, spec.cwd)) for spec in specs))
+    if nowhere:
+        first = next(arg for arg in args if arg in nowhere)
+        sides = ", ".join(
+            f"{s.name} = {s.revision.spec if s.revision.sha else s.revision.label}" for s in specs
+        )
+        raise PerfsuiteError(
+            f"{first}: neither side has it ({sides}); name a bench file of either "
+            "revision, relative to where perfsuite ab starts"
+        )
 
 
 @dataclass
@@ -131,10 +192,11 @@ class SideSpec:
         role = "base" if self.name == "A" else "candidate"
         return f"side {self.name} ({role}, {self.revision.label})"
 
-    def pytest_args(self, args: Sequence[str]) -> list[str]:
+    def pytest_args(self, args: Sequence[str], nowhere: Path | None = None) -> list[str]:
         """``args`` for this side's pytest, rooted at its folder: node ids are relative to
-        the repository root whatever the arguments (:mod:`perfsuite.ab.rootdir`)."""
-        kept = own_files(args, self.cwd)
+        the repository root whatever the arguments (:mod:`perfsuite.ab.rootdir`). Named
+        bench files this side lacks are left out (:func:`own_files`, ``nowhere``)."""
+        kept = own_files(args, self.cwd, nowhere)
         return [*rooted(self.cwd, self.root, kept), *kept]
 
     def env(self) -> dict[str, str]:
@@ -149,6 +211,7 @@ class SideProcess:
 
     def __init__(self, spec: SideSpec, workdir: Path) -> None:
         self.spec = spec
+        self.nowhere = nowhere(workdir)
         self.socket_path = workdir / f"{spec.name}.sock"
         self.log_path = workdir / f"{spec.name}.log"
         self.json_path = workdir / f"{spec.name}.json"
@@ -177,7 +240,7 @@ class SideProcess:
             sys.executable,
             "-m",
             "pytest",
-            *self.spec.pytest_args(pytest_args),
+            *self.spec.pytest_args(pytest_args, self.nowhere),
             f"--benchmark-json={self.json_path}",
             "--benchmark-save-data",
         ]
