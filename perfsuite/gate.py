@@ -43,7 +43,7 @@ from perfsuite.errors import PerfsuiteError
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
     from perfsuite.verdict.gate_rules import GateDecision
-    from perfsuite.verdict.runs import Bench, Run
+    from perfsuite.verdict.runs import Run
     from perfsuite.verdict.storage import Storage
 
 PLUGIN_NAME = "perfsuite-verdict"
@@ -71,6 +71,7 @@ class VerdictPlugin:
         self._storage: Storage | None = None
         self._saved_commit: dict[str, Any] | None = None
         self._confirmation_dir: Path | None = None  # the confirming A/B's report
+        self._deselected: set[str] = set()  # node ids -k or -m left out of this session
 
     @classmethod
     def from_config(cls, config: pytest.Config, settings: PerfConfig) -> VerdictPlugin:
@@ -198,6 +199,9 @@ class VerdictPlugin:
 
             record_plain_marker(item, getattr(fixture, "extra_info", None))
 
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        self._deselected.update(item.nodeid for item in items)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_benchmark_update_json(
         self, config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]
@@ -229,11 +233,16 @@ class VerdictPlugin:
             return
         current = self.current_run()
         if self.baseline is not None:
-            from perfsuite.verdict.compare import compare_runs
+            from perfsuite.verdict.compare import compare_runs, within_selection
             from perfsuite.verdict.gate_rules import gate_decision
 
-            self.comparison = compare_runs(
+            compared = compare_runs(
                 self.baseline, current, self.settings.threshold, self._history()
+            )
+            params, option = self.config.invocation_params, self.config.option
+            args = [] if getattr(option, "pyargs", False) else self.config.args
+            self.comparison = within_selection(
+                compared, args, params.dir, self.config.rootpath, self._deselected
             )
             if self.settings.gate:
                 allow = self.settings.allow_machine_mismatch
@@ -335,17 +344,10 @@ class VerdictPlugin:
 
     def current_run(self) -> Run:
         """This session's benches, with raw timings, in the shape of a saved run."""
-        from perfsuite.verdict.runs import Run, bench_from_record
+        from perfsuite.verdict.runs import Run, session_benches
 
-        benches: dict[str, Bench] = {}
-        for index, record in enumerate(self._measured.values()):
-            try:
-                bench = bench_from_record(record, CURRENT_SOURCE, index)
-            except PerfsuiteError as exc:  # a hook left a result that does not parse
-                self.notes.append(f"not judged: {exc}")
-                continue
-            if bench is not None:
-                benches[bench.fullname] = bench
+        benches, notes = session_benches(self._measured.values(), CURRENT_SOURCE)
+        self.notes += notes
         machine_info = self._machine_info
         if machine_info is None:  # not saved: ask the same hooks a save asks
             machine_info = self.config.hook.pytest_benchmark_generate_machine_info(

@@ -8,8 +8,9 @@ is :mod:`perfsuite.verdict.machine`; what the gate concludes from a comparison i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from perfsuite.verdict.judge import (
     DEFAULT_THRESHOLD,
@@ -35,6 +36,7 @@ __all__ = [
     "machine_mismatch",
     "noise_band",
     "pairs",
+    "within_selection",
 ]
 
 
@@ -48,6 +50,8 @@ class RunComparison:
     added: list[str]
     removed: list[str]
     mismatch: list[Difference] = field(default_factory=list)
+    #: baseline benches this run did not select (``-k``, ``-m``, narrower paths)
+    unselected: list[str] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[BenchVerdict]:
@@ -98,3 +102,37 @@ def compare_runs(
     return RunComparison(
         baseline, current, verdicts, added, removed, machine_mismatch(baseline, current)
     )
+
+
+def _covers(where: Path, prefix: str, file: Path, test: str) -> bool:
+    """Whether the argument ``where::prefix`` (``prefix`` may be empty) selects the test
+    ``test`` of ``file``."""
+    if not prefix:
+        return file == where or where in file.parents
+    return file == where and (test == prefix or test.startswith((f"{prefix}[", f"{prefix}::")))
+
+
+def within_selection(
+    comparison: RunComparison,
+    args: Sequence[str],
+    invocation_dir: Path,
+    rootpath: Path,
+    deselected: Collection[str],
+) -> RunComparison:
+    """``comparison`` with the baseline benches a session did not select moved from
+    ``removed`` to ``unselected``: those it deselected (``-k``, ``-m``) and those outside
+    the paths and node ids it was given (``args``, from ``invocation_dir``; bench names
+    are node ids relative to ``rootpath``). A bench inside the selection and absent
+    from the run stays removed."""
+    wanted = [((invocation_dir / p).resolve(), t) for p, _, t in (a.partition("::") for a in args)]
+    root = rootpath.resolve()
+
+    def selected(name: str) -> bool:
+        path, _, test = name.partition("::")
+        file = root / path
+        covered = any(_covers(where, prefix, file, test) for where, prefix in wanted)
+        return name not in deselected and (covered or not wanted)
+
+    keep = [n for n in comparison.removed if selected(n)]
+    others = [n for n in comparison.removed if not selected(n)]
+    return replace(comparison, removed=keep, unselected=[*comparison.unselected, *others])

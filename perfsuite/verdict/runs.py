@@ -12,6 +12,7 @@ or from the previous flat layout). The session's own benches go through the same
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,19 @@ def bench_from_record(record: Any, source: str, index: int) -> Bench | None:
     if not getattr(stats, "data", None):
         return None
     return parse_bench(record.as_dict(include_data=True), source, index)
+
+
+def session_benches(records: Iterable[Any], source: str) -> tuple[dict[str, Bench], list[str]]:
+    """The benches pytest-benchmark measured in a session (:func:`bench_from_record`), by
+    full name, and a note for each record that does not parse."""
+    benches: dict[str, Bench] = {}
+    notes: list[str] = []
+    for index, record in enumerate(records):
+        try:
+            bench = bench_from_record(record, source, index)
+        except PerfsuiteError as exc:  # a hook left a result that does not parse
+            notes.append(f"not judged: {exc}")
+            continue
+        if bench is not None:
+            benches[bench.fullname] = bench
+    return benches, notes

@@ -181,6 +181,12 @@ def _extra_lines(comparison: RunComparison) -> list[str]:
         lines.append(f"added since the baseline (not judged): {name}")
     for name in comparison.removed:
         lines.append(f"removed since the baseline: {name}")
+    if comparison.unselected:
+        count = len(comparison.unselected)
+        lines.append(
+            f"outside this run's selection (-k, -m or its paths), not judged: {count} of the "
+            f"baseline's benches, e.g. {comparison.unselected[0]}"
+        )
     return lines
 
 
