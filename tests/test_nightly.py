@@ -42,6 +42,8 @@ sys.exit(int(os.environ["AB_STATUS"]))
 def ab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     script = tmp_path / "ab_standin.py"
     script.write_text(AB_STANDIN)
+    # where the nightly asks git about the tree: outside any checkout, not this one's state
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AB_LOG", str(tmp_path / "ab-args.json"))
     monkeypatch.setenv("AB_STATUS", "0")
     return [sys.executable, str(script)]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import perfsuite.verdict.compare  # noqa: F401  numpy loads once a process: before pytester's snapshot
 from perfsuite.cli import main
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.runs import load_run
@@ -55,3 +56,26 @@ def test_a_plain_bench_keeps_its_markers_threshold_and_counters(
     out = capsys.readouterr().out
     assert "hits 2 -> 5 ROSE" in out
     assert "(>50%)" in out  # the marker's threshold, not the default 5%
+
+
+def test_too_few_rounds_of_a_plain_bench_say_which_rounds_to_raise(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``benchmark.pedantic`` bench of 3 rounds is never judged on its medians, and the
+    note names pytest-benchmark's own ways to more rounds, not perfsuite's."""
+    pytester.makepyfile(
+        test_plain=PLAIN.format(hits=2).replace("rounds=12", "rounds=3"), faketimer=FAKE_TIMER
+    )
+    runs = []
+    for name in ("before.json", "after.json"):
+        runs.append(str(pytester.path / name))
+        pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--benchmark-timer=faketimer.clock",
+            f"--benchmark-json={runs[-1]}", "--benchmark-save-data",
+        ).assert_outcomes(passed=1)  # fmt: skip
+    assert main(["compare", *runs]) == ExitCode.NOT_JUDGED
+    out = capsys.readouterr().out
+    assert (
+        "(has 3): medians alone are not judged; raise the rounds (--benchmark-min-rounds; " in out
+    )
+    assert "benchmark.pedantic's rounds=)" in out

@@ -343,7 +343,12 @@ def _compare_cpu(baseline: Bench, current: Bench, threshold: float) -> Compariso
 
 def _compare_times(baseline: Bench, current: Bench, threshold: float) -> Comparison:
     if baseline.data and current.data:
-        return compare_samples(baseline.data, current.data, threshold)
+        more = (
+            "raise the rounds (--perf-rounds, or the perf marker's rounds)"
+            if current.result is not None
+            else "raise the rounds (--benchmark-min-rounds; benchmark.pedantic's rounds=)"
+        )
+        return compare_samples(baseline.data, current.data, threshold, more=more)
     old = baseline.median if baseline.median is not None else _median(baseline.data)
     new = current.median if current.median is not None else _median(current.data)
     side = "baseline" if not baseline.data else "current run"

@@ -145,9 +145,11 @@ def compare_samples(
     higher_is_better: bool = False,
     alpha: float = RANK_ALPHA,
     min_samples: int = MIN_RANK_SAMPLES,
+    more: str = "raise the rounds",
 ) -> Comparison:
     """Judge raw per-round samples of one metric (times by default; rates with
-    ``higher_is_better=True``).
+    ``higher_is_better=True``). With too few samples, the reason ends with ``more``:
+    how to get more.
 
     >>> compare_samples([1.0, 1.01, 0.99] * 4, [1.3, 1.31, 1.29] * 4, 0.05).verdict
     <Verdict.SLOWER: 'slower'>
@@ -161,7 +163,7 @@ def compare_samples(
         fewest = min(base.size, cur.size)
         reason = (
             f"rank test needs >= {min_samples} rounds per side to reach p < {alpha}"
-            f" (has {fewest}): medians alone are not judged; raise the rounds"
+            f" (has {fewest}): medians alone are not judged; {more}"
         )
         return compare_aggregates(
             float(np.median(base)),
