@@ -142,6 +142,23 @@ def test_a_file_new_in_the_candidate_is_a_row_not_an_error(tmp_path: Path) -> No
     ]
 
 
+def test_a_side_without_the_file_still_knows_its_conftest_options(tmp_path: Path) -> None:
+    """The side that lacks the only file named collects nothing from that file's
+    folder, yet loads the checkout's conftest files, so an option one adds is no usage
+    error there."""
+    repo = committed(tmp_path, {"benches/bench_old.py": BENCH})
+    option = "def pytest_addoption(parser):\n    parser.addoption('--dataset', default='big')\n"
+    repo.write("conftest.py", STEADY_CLOCK + "\n\n" + option)
+    repo.commit("an option")
+    repo.write("benches/bench_new.py", BENCH)
+    repo.commit("a new bench file")
+    args = ["--", "benches/bench_new.py", "--dataset=small", "--perf-scale=smoke"]
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, *args)
+    assert result.code == 3, result.out + result.err
+    assert verdict(result.out, "benches/bench_new.py::test_decode") == "added", result.out
+    assert "bench_old" not in result.out
+
+
 def test_a_module_skipped_whole_is_a_row_with_its_reason(tmp_path: Path) -> None:
     """``pytest.importorskip`` at a module's top skips it at collection: where the other
     side has its benches, each is `skipped` naming the side and the reason; where no

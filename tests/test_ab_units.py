@@ -335,6 +335,8 @@ def test_confirm_is_refused_beside_processes_not_ignored(
         "perfsuite ab: error: --confirm 6: not with --processes 4, whose verdicts already "
         "stand on fresh pairs of processes; drop one of them"
     ]
+    assert main(["ab", "HEAD", "HEAD", "--processes", "4", "--confirm-seconds", "30"]) == 2
+    assert "error: --confirm-seconds 30: not with --processes 4" in capsys.readouterr().err
 
 
 def test_each_bench_has_its_own_plot_whatever_its_id(tmp_path: Path) -> None:

@@ -24,13 +24,15 @@ def test_three(benchmark):
 """
 
 
-def lines(pytester: pytest.Pytester, *args: str) -> list[str]:
-    """The perfsuite verdict section's lines about removed and unselected benches."""
+def lines(pytester: pytest.Pytester, *args: str, status: int = 0) -> list[str]:
+    """The perfsuite verdict section's lines about removed and unselected benches, and
+    the gate's line, of a run that ends with ``status``."""
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--benchmark-timer=faketimer.clock",
         "--benchmark-storage=store", *args,
     )  # fmt: skip
-    words = ("removed since", "outside this run")
+    assert result.ret == status, result.stdout.str()
+    words = ("removed since", "outside this run", "perfsuite gate:")
     return [line for line in result.outlines if line.startswith(words)]
 
 
@@ -71,4 +73,19 @@ def test_a_bench_gone_from_the_selection_is_removed(saved: pytest.Pytester) -> N
     ]
     assert lines(saved, "--benchmark-compare") == [
         "removed since the baseline: test_a.py::test_two"
+    ]
+
+
+def test_a_gate_on_new_benches_alone_says_why_nothing_was_judged(
+    saved: pytest.Pytester,
+) -> None:
+    """Every bench of the run is new and every baseline bench outside its paths: the
+    gate judges nothing, exits 3 and says both, never an empty reason."""
+    (saved.path / "tests" / "test_c.py").write_text(NESTED_BENCH.replace("three", "four"))
+    assert lines(saved, "tests/test_c.py", "--benchmark-compare", "--perf-gate", status=3) == [
+        "outside this run's selection (-k, -m or its paths), not judged: 3 of the "
+        "baseline's benches, e.g. test_a.py::test_one",
+        "perfsuite gate: REFUSED: cannot judge: this run's 1 benches are not in the "
+        "baseline; 3 of the baseline's benches are outside this run's selection (-k, -m "
+        "or its paths); a gate that judged nothing does not pass",
     ]

@@ -262,10 +262,17 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     problem = pin_difference(root, base, candidate)
     if problem:
         raise PerfsuiteError(f"{problem}; perfsuite ab runs both sides in this environment")
-    if args.processes > 1 and args.confirm:
+    confirming = {
+        "--confirm": args.confirm or None,
+        "--suspects": args.suspects,
+        "--confirm-seconds": args.confirm_seconds,
+    }
+    given = [f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
+             for option, value in confirming.items() if value is not None]  # fmt: skip
+    if args.processes > 1 and given:
         raise PerfsuiteError(
-            f"--confirm {args.confirm}: not with --processes {args.processes}, whose "
-            "verdicts already stand on fresh pairs of processes; drop one of them"
+            f"{given[0]}: not with --processes {args.processes}, whose verdicts already "
+            "stand on fresh pairs of processes; drop one of them"
         )
     args.confirm = DEFAULT_CONFIRM if args.confirm is None else args.confirm
     if args.confirm == 1:

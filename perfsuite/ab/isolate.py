@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite.ab.sidemanage import SideSpec, nowhere
+from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.data.fsutil import atomic_write_text
 
 #: how long one side's file listing (``pytest --collect-only``) may take
@@ -58,10 +58,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[
     ]
 
 
-def _listing_command(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) -> list[str]:
+def _listing_command(spec: SideSpec, pytest_args: Sequence[str]) -> list[str]:
     return [
         sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate",
-        *spec.pytest_args(pytest_args, nowhere(workdir)), "--collect-only", "-q",
+        *spec.pytest_args(pytest_args), "--collect-only", "-q",
     ]  # fmt: skip
 
 
@@ -81,7 +81,7 @@ def collect_files(
             env = spec.env()
             env[COLLECT_OUT_ENV] = str(listing)
             proc = subprocess.Popen(
-                _listing_command(spec, pytest_args, workdir),
+                _listing_command(spec, pytest_args),
                 cwd=spec.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,

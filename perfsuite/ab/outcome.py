@@ -129,21 +129,26 @@ class SessionOutcome:
     seed: int
 
 
+def _under(nodeid: str, key: str) -> bool:
+    """Whether the node ``key`` (a module, or a folder or package) holds ``nodeid``."""
+    return nodeid == key or nodeid.startswith((f"{key}::", f"{key}/"))
+
+
 def collection_skips(
     hellos: dict[str, dict[str, Any]], removed: list[str], added: list[str], threshold: float
 ) -> tuple[list[BenchRun], list[str], list[str]]:
-    """Rows for the modules a side skipped whole (its ``hello``'s ``skipped``): each bench
-    the other side has there, as a run skipped by that side with its reason; a module
-    with no such bench, as one skipped run of its own. Then the benches of one side only
-    that are left (base only, candidate only)."""
+    """Rows for the modules (or folders) a side skipped whole (its ``hello``'s
+    ``skipped``): each bench the other side has there, as a run skipped by that side
+    with its reason; one with no such bench, as one skipped run of its own. Then the
+    benches of one side only that are left (base only, candidate only)."""
     skips = {name: dict(hellos.get(name, {}).get("skipped") or {}) for name in "AB"}
     runs: list[BenchRun] = []
     shown: set[str] = set()
     kept: tuple[list[str], list[str]] = ([], [])
     for ids, other, out in ((removed, "B", kept[0]), (added, "A", kept[1])):
         for nodeid in ids:
-            module = nodeid.split("::", 1)[0]
-            if module not in skips[other]:
+            module = next((key for key in skips[other] if _under(nodeid, key)), None)
+            if module is None:
                 out.append(nodeid)
                 continue
             shown.add(module)

@@ -101,7 +101,8 @@ class _Elsewhere(pytest.File):
 
 def _message(report: pytest.TestReport) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
+        said = str(report.longrepr[2]).removeprefix("Skipped: ").strip().splitlines()
+        return said[0][:500] if said else report.outcome
     text = report.longreprtext.strip().splitlines()
     errors = [line for line in text if line.startswith("E ")]
     line = errors[-1].removeprefix("E").strip() if errors else text[-1] if text else ""

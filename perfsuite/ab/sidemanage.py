@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import glob
 import os
 import random
 import signal
@@ -107,40 +108,37 @@ def missing_files(args: Sequence[str], cwd: Path) -> list[str]:
     return [args[i] for i in named_files(args) if not (cwd / args[i].split("::", 1)[0]).exists()]
 
 
-def own_files(args: Sequence[str], cwd: Path, nowhere: Path | None = None) -> list[str]:
+def own_files(args: Sequence[str], cwd: Path) -> list[str]:
     """``args`` without the bench files (``x.py``, ``x.py::test``) that this side's
     checkout lacks: a file added or removed between the revisions is then a row on one
     side only, as in the default selection, not a pytest usage error. Where the side
-    lacks every file named, they give way to ``nowhere`` (an empty folder), so the side
-    collects nothing; without it, ``args`` stand and pytest names what is missing.
+    lacks every file named, the first gives way to its nearest existing folder with
+    everything in it ignored: the side collects nothing, yet loads the conftest files
+    (and the options they add) that the file would have.
 
     >>> here = Path(__file__).parent
     >>> own_files(["sidemanage.py", "gone.py::t", "-k", "x.py", "-q"], here)
     ['sidemanage.py', '-k', 'x.py', '-q']
-    >>> own_files(["gone.py::t", "-q"], here)
-    ['gone.py::t', '-q']
-    >>> own_files(["gone.py::t", "-q", "gone2.py"], here, Path("/e"))
-    ['/e', '-q']
+    >>> own_files(["new/gone.py::t", "-q", "gone2.py"], here)[:2]
+    ['.', '-q']
+    >>> own_files(["new/gone.py::t", "-q", "gone2.py"], here)[2] == f"--ignore-glob={here}/*"
+    True
     """
     files = named_files(args)
     gone = {i for i in files if not (cwd / args[i].split("::", 1)[0]).exists()}
-    if not gone or (len(gone) == len(files) and nowhere is None):
+    if not gone:
         return list(args)
     if len(gone) < len(files):
         return [arg for i, arg in enumerate(args) if i not in gone]
     first = min(gone)
-    return [
-        str(nowhere) if i == first else arg
-        for i, arg in enumerate(args)
-        if i not in gone or i == first
+    folder = (cwd / args[first].split("::", 1)[0]).parent
+    while not folder.is_dir():
+        folder = folder.parent
+    where = os.path.relpath(folder, cwd)
+    kept = [
+        where if i == first else arg for i, arg in enumerate(args) if i not in gone or i == first
     ]
-
-
-def nowhere(workdir: Path) -> Path:
-    """An empty folder in ``workdir``: what a side collects when it lacks every file named."""
-    folder = workdir / "nowhere"
-    folder.mkdir(exist_ok=True)
-    return folder
+    return [*kept, f"--ignore-glob={glob.escape(str(folder.resolve()))}/*"]
 
 
 #: the module that runs inside a side, as a revision of perfsuite itself names it
@@ -192,11 +190,11 @@ class SideSpec:
         role = "base" if self.name == "A" else "candidate"
         return f"side {self.name} ({role}, {self.revision.label})"
 
-    def pytest_args(self, args: Sequence[str], nowhere: Path | None = None) -> list[str]:
+    def pytest_args(self, args: Sequence[str]) -> list[str]:
         """``args`` for this side's pytest, rooted at its folder: node ids are relative to
         the repository root whatever the arguments (:mod:`perfsuite.ab.rootdir`). Named
-        bench files this side lacks are left out (:func:`own_files`, ``nowhere``)."""
-        kept = own_files(args, self.cwd, nowhere)
+        bench files this side lacks are left out (:func:`own_files`)."""
+        kept = own_files(args, self.cwd)
         return [*rooted(self.cwd, self.root, kept), *kept]
 
     def env(self) -> dict[str, str]:
@@ -211,7 +209,6 @@ class SideProcess:
 
     def __init__(self, spec: SideSpec, workdir: Path) -> None:
         self.spec = spec
-        self.nowhere = nowhere(workdir)
         self.socket_path = workdir / f"{spec.name}.sock"
         self.log_path = workdir / f"{spec.name}.log"
         self.json_path = workdir / f"{spec.name}.json"
@@ -240,7 +237,7 @@ class SideProcess:
             sys.executable,
             "-m",
             "pytest",
-            *self.spec.pytest_args(pytest_args, self.nowhere),
+            *self.spec.pytest_args(pytest_args),
             f"--benchmark-json={self.json_path}",
             "--benchmark-save-data",
         ]

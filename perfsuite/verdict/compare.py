@@ -129,7 +129,7 @@ def within_selection(
 
     def selected(name: str) -> bool:
         path, _, test = name.partition("::")
-        file = root / path
+        file = (root / path).resolve()  # as the arguments are: symlinks and .. alike
         covered = any(_covers(where, prefix, file, test) for where, prefix in wanted)
         return name not in deselected and (covered or not wanted)
 

@@ -146,7 +146,15 @@ def nothing_judged(comparison: RunComparison) -> str | None:
             "run (skipped, failed or renamed?)"
         )
     if not comparison.verdicts:
-        return removed
+        parts = [removed] if removed else []
+        if comparison.added:
+            parts.append(f"this run's {len(comparison.added)} benches are not in the baseline")
+        if comparison.unselected:
+            parts.append(
+                f"{len(comparison.unselected)} of the baseline's benches are outside this "
+                "run's selection (-k, -m or its paths)"
+            )
+        return "; ".join(parts) or "no bench is in both runs"
     reasons: dict[str, int] = {}
     for item in comparison.verdicts:
         reason = item.not_comparable or ""
