@@ -7,6 +7,7 @@ configuration file.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -290,3 +291,25 @@ def test_no_arguments_leave_the_selection_to_pytest(tmp_path: Path) -> None:
     (tmp_path / "benches").mkdir()
     assert selection(tmp_path, []) == ["benches"]
     assert selection(tmp_path, ["-k", "x"]) == ["-k", "x"]
+
+
+#: a pool of 3 rounds: fresh arguments made up front, so no more than 3 can run
+POOL = """
+def test_pool(benchmark):
+    pool = [((), {}) for _ in range(3)]
+    benchmark.pedantic(lambda: None, setup=pool.pop, rounds=3)
+"""
+
+
+def test_a_pedantic_pool_too_small_to_decide_says_to_raise_its_rounds(tmp_path: Path) -> None:
+    """``benchmark.pedantic(setup=..., rounds=3)`` gives lockstep 3 rounds at most: the
+    row is inconclusive naming its rounds, and the hint is its ``rounds=``, not
+    ``--max-pairs``, which could not add a pair."""
+    repo = committed(tmp_path, {"test_pool.py": POOL})
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET)
+    assert result.code == 3, result.out + result.err
+    row = next(line for line in result.out.splitlines() if line.startswith("test_pool.py"))
+    assert re.search(r"inconclusive \(its benchmark\.pedantic rounds= allow [123] pairs\)", row)
+    last = result.out.strip().splitlines()[-2]
+    assert "alternates only the rounds= it asks for: more of them would decide" in last
+    assert "--max-pairs" not in last

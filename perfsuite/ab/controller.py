@@ -324,8 +324,7 @@ class Controller:
 
     def _pair_limit(self, rounds: int) -> tuple[int, int]:
         """(rounds per block, most pairs), given the bench's ``rounds`` per block: a side
-        with a finite pool of rounds (fresh processes started up front) alternates one
-        round per block, as many as the smaller pool holds."""
+        with a finite pool of rounds alternates one a block, as many as it holds."""
         caps = [
             cap
             for name in self.sides
@@ -344,6 +343,7 @@ class Controller:
         fixtures = [(self.state[n].ready or {}).get("fixture") for n in self.sides]
         drain, rounds = block_plan(self.drain_rounds, self.block_rounds, self.idle, fixtures)
         k, max_pairs = self._pair_limit(rounds)
+        run.pool = max_pairs if max_pairs < self.budget.max_pairs else None
         sequential = Sequential(self.budget, run.threshold)
         rng = random.Random(f"{self.seed}:{nodeid}")
         start = time.monotonic()

@@ -38,6 +38,7 @@ class BenchRun:
     b_cpu: list[list[float]] = field(default_factory=list)
     calls: dict[str, int] = field(default_factory=dict)  # side -> calls a round
     peak_mb: dict[str, float] = field(default_factory=dict)  # side -> peak memory so far
+    pool: int | None = None  # the most pairs its own finite rounds allow (pedantic setup=)
     # pooled over fresh pairs of processes: each pair's (A, B) peak memory
     pair_peaks: list[tuple[float, float]] = field(default_factory=list)
     memory_threshold: float = MEMORY_THRESHOLD

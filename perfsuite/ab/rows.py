@@ -162,6 +162,8 @@ class Row:
 
     def unjudged_reason(self) -> str:
         """What this row's status says of why it was not judged."""
+        if self.verdict is Verdict.INCONCLUSIVE and self.run and self.run.pool:
+            return "inconclusive with every round its rounds= allow"
         if self.verdict is Verdict.INCONCLUSIVE:
             return "inconclusive"
         return self.status or "not measured"
@@ -182,6 +184,8 @@ class Row:
             word += f" ({self.status})"
         elif result.futile:
             word += " (stopped early: its budget could not decide)"
+        elif result.verdict is Verdict.INCONCLUSIVE and self.run and self.run.pool:
+            word += f" (its benchmark.pedantic rounds= allow {self.run.pool} pairs)"
         time = f"{pct(result.change)}"
         if result.ci is not None:
             time += f" [{pct(result.ci[0])}, {pct(result.ci[1])}]"

@@ -172,7 +172,12 @@ class Verdicts:
                 "a bench that passed without measuring used neither the perf nor the "
                 "benchmark fixture"
             )
-        if any(why.startswith("inconclusive") for why in reasons):
+        if any("rounds= allow" in why for why in reasons):
+            hints.append(
+                "a benchmark.pedantic bench with setup= alternates only the rounds= it "
+                "asks for: more of them would decide"
+            )
+        if any(why == "inconclusive" for why in reasons):
             hints.append(
                 "more pairs (--max-pairs, --max-seconds) or a quieter machine would decide"
             )
