@@ -157,9 +157,9 @@ def collection_skips(
                 BenchRun(nodeid, threshold, skipped=f"side {other}: {skips[other][module]}")
             )
     for module in dict.fromkeys([*skips["A"], *skips["B"]]):
-        reasons = {name: skips[name][module] for name in "AB" if module in skips[name]}
         if module in shown:
             continue
+        reasons = {name: skips[name][module] for name in "AB" if module in skips[name]}
         if len(set(reasons.values())) == 1 and len(reasons) == 2:
             said = f"both sides: {reasons['A']}"
         else:

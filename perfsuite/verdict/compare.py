@@ -133,6 +133,7 @@ def within_selection(
         covered = any(_covers(where, prefix, file, test) for where, prefix in wanted)
         return name not in deselected and (covered or not wanted)
 
-    keep = [n for n in comparison.removed if selected(n)]
-    others = [n for n in comparison.removed if not selected(n)]
+    chosen = {name: selected(name) for name in comparison.removed}
+    keep = [name for name, inside in chosen.items() if inside]
+    others = [name for name, inside in chosen.items() if not inside]
     return replace(comparison, removed=keep, unselected=[*comparison.unselected, *others])
