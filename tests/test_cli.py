@@ -120,7 +120,7 @@ def test_compare_file_paths_and_markdown(storage: Path, capsys: pytest.CaptureFi
     assert main(["compare", str(base), str(cur), "--markdown"]) == ExitCode.REGRESSION
     out = capsys.readouterr().out
     assert "| bench | verdict |" in out
-    assert "| **decode/pil** | SLOWER" in out
+    assert "| **`decode/pil`** | SLOWER" in out
 
 
 @pytest.mark.parametrize(

@@ -73,9 +73,9 @@ def test_report_files_and_images(tmp_path: Path) -> None:
     summary = files[0].read_text()
     assert "## Verdict" in summary
     assert "> a note" in summary
-    assert "| **decode/pil** | SLOWER" in summary
+    assert "| **`decode/pil`** | SLOWER" in summary
     assert "### decode" in summary
-    assert "| pil (baseline) |" in summary
+    assert "| `pil` (baseline) |" in summary
     assert "| 1.00x |" in summary
     assert "Machine: Test CPU, 2 CPUs; pillow 11.0." in summary
     assert not list((tmp_path / "out").rglob("*.tmp"))
@@ -83,7 +83,7 @@ def test_report_files_and_images(tmp_path: Path) -> None:
 
 def test_speedup_over_the_group_baseline() -> None:
     rows = group_rows(list(run("r").benches.values()))
-    assert rows[0][0] == "pil (baseline)"
+    assert rows[0][0] == "`pil` (baseline)"
     assert rows[0][3:6] == ["-", "-", "-"]  # no cost recorded: cores, items/cpu-s, peak MB
     assert rows[0][6] == "1.00x"
     speedup = float(rows[1][6].rstrip("x"))

@@ -74,6 +74,8 @@ def groups(run: Run) -> dict[str, list[Bench]]:
 
 def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
     """variant, median items/s, spread (IQR of per-round items/s), speedup, rounds."""
+    from perfsuite.verdict.table import code_span
+
     baseline_rate = next((b.median_rate() for b in benches if is_baseline(b)), None)
     rows = []
     for bench in benches:
@@ -87,7 +89,7 @@ def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
         speedup = f"{rate / baseline_rate:.2f}x" if rate and baseline_rate else "-"
         rows.append(
             [
-                variant_of(bench) + tag,
+                code_span(variant_of(bench)) + tag,
                 f"{_fmt_rate(rate)} {bench.unit}/s"
                 if rate
                 else (f"{bench.median * 1000:.3f} ms/call" if bench.median else "-"),

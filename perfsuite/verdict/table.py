@@ -253,7 +253,7 @@ def markdown_lines(comparison: RunComparison) -> list[str]:
         lines.extend([f"> **Warning:** {line}", ""])
     rows, notes = verdict_rows(comparison)
     if rows:
-        bold = [[f"**{r[0]}**" if _marked(r) else r[0], *r[1:]] for r in rows]
+        bold = [[f"**{code_span(r[0])}**" if _marked(r) else code_span(r[0]), *r[1:]] for r in rows]
         lines.extend(markdown_table(bold, HEADER))
         lines.append("")
     lines.extend(f"[{i}] {note}  " for i, note in enumerate(notes, 1))
