@@ -106,7 +106,7 @@ def test_run_comparison_table_names_directions() -> None:
     decision = gate_decision(comparison, allow_mismatch=False)
     assert decision.outcome is GateOutcome.REGRESSION
     assert "g/a (slower)" in decision.message
-    assert any(line.startswith("| **g/a**") for line in markdown_lines(comparison))
+    assert any(line.startswith("| **`g/a`**") for line in markdown_lines(comparison))
 
 
 def test_exact_counter_rise_is_a_regression() -> None:
