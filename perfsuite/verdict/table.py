@@ -253,7 +253,8 @@ def markdown_lines(comparison: RunComparison) -> list[str]:
         lines.extend([f"> **Warning:** {line}", ""])
     rows, notes = verdict_rows(comparison)
     if rows:
-        bold = [[f"**{code_span(r[0])}**" if _marked(r) else code_span(r[0]), *r[1:]] for r in rows]
+        spans = [code_span(r[0]) for r in rows]
+        bold = [[f"**{s}**" if _marked(r) else s, *r[1:]] for s, r in zip(spans, rows, strict=True)]
         lines.extend(markdown_table(bold, HEADER))
         lines.append("")
     lines.extend(f"[{i}] {note}  " for i, note in enumerate(notes, 1))
