@@ -167,7 +167,10 @@ def run_compare(args: argparse.Namespace) -> int:
     )
     lines = markdown_lines(comparison) if args.markdown else text_lines(comparison)
     decision = gate_decision(
-        comparison, args.allow_machine_mismatch, allow_flag="--allow-machine-mismatch"
+        comparison,
+        args.allow_machine_mismatch,
+        allow_flag="--allow-machine-mismatch",
+        who="a comparison",
     )
     lines.append(f"perfsuite compare: {decision.outcome.value}: {decision.message}")
     print("\n".join(lines))

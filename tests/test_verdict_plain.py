@@ -79,3 +79,43 @@ def test_too_few_rounds_of_a_plain_bench_say_which_rounds_to_raise(
         "(has 3): medians alone are not judged; raise the rounds (--benchmark-min-rounds; " in out
     )
     assert "benchmark.pedantic's rounds=)" in out
+
+
+def autosave(pytester: pytest.Pytester, hits: int, *args: str) -> pytest.RunResult:
+    """A run of the plain bench saved by ``--benchmark-autosave`` alone: no raw samples."""
+    pytester.makepyfile(test_plain=PLAIN.format(hits=hits), faketimer=FAKE_TIMER)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-timer=faketimer.clock",
+        "--benchmark-autosave", "--benchmark-storage=store", *args,
+    )  # fmt: skip
+
+
+def test_a_counter_that_rose_fails_against_a_baseline_without_raw_samples(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No time can be judged against a baseline saved without raw samples, yet a risen
+    exact counter needs none: the comparison and the gate fail on it (exit 1), not
+    refuse (exit 3), so the regression is not lost into the next baseline."""
+    autosave(pytester, 2).assert_outcomes(passed=1)
+    gated = autosave(pytester, 5, "--benchmark-compare", "--perf-gate")
+    assert gated.ret == ExitCode.REGRESSION, gated.stdout.str()
+    out = gated.stdout.str()
+    assert "perfsuite gate: FAILED: 1 regression: " in out
+    assert "hits 2 -> 5 ROSE" in out
+    store = pytester.path / "store"
+    first, second = sorted(p.stem.split("_")[0] for p in store.rglob("*.json"))
+    assert main(["compare", "--storage", str(store), first, second]) == ExitCode.REGRESSION
+    assert "perfsuite compare: regression: 1 regression: " in capsys.readouterr().out
+
+
+def test_a_comparison_that_judged_nothing_says_so_as_a_comparison(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    autosave(pytester, 2).assert_outcomes(passed=1)
+    autosave(pytester, 2).assert_outcomes(passed=1)
+    store = pytester.path / "store"
+    first, second = sorted(p.stem.split("_")[0] for p in store.rglob("*.json"))
+    assert main(["compare", "--storage", str(store), first, second]) == ExitCode.NOT_JUDGED
+    out = capsys.readouterr().out
+    assert "baseline has no raw samples" in out
+    assert out.rstrip().endswith("a comparison that judged nothing does not pass")

@@ -7,10 +7,11 @@
 * **unconfirmed**: a suspect whose confirmation could not run or decide;
 * **machine mismatch**: the baseline comes from another machine or stack (refused
   unless allowed);
-* **nothing judged**: no bench could be compared, because the baseline was saved at
-  another ``--perf-scale`` or on another ``--perf-images`` folder, holds no benches, has
-  timings all zero, none of its benches ran, or none could be decided (too few raw
-  samples, every one inconclusive): a gate that judged nothing does not pass;
+* **nothing judged**: no exact counter rose and no bench could be compared, because
+  the baseline was saved at another ``--perf-scale`` or on another ``--perf-images``
+  folder, holds no benches, has timings all zero, none of its benches ran, or none
+  could be decided (too few raw samples, every one inconclusive): a verdict that
+  judged nothing does not pass;
 * **pass** otherwise: at least one bench judged, none regressed. Benches with too few
   samples for the rank test are shown with their median move but never judged.
 
@@ -81,10 +82,13 @@ def gate_decision(
     comparison: RunComparison,
     allow_mismatch: bool,
     allow_flag: str = "--perf-allow-machine-mismatch",
+    who: str = "a gate",
 ) -> GateDecision:
     """Regression if a bench is slower (and, where confirmed, the confirmation agreed) or
     a counter rose; unconfirmed when a suspect's confirmation could not decide; refused
-    on a machine mismatch or when nothing was judged; pass otherwise."""
+    on a machine mismatch or when nothing was judged (``who``, the command, names itself
+    in that line); pass otherwise. A risen exact counter is judged whatever the time's
+    verdict: it fails even where no time could be."""
     if comparison.mismatch and not allow_mismatch:
         what = "; ".join(str(d) for d in comparison.mismatch)
         return GateDecision(
@@ -96,7 +100,7 @@ def gate_decision(
     if nothing is not None:
         return GateDecision(
             GateOutcome.NOTHING_JUDGED,
-            f"cannot judge: {nothing}; a gate that judged nothing does not pass",
+            f"cannot judge: {nothing}; {who} that judged nothing does not pass",
         )
     regressions = [v for v in comparison.regressions if not v.unconfirmed or v.counters_rose]
     if regressions:
@@ -131,8 +135,9 @@ def gate_decision(
 
 
 def nothing_judged(comparison: RunComparison) -> str | None:
-    """Why no bench of ``comparison`` could be judged, or ``None`` when one was."""
-    if any(v.judged for v in comparison.verdicts):
+    """Why no bench of ``comparison`` could be judged, or ``None`` when one was (a
+    bench whose exact counter rose is judged: a regression)."""
+    if any(v.judged or v.counters_rose for v in comparison.verdicts):
         return None
     baseline, current = comparison.baseline, comparison.current
     if not baseline.benches:
