@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.ab.command import selection, side_args
+from perfsuite.ab.command import side_args
 from perfsuite.ab.isolate import collect_files
 from perfsuite.ab.revisions import Revision, WorktreeCache, resolve
 from perfsuite.ab.rootdir import config_file, holds_config, rooted
@@ -284,13 +284,6 @@ def test_the_config_file_is_the_one_pytest_finds_inside_the_checkout(tmp_path: P
     # the user's configuration file is taken as given
     for given in (["-c", "x.ini"], ["-cx.ini"], ["--config-file", "x.ini"], ["--config-file=x"]):
         assert rooted(root, root, ["benches", *given]) == [f"--rootdir={root.resolve()}"]
-
-
-def test_no_arguments_leave_the_selection_to_pytest(tmp_path: Path) -> None:
-    assert selection(tmp_path, []) == []
-    (tmp_path / "benches").mkdir()
-    assert selection(tmp_path, []) == ["benches"]
-    assert selection(tmp_path, ["-k", "x"]) == ["-k", "x"]
 
 
 #: a pool of 3 rounds: fresh arguments made up front, so no more than 3 can run

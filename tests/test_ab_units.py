@@ -20,7 +20,7 @@ from perfsuite.ab.budget import (
     session_budget,
     suspects_for,
 )
-from perfsuite.ab.command import selection, side_args, split_argv
+from perfsuite.ab.command import side_args, split_argv
 from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
@@ -151,11 +151,7 @@ def test_a_session_judged_across_pairs_of_processes_runs_a_fixed_plan() -> None:
     assert stops(59.0 / 12) == 12
 
 
-def test_selection_and_side_args(tmp_path: Path) -> None:
-    assert selection(tmp_path, []) == []  # pytest's own default: testpaths, else the root
-    (tmp_path / "benches").mkdir()
-    assert selection(tmp_path, []) == ["benches"]
-    assert selection(tmp_path, ["x.py"]) == ["x.py"]
+def test_side_args(tmp_path: Path) -> None:
     assert side_args(["b"], 0.1)[-1] == "--perf-threshold=0.1"
     assert "--perf-threshold=0.1" not in side_args(["--perf-threshold=0.2"], 0.1)
     for parallel in (["-n", "2"], ["-n4"], ["--numprocesses=2"], ["--dist", "load"]):

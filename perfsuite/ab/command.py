@@ -158,13 +158,14 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return args, []
 
 
-def selection(root: Path, pytest_args: Sequence[str]) -> list[str]:
-    """What both sides run: the given pytest arguments; else benches/ where the root has
-    one; else none, so pytest's own default applies (started at the root: the
-    ``testpaths`` of its configuration, else the root)."""
-    if pytest_args:
+def selection(root: Path, pytest_args: Sequence[str], own: bool) -> list[str]:
+    """What both sides run: the given pytest arguments, where they name paths of their
+    own (``own``); else the arguments after benches/ where the root has one, or alone, so
+    pytest's own default applies (started at the root: the ``testpaths`` of its
+    configuration, else the root)."""
+    if own:
         return list(pytest_args)
-    return ["benches"] if (root / "benches").is_dir() else []
+    return ["benches", *pytest_args] if (root / "benches").is_dir() else list(pytest_args)
 
 
 #: pytest options that spread a session over worker processes, which lockstep cannot drive
@@ -238,10 +239,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
     from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
+    from perfsuite.ab.pytest_args import names_paths
     from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
-    from perfsuite.ab.sidemanage import SideProcess, SideSpec, check_sides
+    from perfsuite.ab.sidemanage import SideProcess, SideSpec, check_sides, peered
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.verdict.paired import PAIRED_ALPHA
@@ -288,25 +290,30 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     suspect_kind = suspects_for(args, scale)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     start = snapshot()
-    chosen = selection(root, pytest_args)
     # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
-    subdir = Path.cwd().resolve().relative_to(root) if pytest_args else Path()
+    here = Path.cwd().resolve()
+    own = names_paths(pytest_args, here, root)
+    chosen = selection(root, pytest_args, own)
+    subdir = here.relative_to(root.resolve()) if own else Path()
     with contextlib.ExitStack() as stack:
         done: dict[str, Path] = {}
-        specs = [
+        specs = peered([
             SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
             SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
-        ]
+        ])  # fmt: skip
         check_sides(specs, chosen)
         workdir = stack.enter_context(run_folder())
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
+        default = (
+            [] if own or chosen[:1] == ["benches"] else ["(its default: testpaths, else the root)"]
+        )
         blocks = f"{args.block_rounds or '1- or 2'}-round blocks"
         if first_budget.min_pairs == first_budget.max_pairs:
             pair_counts = str(first_budget.min_pairs)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}; "
-            f"pytest {shlex.join(chosen) or '(its default: testpaths, else the root)'}; "
+            f"pytest {' '.join([shlex.join(chosen), *default]).strip()}; "
             f"seed {seed}; budget {pair_counts} pairs of {blocks}, "
             f"{budget.max_seconds:g} s per bench",
             flush=True,

@@ -96,11 +96,11 @@ def _inside(path: Path, root: Path) -> bool:
 def selected_folders(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[Path]:
     """The folders of the arguments that name an existing path inside ``root`` (a file's
     folder, a node id's file's folder), resolved from ``cwd``."""
+    from perfsuite.ab.pytest_args import path_part, positional
+
     found = []
-    for arg in pytest_args:
-        if arg.startswith("-"):
-            continue
-        path = (cwd / arg.split("::", 1)[0]).resolve()
+    for i in positional(pytest_args):
+        path = (cwd / path_part(pytest_args[i])).resolve()
         if path.exists() and _inside(path, root):
             found.append(path if path.is_dir() else path.parent)
     return found

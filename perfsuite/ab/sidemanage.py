@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import glob
 import os
 import random
 import signal
@@ -26,11 +25,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfsuite.ab.procfs import all_stopped, cpu_seconds, descendants, process_group
 from perfsuite.ab.protocol import FILES_ENV, SIDE_ENV, SOCKET_ENV, Channel
+from perfsuite.ab.pytest_args import missing_files, own_paths
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rootdir import rooted
 from perfsuite.errors import PerfsuiteError
@@ -81,69 +81,17 @@ def side_pythonpath(root: Path, inherited: str | None) -> str:
     return os.pathsep.join(parts)
 
 
-#: pytest options whose value may follow as the next argument and may end in ``.py``
-VALUE_OPTIONS = frozenset(
-    ("-k", "-m", "-p", "-o", "-c", "-W", "--deselect", "--ignore", "--ignore-glob",
-     "--config-file", "--override-ini", "--confcutdir", "--rootdir", "--basetemp")
-)  # fmt: skip
-
-
-def named_files(args: Sequence[str]) -> list[int]:
-    """Where ``args`` name bench files (``x.py``, ``x.py::test``), not an option's value.
-
-    >>> named_files(["a.py", "-k", "x.py", "b.py::t", "-q"])
-    [0, 3]
-    """
-    return [
-        i
-        for i, arg in enumerate(args)
-        if not arg.startswith("-")
-        and arg.split("::", 1)[0].endswith(".py")
-        and (i == 0 or args[i - 1] not in VALUE_OPTIONS)
-    ]
-
-
-def missing_files(args: Sequence[str], cwd: Path) -> list[str]:
-    """The bench files ``args`` name that are not under ``cwd``."""
-    return [args[i] for i in named_files(args) if not (cwd / args[i].split("::", 1)[0]).exists()]
-
-
-def own_files(args: Sequence[str], cwd: Path) -> list[str]:
-    """``args`` without the bench files (``x.py``, ``x.py::test``) that this side's
-    checkout lacks: a file added or removed between the revisions is then a row on one
-    side only, as in the default selection, not a pytest usage error. Where the side
-    lacks every file named, the first gives way to its nearest existing folder with
-    everything in it ignored: the side collects nothing, yet loads the conftest files
-    (and the options they add) that the file would have.
-
-    >>> here = Path(__file__).parent
-    >>> own_files(["sidemanage.py", "gone.py::t", "-k", "x.py", "-q"], here)
-    ['sidemanage.py', '-k', 'x.py', '-q']
-    >>> own_files(["new/gone.py::t", "-q", "gone2.py"], here)[:2]
-    ['.', '-q']
-    >>> own_files(["new/gone.py::t", "-q", "gone2.py"], here)[2] == f"--ignore-glob={here}/*"
-    True
-    """
-    files = named_files(args)
-    gone = {i for i in files if not (cwd / args[i].split("::", 1)[0]).exists()}
-    if not gone:
-        return list(args)
-    if len(gone) < len(files):
-        return [arg for i, arg in enumerate(args) if i not in gone]
-    first = min(gone)
-    folder = (cwd / args[first].split("::", 1)[0]).parent
-    while not folder.is_dir():
-        folder = folder.parent
-    where = os.path.relpath(folder, cwd)
-    kept = [
-        where if i == first else arg for i, arg in enumerate(args) if i not in gone or i == first
-    ]
-    return [*kept, f"--ignore-glob={glob.escape(str(folder.resolve()))}/*"]
-
-
 #: the module that runs inside a side, as a revision of perfsuite itself names it
 #: (``perfsuite/ab/``): a revision with none of them predates the lockstep protocol
 SIDE_MODULES = ("remote.py", "side.py")
+
+
+def peered(specs: Sequence[SideSpec]) -> list[SideSpec]:
+    """``specs``, each knowing the other sides' folders (:attr:`SideSpec.peers`)."""
+    return [
+        replace(spec, peers=tuple(other.cwd for other in specs if other is not spec))
+        for spec in specs
+    ]
 
 
 def check_sides(specs: Sequence[SideSpec], args: Sequence[str]) -> None:
@@ -179,6 +127,7 @@ class SideSpec:
     revision: Revision
     root: Path
     subdir: Path = Path()  # where pytest starts, relative to the root (PYTEST_ARGS' base)
+    peers: tuple[Path, ...] = ()  # the other sides' folders (:meth:`cwd`)
 
     @property
     def cwd(self) -> Path:
@@ -193,8 +142,9 @@ class SideSpec:
     def pytest_args(self, args: Sequence[str]) -> list[str]:
         """``args`` for this side's pytest, rooted at its folder: node ids are relative to
         the repository root whatever the arguments (:mod:`perfsuite.ab.rootdir`). Named
-        bench files this side lacks are left out (:func:`own_files`)."""
-        kept = own_files(args, self.cwd)
+        bench files, and paths a peer has, that this side lacks are left out
+        (:func:`perfsuite.ab.pytest_args.own_paths`)."""
+        kept = own_paths(args, self.cwd, self.peers)
         return [*rooted(self.cwd, self.root, kept), *kept]
 
     def env(self) -> dict[str, str]:
@@ -202,6 +152,21 @@ class SideSpec:
         env = dict(os.environ)
         env["PYTHONPATH"] = side_pythonpath(self.root, os.environ.get("PYTHONPATH"))
         return env
+
+
+def pytest_error(log: str) -> str | None:
+    """pytest's own usage error in a side's ``log`` (``ERROR: file or directory not
+    found: x``), joined with the line that explains it, or None.
+
+    >>> pytest_error("x\\nERROR: not found: /r/a.py::t\\n(no match in any of [<Module a.py>])\\n")
+    'ERROR: not found: /r/a.py::t (no match in any of [<Module a.py>])'
+    """
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("ERROR: "):
+            after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            return f"{line} {after}" if after.startswith("(") else line
+    return None
 
 
 class SideProcess:
@@ -285,11 +250,19 @@ class SideProcess:
             return ""
         return "\n".join(text.rstrip().splitlines()[-lines:])
 
-    def fault(self, problem: str, *, tail: bool = True) -> SideFault:
+    def fault(self, problem: str, *, tail: bool = True, wait_s: float = 0.0) -> SideFault:
+        """The side's failure: ``problem``, pytest's own error line where its log has one
+        (a path or node id not found: pytest writes it as it exits, so a side that is
+        ending is given ``wait_s`` to), else, with ``tail``, the log's last lines."""
+        if wait_s:
+            self.wait(wait_s)
         message = f"{self.title}: {problem}"
         if not self.alive and self.returncode is not None:
             message += f" (exit status {self.returncode})"
-        log = self.log_tail() if tail else ""
+        said = pytest_error(self.log_tail(lines=200))
+        if said:
+            message += f": pytest said {said!r}"
+        log = self.log_tail() if tail and not said else ""
         if log:
             message += "\n  " + log.replace("\n", "\n  ")
         return SideFault(message)

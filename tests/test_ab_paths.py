@@ -1,0 +1,108 @@
+"""The paths among perfsuite ab's pytest arguments, read as pytest reads them.
+
+Options alone (``-- --perf-scale=smoke``) name no selection: the default runs, from the
+repository root, wherever perfsuite ab starts. A folder one side lacks is a row of the
+other side only; a path or node id pytest cannot find is a side's error that quotes
+pytest's own line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfsuite.ab.command import selection
+from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
+from tests.ab_repo import SMALL, STEADY_CLOCK, Repo, make_repo
+from tests.test_ab_anywhere import BENCH, verdict
+
+BUDGET = [*SMALL, "--confirm", "0"]
+
+
+def test_positional_arguments_are_those_pytest_takes_for_paths() -> None:
+    """Installed plugins' options take their values as pytest's parser says."""
+    args = [
+        "--benchmark-storage", "store", "tests", "--perf-data-dir", "/data", "-p",
+        "no:randomly", "-k", "x.py", "a.py::t", "--benchmark-compare", "0001", "-q",
+        "-kexpr", "--perf-scale=smoke", "--", "-weird",
+    ]  # fmt: skip
+    assert [args[i] for i in positional(args)] == ["tests", "a.py::t", "-weird"]
+    fixed = dict.fromkeys(VALUE_OPTIONS)  # where pytest's parser cannot be built
+    assert positional(["-k", "x.py", "b", "-q"], fixed) == [2]
+
+
+def test_options_alone_name_no_selection(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / "tests").mkdir()
+    outside = tmp_path.parent
+    assert not names_paths(["--perf-scale=smoke", "-q", "-k", "tests"], root / "tests", root)
+    assert not names_paths(["--my-data", str(outside)], root, root)  # a value outside
+    assert names_paths(["tests"], root, root)
+    assert names_paths(["gone.py::t"], root, root)
+    assert names_paths(["--my-option", "value"], root, root)  # an unknown option's value
+    assert selection(root, ["-q"], own=False) == ["-q"]  # pytest's default: testpaths, root
+    (root / "benches").mkdir()
+    assert selection(root, [], own=False) == ["benches"]
+    assert selection(root, ["-q"], own=False) == ["benches", "-q"]
+    assert selection(root, ["x.py"], own=True) == ["x.py"]
+
+
+def test_a_folder_a_peer_has_is_left_out_of_the_side_that_lacks_it(tmp_path: Path) -> None:
+    here, peer = tmp_path / "a", tmp_path / "b"
+    (here / "old").mkdir(parents=True)
+    (peer / "new").mkdir(parents=True)
+    assert own_paths(["old", "new", "-q"], here, [peer]) == ["old", "-q"]
+    assert own_paths(["old", "nowhere", "-q"], here, [peer]) == ["old", "nowhere", "-q"]
+    only = own_paths(["new", "-q"], here, [peer])
+    assert only[:2] == [".", "-q"]
+    assert only[2].startswith("--ignore-glob=")
+
+
+def two_levels(tmp_path: Path) -> Repo:
+    """A bench at the root and one under tests/, no pytest configuration file, in two
+    commits of the same code."""
+    repo = make_repo(tmp_path)
+    repo.write("conftest.py", STEADY_CLOCK)
+    repo.write("test_root.py", BENCH)
+    repo.write("tests/test_sub.py", BENCH)
+    repo.commit("base")
+    repo.write("NOTES.txt", "the same benches, one commit later\n")
+    repo.commit("candidate")
+    return repo
+
+
+def test_options_alone_from_a_subfolder_run_the_whole_default(tmp_path: Path) -> None:
+    repo = two_levels(tmp_path)
+    args = ["--", "--perf-scale=smoke", "-q"]
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, *args, cwd=repo.root / "tests")
+    assert result.code == 0, result.out + result.err
+    assert verdict(result.out, "test_root.py::test_decode") == "same", result.out
+    assert verdict(result.out, "tests/test_sub.py::test_decode") == "same", result.out
+    assert "pytest --perf-scale=smoke -q (its default: testpaths, else the root)" in result.out
+    # a path named from the subfolder is taken from there
+    named = repo.ab(
+        "HEAD~1", "HEAD", *BUDGET, "--", "test_sub.py", *args[1:], cwd=repo.root / "tests"
+    )
+    assert named.code == 0, named.out + named.err
+    assert "test_root.py" not in named.out
+
+
+def test_a_folder_new_in_the_candidate_is_a_row_not_an_error(tmp_path: Path) -> None:
+    repo = two_levels(tmp_path)
+    repo.write("newdir/test_new.py", BENCH)
+    repo.commit("a new bench folder")
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "newdir", "--perf-scale=smoke")
+    assert result.code == 3, result.out + result.err
+    assert verdict(result.out, "newdir/test_new.py::test_decode") == "added", result.out
+
+
+def test_a_path_or_node_id_pytest_cannot_find_quotes_pytest(tmp_path: Path) -> None:
+    repo = two_levels(tmp_path)
+    for arg, said in (
+        ("nosuchdir", "ERROR: file or directory not found: nosuchdir"),
+        ("test_root.py::test_nosuch", "ERROR: not found: "),
+    ):
+        result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", arg, "--perf-scale=smoke")
+        assert result.code == 2, result.out + result.err
+        (first,) = result.err.strip().splitlines()  # one line: pytest's, not the log
+        assert first.startswith("perfsuite ab: error: side "), result.err
+        assert f"pytest said '{said}" in first, result.err
