@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.gate_rules import GateOutcome, gate_decision
-from perfsuite.verdict.judge import noise_band
+from perfsuite.verdict.judge import Confirmed, noise_band
 from perfsuite.verdict.machine import machine_mismatch
 from perfsuite.verdict.result import BenchResult, DatasetRef, Role
 from perfsuite.verdict.runs import load_run, parse_run
@@ -107,6 +109,34 @@ def test_run_comparison_table_names_directions() -> None:
     assert decision.outcome is GateOutcome.REGRESSION
     assert "g/a (slower)" in decision.message
     assert any(line.startswith("| **`g/a`**") for line in markdown_lines(comparison))
+
+
+def test_a_suspect_that_passes_keeps_the_screen_word() -> None:
+    """A suspect its A/B passed is called by what the screen read (a bench suspected for
+    its changed code may have read faster), then the outcome; one confirmed or left
+    unconfirmed is called slower."""
+    base = run_doc([bench_doc("a", normal(0.10, 0.001)), bench_doc("b", normal(0.10, 0.001))])
+    cur = run_doc(
+        [bench_doc("a", normal(0.13, 0.001, seed=1)), bench_doc("b", normal(0.08, 0.001, seed=2))]
+    )
+    comparison = compare_docs(base, cur)
+    words = {}
+    for outcome in ("cleared", "not shown", "machine", "confirmed", "unconfirmed"):
+        marked = [
+            replace(v, suspected="its code changed", confirmation=Confirmed(outcome, "A/B"))
+            for v in comparison.verdicts
+        ]
+        rows = [
+            re.split(r"\s{2,}", line) for line in text_lines(replace(comparison, verdicts=marked))
+        ]
+        words[outcome] = [row[1].split(" [")[0] for row in rows if row[0] in ("g/a", "g/b")]
+    assert words == {
+        "cleared": ["slower, cleared", "faster, cleared"],
+        "not shown": ["slower, not shown", "faster, not shown"],
+        "machine": ["slower, the machine's", "faster, the machine's"],
+        "confirmed": ["SLOWER (confirmed)"] * 2,
+        "unconfirmed": ["SLOWER? unconfirmed"] * 2,
+    }
 
 
 def test_exact_counter_rise_is_a_regression() -> None:

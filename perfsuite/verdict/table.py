@@ -3,7 +3,8 @@
 Each row names the direction in words: ``time +30.0%`` is a longer median call time,
 ``images/s -23.1%`` a lower median throughput, and the verdict column says ``SLOWER``
 (upper case, a regression) or ``faster``/``same``/``inconclusive``; under ``--perf-gate``
-a slower bench says what its confirmation concluded (``CONFIRMED_WORDS``).
+a suspect says what its confirmation concluded (``CONFIRMED_WORDS``, else the screen's
+word and ``PASSED_WORDS``).
 """
 
 from __future__ import annotations
@@ -33,14 +34,11 @@ def _pct(value: float) -> str:
     return f"{value * 100:+.1f}%"
 
 
-#: the verdict word of a confirmed suspect, by the confirmation's outcome
-CONFIRMED_WORDS = {
-    "confirmed": "SLOWER (confirmed)",
-    "cleared": "slower, cleared",
-    "machine": "slower, the machine's",
-    "unconfirmed": "SLOWER? unconfirmed",
-    "not shown": "slower, not shown",
-}
+#: the verdict word of a time suspect its confirmation found slower or could not decide
+CONFIRMED_WORDS = {"confirmed": "SLOWER (confirmed)", "unconfirmed": "SLOWER? unconfirmed"}
+#: what follows the screen's own word (``slower, cleared``; ``inconclusive, not shown``
+#: for a suspect made by its changed code) for a time suspect that passes
+PASSED_WORDS = {"cleared": "cleared", "machine": "the machine's", "not shown": "not shown"}
 #: the same for a suspect by its cost alone (CPU per item or peak memory)
 COST_CONFIRMED_WORDS = {
     "confirmed": "cost ROSE (confirmed)",
@@ -56,8 +54,9 @@ def _verdict_word(item: BenchVerdict) -> str:
         return "not comparable"
     word = item.verdict.value
     if item.confirmation is not None and item.suspect:
+        outcome = item.confirmation.outcome
         if item.time_suspect:
-            return CONFIRMED_WORDS[item.confirmation.outcome]
+            return CONFIRMED_WORDS.get(outcome) or f"{word}, {PASSED_WORDS[outcome]}"
         return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
     return word.upper() if item.verdict is Verdict.SLOWER else word
 

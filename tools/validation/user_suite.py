@@ -103,13 +103,14 @@ def test_decode_pedantic(benchmark, jpegs):
 #: the files of the benchmark suite, relative to the repository root
 BENCHMARK_FILES = ("test_decode.py", "tests/test_decode_pedantic.py")
 
-#: the verdict word of a gated row, by its confirmation's outcome
-#: (``perfsuite.verdict.table.CONFIRMED_WORDS``)
+#: a gated row's confirmation, by its verdict word (``SLOWER (confirmed)``) or the end of
+#: it after the screen's word (``slower, cleared``; ``perfsuite.verdict.table``)
 ROW_OUTCOMES = {
     "SLOWER (confirmed)": "confirmed",
-    "slower, cleared": "cleared",
-    "slower, the machine's": "machine",
     "SLOWER? unconfirmed": "unconfirmed",
+    ", cleared": "cleared",
+    ", the machine's": "machine",
+    ", not shown": "not shown",
 }
 GATE = "perfsuite gate: "
 GATE_STATUSES = ("passed", "FAILED", "UNCONFIRMED", "REFUSED")
@@ -218,8 +219,8 @@ def parse_gate_output(lines: Sequence[str]) -> dict[str, Any]:
     line, else None), ``status`` (passed, FAILED, UNCONFIRMED, REFUSED or None),
     ``confirmations`` (seconds, suspects and the tally of the confirmations line, else
     None), ``rows`` (bench label -> verdict words of its table row) and ``outcomes``
-    (each suspect's confirmation, from its row: confirmed, cleared, machine or
-    unconfirmed -> count)."""
+    (each suspect's confirmation, from its row: confirmed, cleared, machine, not shown
+    or unconfirmed -> count)."""
     gate: str | None = None
     status: str | None = None
     confirmations: dict[str, Any] | None = None
@@ -251,8 +252,9 @@ def parse_gate_output(lines: Sequence[str]) -> dict[str, Any]:
             in_table = False
     outcomes: dict[str, int] = {}
     for word in rows.values():
-        if word in ROW_OUTCOMES:
-            outcomes[ROW_OUTCOMES[word]] = outcomes.get(ROW_OUTCOMES[word], 0) + 1
+        found = [outcome for end, outcome in ROW_OUTCOMES.items() if word.endswith(end)]
+        for outcome in found[:1]:
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return {
         "gate": gate, "status": status, "confirmations": confirmations, "rows": rows,
         "outcomes": outcomes,
