@@ -152,18 +152,19 @@ class VerdictPlugin:
         if not self.active or spec is None:
             return
         root = self.storage.root
-        if root.exists() and not root.is_dir():
-            raise pytest.UsageError(
-                f"--benchmark-storage {root}: is a file, not a folder of saved runs; "
-                "pass a folder (--benchmark-compare reads its runs from there)"
-            )
         try:
+            if root.exists() and not root.is_dir():
+                raise PerfsuiteError(
+                    f"--benchmark-storage {root}: is a file, not a folder of saved runs; "
+                    "pass a folder (--benchmark-compare reads its runs from there)"
+                )
             self.baseline = self._load_baseline(spec)
         except PerfsuiteError as exc:
+            said = str(exc) if str(exc).startswith("--") else f"baseline {exc}"
             if self.settings.gate:
-                raise pytest.UsageError(f"perfsuite: baseline {exc}") from None
+                raise pytest.UsageError(f"perfsuite: {said}") from None
             # Not gating: pytest-benchmark's own handling (a warning) stands, plus one line.
-            self.notes.append(f"perfsuite: baseline {exc}")
+            self.notes.append(f"perfsuite: {said}")
 
     def _load_baseline(self, spec: bool | str) -> Run | None:
         from perfsuite.verdict.storage import gate_skip_note

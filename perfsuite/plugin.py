@@ -191,7 +191,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if RESULTS_KEY not in config.stash:
         return
-    if not has_benchmark(config):
+    if not has_benchmark(config) and perfsuite_in_use(config):
         terminalreporter.write_line(NO_BENCHMARK, yellow=True)
     lines = summary_lines(session_results(config).records)
     if lines:

@@ -76,6 +76,15 @@ def test_without_pytest_benchmark_the_benches_error_and_it_says_so(bench: pytest
     assert not ran(bench)
 
 
+def test_without_pytest_benchmark_or_perfsuite_options_pytest_speaks_alone(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_plain="def test_plain(benchmark):\n    benchmark(sum, [1])\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark")
+    result.assert_outcomes(errors=1)  # fixture 'benchmark' not found, as pytest says
+    assert "pytest-benchmark is not loaded" not in result.stdout.str() + result.stderr.str()
+
+
 def test_without_pytest_benchmark_perf_gate_is_a_usage_error(bench: pytest.Pytester) -> None:
     result = run(bench, "-p", "no:benchmark", "--perf-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -135,6 +144,19 @@ def test_a_storage_that_is_a_file_is_fine_when_nothing_is_saved(bench: pytest.Py
     result = run(bench, f"--benchmark-storage={_a_file(bench)}")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=2)
+
+
+def test_a_storage_that_is_a_file_refuses_only_a_gate(bench: pytest.Pytester) -> None:
+    """Comparing against a storage that is a file: pytest-benchmark warns and the run
+    passes, perfsuite adds one line; a gate, which would judge nothing, is refused."""
+    storage = f"--benchmark-storage={_a_file(bench)}"
+    plain = run(bench, storage, "--benchmark-compare")
+    assert plain.ret == pytest.ExitCode.OK, plain.stdout.str() + plain.stderr.str()
+    plain.stdout.fnmatch_lines(["perfsuite: --benchmark-storage *: is a file, not a folder*"])
+    gated = run(bench, storage, "--benchmark-compare", "--perf-gate")
+    assert gated.ret == pytest.ExitCode.USAGE_ERROR, gated.stdout.str() + gated.stderr.str()
+    assert "ERROR: perfsuite: --benchmark-storage " in gated.stderr.str()
+    assert "Traceback" not in gated.stderr.str()
 
 
 def test_storage_outside_the_working_folder_with_another_machines_baseline(
