@@ -221,13 +221,9 @@ class VerdictPlugin:
         if not self.active:
             return
         if self.baseline is None and self.settings.gate:
-            from perfsuite.verdict.gate_rules import GateDecision, GateOutcome
+            from perfsuite.verdict.gate_rules import no_baseline
 
-            self.decision = GateDecision(
-                GateOutcome.NOTHING_JUDGED,
-                "cannot judge: no baseline to compare with; a gate that judged nothing "
-                "does not pass (save a run with --benchmark-autosave, then gate the next)",
-            )
+            self.decision = no_baseline(self.saving)
             if session.exitstatus in UNDECIDED_STATUS:
                 session.exitstatus = self.decision.exit_status
         if self.baseline is None and self.settings.report is None:

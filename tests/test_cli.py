@@ -128,6 +128,7 @@ def test_compare_file_paths_and_markdown(storage: Path, capsys: pytest.CaptureFi
     [
         ("not json at all", "not valid JSON"),
         ('{"version": "5.3.1", "benchmarks": [', "truncated JSON"),
+        ('{"bad json\n', "truncated JSON (Invalid control character at line 1, column 11)"),
         ('{"version": "99.0.0", "benchmarks": []}', "saved by pytest-benchmark 99.0.0"),
         ('{"benchmarks": []}', "not a pytest-benchmark run (no 'version' field)"),
     ],

@@ -157,6 +157,15 @@ def test_k_selects_benches_and_series_prints_every_run(
     ]
 
 
+def test_a_storage_that_does_not_exist_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert history(tmp_path / "nowhere") == 2
+    assert f"--storage {tmp_path / 'nowhere'}: no such folder of saved runs" in (
+        capsys.readouterr().err
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -149,6 +149,8 @@ def test_no_baseline_yet_is_a_note(bench: pytest.Pytester, monkeypatch: pytest.M
     result.stdout.fnmatch_lines(
         ["*no baseline in *store* yet: this run becomes the first baseline"]
     )
+    assert "(this run is saved: gate the next one against it)" in result.stdout.str()
+    assert "--benchmark-autosave, then" not in result.stdout.str()  # it was given
 
 
 def test_gate_without_compare_says_so(

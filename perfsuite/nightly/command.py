@@ -171,6 +171,8 @@ def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
     root = storage_path(args.storage)
     machine = args.machine or this_machine_id()
     folder = root / machine
+    if not root.is_dir():
+        raise PerfsuiteError(f"--storage {root}: no such folder of saved runs")
     if not folder.is_dir():
         others = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
         hint = f" (machine folders: {', '.join(others)}; pick one with --machine)" if others else ""

@@ -64,6 +64,21 @@ class GateDecision:
         return EXIT_STATUS[self.outcome]
 
 
+def no_baseline(saving: bool) -> GateDecision:
+    """A gate's outcome with no baseline to compare with: nothing judged. ``saving``: this
+    run is saved, so the next gate has one."""
+    then = (
+        "this run is saved: gate the next one against it"
+        if saving
+        else "save a run with --benchmark-autosave, then gate the next"
+    )
+    return GateDecision(
+        GateOutcome.NOTHING_JUDGED,
+        f"cannot judge: no baseline to compare with; a gate that judged nothing does not "
+        f"pass ({then})",
+    )
+
+
 def _why(item: BenchVerdict) -> str:
     why = [item.verdict.value] if item.suspect and item.verdict is not None else []
     if item.confirmation is not None and item.suspect:

@@ -263,7 +263,7 @@ def load_run(path: Path) -> Run:
         what = "truncated JSON" if truncated else "not valid JSON"
         raise _fail(
             str(path),
-            f"{what} ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            f"{what} ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}); "
             "delete it or save a new baseline with --benchmark-autosave",
         ) from None
     return parse_run(document, str(path))
