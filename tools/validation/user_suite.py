@@ -252,8 +252,8 @@ def parse_gate_output(lines: Sequence[str]) -> dict[str, Any]:
             in_table = False
     outcomes: dict[str, int] = {}
     for word in rows.values():
-        found = [outcome for end, outcome in ROW_OUTCOMES.items() if word.endswith(end)]
-        for outcome in found[:1]:
+        ends = [outcome for end, outcome in ROW_OUTCOMES.items() if word.endswith(end)]
+        for outcome in ends[:1]:
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return {
         "gate": gate, "status": status, "confirmations": confirmations, "rows": rows,
