@@ -10,12 +10,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfsuite.ab.command import selection
+import pytest
+
+from perfsuite.ab.budget import scale_of
+from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
+from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import SMALL, STEADY_CLOCK, Repo, make_repo
 from tests.test_ab_anywhere import BENCH, verdict
 
 BUDGET = [*SMALL, "--confirm", "0"]
+
+
+def test_split_argv_and_scale() -> None:
+    assert split_argv(["main", "--seed", "3", "--", "benches", "-k", "x"]) == (
+        ["main", "--seed", "3"],
+        ["benches", "-k", "x"],
+    )
+    assert scale_of(["--perf-scale=smoke"]) == "smoke"
+    assert scale_of(["--perf-scale", "full"]) == "full"
+    assert scale_of([]) == "default"
+    with pytest.raises(PerfsuiteError, match="--perf-scale 'huge'"):
+        scale_of(["--perf-scale=huge"])
+
+
+def test_side_args(tmp_path: Path) -> None:
+    assert side_args(["b"], 0.1)[-1] == "--perf-threshold=0.1"
+    assert "--perf-threshold=0.1" not in side_args(["--perf-threshold=0.2"], 0.1)
+    for parallel in (["-n", "2"], ["-n4"], ["--numprocesses=2"], ["--dist", "load"]):
+        with pytest.raises(PerfsuiteError, match="one pytest process"):
+            side_args(["benches", *parallel], 0.05)
 
 
 def test_positional_arguments_are_those_pytest_takes_for_paths() -> None:

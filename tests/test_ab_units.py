@@ -16,11 +16,9 @@ from perfsuite.ab.budget import (
     budget_for,
     confirm_seconds_for,
     gate_args,
-    scale_of,
     session_budget,
     suspects_for,
 )
-from perfsuite.ab.command import side_args, split_argv
 from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
 from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
@@ -28,18 +26,6 @@ from perfsuite.ab.sidemanage import side_pythonpath
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.paired import Budget, Sequential
 from perfsuite.verdict.signtest import min_pairs_for
-
-
-def test_split_argv_and_scale() -> None:
-    assert split_argv(["main", "--seed", "3", "--", "benches", "-k", "x"]) == (
-        ["main", "--seed", "3"],
-        ["benches", "-k", "x"],
-    )
-    assert scale_of(["--perf-scale=smoke"]) == "smoke"
-    assert scale_of(["--perf-scale", "full"]) == "full"
-    assert scale_of([]) == "default"
-    with pytest.raises(PerfsuiteError, match="--perf-scale 'huge'"):
-        scale_of(["--perf-scale=huge"])
 
 
 def _args(**values: int | float | str | None) -> argparse.Namespace:
@@ -149,14 +135,6 @@ def test_a_session_judged_across_pairs_of_processes_runs_a_fixed_plan() -> None:
     assert stops(0.2) == 20  # cheap rounds: on to 4 s
     assert stops(0.01) == 48  # at most 4 x min_pairs
     assert stops(59.0 / 12) == 12
-
-
-def test_side_args(tmp_path: Path) -> None:
-    assert side_args(["b"], 0.1)[-1] == "--perf-threshold=0.1"
-    assert "--perf-threshold=0.1" not in side_args(["--perf-threshold=0.2"], 0.1)
-    for parallel in (["-n", "2"], ["-n4"], ["--numprocesses=2"], ["--dist", "load"]):
-        with pytest.raises(PerfsuiteError, match="one pytest process"):
-            side_args(["benches", *parallel], 0.05)
 
 
 def test_pair_orders_are_mirrored_and_seeded() -> None:
