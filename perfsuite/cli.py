@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     from perfsuite.dashboard.command import add_arguments as add_dashboard_arguments
 
     add_dashboard_arguments(report)
-    from perfsuite.ab.command import add_parser as add_ab_parser
+    from perfsuite.ab.parser import add_parser as add_ab_parser
     from perfsuite.system import add_parser as add_system_parser
 
     add_ab_parser(commands)

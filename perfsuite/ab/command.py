@@ -20,7 +20,6 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from perfsuite.ab.budget import (
-    SUSPECT_KINDS,
     budget_for,
     confirm_seconds_for,
     scale_of,
@@ -39,114 +38,6 @@ DEFAULT_CONFIRM = 12
 #: two-sided error rate of a confirmation's t intervals, shared by its looks: the second
 #: of two stages that must both find the bench slower, so a false alarm needs both to err
 CONFIRM_ALPHA = 0.05
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 1)")
-    return number
-
-
-def _count(value: str) -> int:
-    if not value.isdigit():
-        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 0)")
-    return int(value)
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"invalid seconds {value!r} (a number > 0)")
-    return number
-
-
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``ab`` subcommand's arguments."""
-    from perfsuite.options import parse_threshold
-
-    ab = commands.add_parser(
-        "ab",
-        help="interleaved same-session A/B of two git revisions; exit 1 on a regression",
-        description="Run the benches of BASE and CANDIDATE (default: the working tree) in "
-        "two warm pytest processes, alternating blocks of rounds, and judge each bench on "
-        "its paired ratios. Arguments after -- go to both pytest runs, each rooted at its "
-        "checkout (default: benches/ if it exists, else pytest's default from the "
-        "repository root: its testpaths, else the root). Exit status: 0 no regression among the "
-        "benches judged, 1 regression, 2 bad input or a side fault, 3 nothing judged.",
-    )
-    ab.add_argument("base", metavar="BASE", nargs="?", help="git revision of the baseline")
-    ab.add_argument(
-        "candidate", metavar="CANDIDATE", nargs="?", help="git revision (default: working tree)"
-    )
-    ab.add_argument("--threshold", type=parse_threshold, default=0.05, metavar="FRACTION",
-                    help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
-    ab.add_argument("--block-rounds", type=_positive_int, metavar="K",
-                    help="timed rounds per block (default 2, or 1 when a block starts "
-                    "with no untimed round)")  # fmt: skip
-    ab.add_argument("--block-warmup", type=_count, default=None, metavar="N",
-                    help="least untimed rounds starting each block (default 1; 0 for a "
-                    "bench timed by pytest-benchmark's benchmark fixture under --idle "
-                    "freeze); more while a pipeline empties what it prefetched")  # fmt: skip
-    ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
-                    help="first look at a bench, and all a session judged across pairs "
-                    "of processes runs (default by --perf-scale: 10/12/16; raised to the "
-                    "fewest pairs that can decide)")  # fmt: skip
-    ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
-                    help="most pairs per bench (default by --perf-scale: 20/480/960)")  # fmt: skip
-    ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
-                    help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
-    ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
-    ab.add_argument("--processes", type=_positive_int, default=1, metavar="N",
-                    help="fresh pairs of processes per bench file, judged across the "
-                    "pairs (t interval of their medians): cancels an offset that one "
-                    "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
-    ab.add_argument("--confirm", type=_count, metavar="N",
-                    help="measure each suspect (slower or faster, or inconclusive beyond "
-                    "the threshold with pairs leaning that way) again in up to N fresh "
-                    "pairs of processes, and judge it on those alone, looking after 3, "
-                    "6, 12, ... pairs and stopping at "
-                    f"a decisive look (default {DEFAULT_CONFIRM}); each `same` is first "
-                    "measured again in a second pair of processes, and is a suspect if "
-                    "that pair leans beyond the threshold; 0 turns both off (a verdict then "
-                    "rests on one pair, whose lasting offset can read as a change); not "
-                    "with --processes, whose verdicts already stand on fresh pairs")  # fmt: skip
-    ab.add_argument("--suspects", choices=SUSPECT_KINDS,
-                    help="what --confirm measures again: leaning (slower or faster, or "
-                    "inconclusive beyond the threshold with pairs leaning that way); "
-                    "leaning-slower (those, but an inconclusive one only when it leans "
-                    "slower: an unproven speedup fails no gate); or undecided (leaning, "
-                    "and an inconclusive bench leaning slower whose "
-                    "interval reaches past the threshold: a regression the first pair "
-                    "could not rule out, judged on the fresh pairs alone at the first "
-                    "stage's error rate); default by --perf-scale: smoke leaning-slower, "
-                    "default and full undecided")  # fmt: skip
-    ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
-                    help="the most seconds a bench file's confirmation goes on once its "
-                    "first look is in; then the look due is taken on the pairs so far "
-                    "(default by --perf-scale: smoke 20, default 300, full 900)")  # fmt: skip
-    ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
-                    help="freeze (default): the idle side and the processes it started "
-                    "are stopped (SIGSTOP) during the other side's block, so its threads "
-                    "neither compete nor refill its buffers; wait: it runs on, and each "
-                    "block waits until it is quiet (at most 1 s)")  # fmt: skip
-    ab.add_argument("--isolate", choices=["file", "session"], default="file",
-                    help="file (default): each bench file in its own pair of processes, so "
-                    "no file's imports slow another's benches; session: one pair for all "
-                    "(faster to start)")  # fmt: skip
-    ab.add_argument("--report", type=Path, metavar="DIR",
-                    help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
-    ab.add_argument("--cache-dir", type=Path, metavar="DIR",
-                    help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
-    ab.add_argument("--clean", action="store_true",
-                    help="remove the cached worktrees and the scratch folders of killed "
-                    "runs, and exit")  # fmt: skip
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
