@@ -83,7 +83,7 @@ def test_a_slow_night_is_a_suspect_confirmed_by_ab(
     args = json.loads((tmp_path / "ab-args.json").read_text())
     assert args == [
         commit_of(13),
-        "HEAD",
+        commit_of(14),  # tonight's run's commit, not whatever HEAD is now
         "--report",
         str(report / "ab"),
         "--",
@@ -185,6 +185,53 @@ def test_one_commit_with_untracked_python_files_is_unconfirmed(
     out = capsys.readouterr().out
     assert "1 Python file(s) git does not track (mylib.py)" in out
     assert "no code change to confirm" not in out
+
+
+def test_a_bench_with_no_earlier_point_is_not_screened(
+    tmp_path: Path, ab: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tonight alone (the first run, every bench renamed, a new machine or stack) screens
+    nothing: the nightly judged nothing, exit 3, never `passed`."""
+    make_history(tmp_path, nights=1, step_at=None)
+    screening = screen(runs_of(tmp_path))
+    assert (screening.screened, sorted(screening.unscreened)) == (0, ["sum/n1000", "sum/n4000"])
+    assert nightly(tmp_path, ab) == 3
+    out = capsys.readouterr().out
+    assert "NOTHING JUDGED" in out
+    assert "2 benches of tonight have no earlier comparable run" in out
+
+
+def test_the_ab_starts_at_the_suspects_previous_point(tmp_path: Path, ab: list[str]) -> None:
+    """A run that skipped the bench (``-k``) after its step is no point of its series:
+    the A/B starts from the run before the step, or it would hold the step on both
+    sides."""
+    slowed = "bench_tiny.py::test_sum[large]"
+    paths = make_history(tmp_path, nights=15, step_at=13, step=0.3, noise=0.03, only=[slowed])
+    partial = json.loads(paths[13].read_text())
+    partial["benchmarks"] = [b for b in partial["benchmarks"] if b["fullname"] != slowed]
+    paths[13].write_text(json.dumps(partial))
+    screening = screen(runs_of(tmp_path))
+    assert [s.label for s in screening.suspects] == ["sum/n4000"]
+    assert screening.base is not None
+    assert screening.base.commit_info["id"] == commit_of(12)
+    assert nightly(tmp_path, ab) == 0
+    args = json.loads((tmp_path / "ab-args.json").read_text())
+    assert args[:2] == [commit_of(12), commit_of(14)]
+
+
+def test_an_unreadable_newest_run_is_refused_not_passed_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreadable run sorts newest (its date cannot be read): it may be tonight's, so
+    the history and the nightly name it and stop (exit 2) rather than judge without it."""
+    paths = make_history(tmp_path, nights=10, step_at=None)
+    for broken in (paths[-1], paths[5]):
+        broken.write_text(broken.read_text()[:100])
+        for command in ("history", "nightly"):
+            assert main([command, "--storage", str(tmp_path)]) == 2
+            err = capsys.readouterr().err
+            assert f"{broken}: truncated JSON" in err, err
+        broken.unlink()
 
 
 def test_no_saved_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

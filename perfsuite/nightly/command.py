@@ -178,7 +178,10 @@ def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
         hint = f" (machine folders: {', '.join(others)}; pick one with --machine)" if others else ""
         raise PerfsuiteError(f"{folder}: no saved runs of this machine{hint}")
     storage = Storage(root, machine)
-    runs = storage.load_all(storage.runs())
+    paths = storage.runs()
+    if paths:  # an unreadable run sorts newest: say why, never judge an older one instead
+        storage.load(paths[-1])
+    runs = storage.load_all(paths)
     if not runs:
         raise PerfsuiteError(
             f"{folder}: no readable saved runs (save some with --benchmark-autosave)"
@@ -259,15 +262,17 @@ def confirm_tonight(
     screening: Screening, pytest_args: Sequence[str], report: Path, ab_command: Sequence[str]
 ) -> Confirmation:
     """Tonight's suspects decided by the gate's rule and child run
-    (:mod:`perfsuite.suspects`): not at all without the previous run's commit, the
-    machine's move on one commit and a clean tree, else ``perfsuite ab`` of that commit
-    against ``HEAD`` (its output on this process's; its report in ``report``)."""
+    (:mod:`perfsuite.suspects`): not at all without the commit of the run they were
+    screened against (:attr:`Screening.base`), the machine's move on one commit and a
+    clean tree, else ``perfsuite ab`` of that commit against tonight's run's commit
+    (``HEAD`` where tonight's run has none; its output on this process's; its report in
+    ``report``)."""
     from perfsuite.changed import untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
 
-    previous, tonight = screening.previous, screening.tonight
+    previous, tonight = screening.base, screening.tonight
     base = Commit.of(previous.commit_info) if previous is not None else Commit(None, False)
     if base.sha is None:
         return Confirmation(skipped="the baseline run has no commit id (saved outside git)")
@@ -280,12 +285,14 @@ def confirm_tonight(
         return Confirmation(skipped=machine_move(base).text, machine=True)
     rest, user_k = split_k(pytest_args)
     selection = [*rest, "-k", keyword_expression(screening.suspects, user_k)]
+    candidate = Commit.of(tonight.commit_info).sha or "HEAD"
     print(
         f"perfsuite nightly: {len(screening.suspects)} suspect(s); confirming in an A/B of "
-        f"{base.sha[:12]} against HEAD",
+        f"{base.sha[:12]} ({previous.name if previous else '?'}) against {candidate[:12]} "
+        f"({tonight.name})",
         flush=True,
     )
-    ab = run_ab(base, [], selection, Path.cwd(), report, None, ("HEAD",), ab_command, None)
+    ab = run_ab(base, [], selection, Path.cwd(), report, None, (candidate,), ab_command, None)
     summary_file = report / "summary.md"
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
     return Confirmation(ab, summary)

@@ -21,8 +21,9 @@ run of the two commits before it fails (:func:`perfsuite.nightly.command.confirm
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.cost import MemoryChange
@@ -60,11 +61,16 @@ class Screening:
     """Tonight's screening: the suspects, the risen counters and what was screened."""
 
     tonight: Run
-    previous: Run | None
+    previous: Run | None  # the run most benches were screened against
     suspects: list[Suspect]
     counters: list[Suspect]
     screened: int
     short_history: list[str]  # benches screened against the previous run only
+    unscreened: list[str] = field(default_factory=list)  # tonight's, with no earlier point
+    #: where an A/B of the suspects starts: the oldest of their previous comparable
+    #: points' runs (a run that skipped a bench, or another machine's, is no point of its
+    #: series), so its range holds each suspect's own step
+    base: Run | None = None
 
 
 def _change(new: float, old: float) -> float:
@@ -163,11 +169,18 @@ def screen(runs: Sequence[Run]) -> Screening:
     suspects: list[Suspect] = []
     counters: list[Suspect] = []
     short: list[str] = []
+    unscreened: list[str] = []
+    bases: dict[str, int] = {}  # each screened bench's previous point, by run index
+    index = {run.name: i for i, run in enumerate(runs)}
     screened = 0
     for series in bench_histories(runs):
         if not series.points or series.points[-1].run != tonight.name:
             continue  # not measured tonight
+        if len(series.points) < 2:
+            unscreened.append(series.label)  # new, renamed, or another machine's before
+            continue
         screened += 1
+        bases[series.fullname] = index[series.points[-2].run]
         suspect, counter, only_previous = screen_series(series)
         if suspect is not None:
             suspects.append(suspect)
@@ -175,5 +188,8 @@ def screen(runs: Sequence[Run]) -> Screening:
             counters.append(counter)
         if only_previous:
             short.append(series.label)
-    previous = runs[-2] if len(runs) > 1 else None
-    return Screening(tonight, previous, suspects, counters, screened, short)
+    common = Counter(bases.values()).most_common(1)
+    previous = runs[common[0][0]] if common else None
+    starts = [bases[s.series.fullname] for s in suspects if s.series.fullname in bases]
+    base = runs[min(starts)] if starts else previous
+    return Screening(tonight, previous, suspects, counters, screened, short, unscreened, base)

@@ -103,6 +103,11 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
             else "."
         )
     )
+    if screening.unscreened:
+        lines.append(
+            f"{len(screening.unscreened)} benches of tonight have no earlier comparable run "
+            "(new, renamed, or saved on another machine or stack) and were not screened."
+        )
     if screening.short_history:
         lines.append(
             f"{len(screening.short_history)} benches have too little history for a noise band "
