@@ -151,3 +151,23 @@ def test_a_report_with_memory_plots_is_replaced_by_the_next(tmp_path: Path) -> N
     second = with_cost("0002_new", 1)
     write_report(out, second, None, [first, second])
     assert "0002_new" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_reports_and_atomic_writes_follow_the_umask(tmp_path: Path, mask: int) -> None:
+    """A report folder and an atomically written file get the modes a plain mkdir and
+    open give them: readable by others under umask 022 (a web server, a shared runner's
+    cache), private under 077."""
+    import os
+
+    old = os.umask(mask)
+    try:
+        out = tmp_path / "report"
+        first = run("0001_old")
+        files = write_report(out, first, None, [first])
+        atomic_write_bytes(tmp_path / "accepted.json", b"{}")
+    finally:
+        os.umask(old)
+    assert (out.stat().st_mode & 0o777) == 0o777 & ~mask
+    assert {p.stat().st_mode & 0o777 for p in files} == {0o666 & ~mask}
+    assert ((tmp_path / "accepted.json").stat().st_mode & 0o777) == 0o666 & ~mask

@@ -16,14 +16,13 @@ import hashlib
 import json
 import math
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.data.fsutil import check_replaceable
+from perfsuite.data.fsutil import check_replaceable, made_dir
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.paired import PairedResult
@@ -126,7 +125,7 @@ def write_report(
     out = out.resolve()
     check_report_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    tmp = made_dir(f".{out.name}-", out.parent)
     try:
         summary = [*verdicts.markdown_lines(), *(f"{note}\n" for note in notes)]
         (tmp / "summary.md").write_text("\n".join(summary))

@@ -37,7 +37,7 @@ from perfsuite.dashboard.abreports import (
 from perfsuite.dashboard.figures import PLOTLY_JS, plotly_js
 from perfsuite.dashboard.model import Dashboard, load_dashboard
 from perfsuite.dashboard.pages import CSS, CSS_PATH, group_body, group_href, index_body, page
-from perfsuite.data.fsutil import replace_dir
+from perfsuite.data.fsutil import replace_dir, umask
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.storage import Storage
 
@@ -134,7 +134,7 @@ def build_site(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
-        os.chmod(staging, 0o755 & ~_umask())
+        os.chmod(staging, 0o755 & ~umask())
         generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         written = _write_files(staging, dashboard, reports, generated)
         replace_dir(staging, out)
@@ -148,9 +148,3 @@ def build_site(
         benches=len(dashboard.histories),
         reports=len(reports),
     )
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -19,11 +19,28 @@ from perfsuite.errors import PerfsuiteError
 T = TypeVar("T")
 
 
+def umask() -> int:
+    """This process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def made_dir(prefix: str, parent: Path) -> Path:
+    """A new folder in ``parent`` with the mode a plain ``mkdir`` gives it (``mkdtemp``
+    makes it 0700 whatever the umask), to be renamed into place."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(folder, 0o777 & ~umask())
+    return folder
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never half."""
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never
+    half, with the mode a plain ``open`` gives a new file (the umask's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -137,7 +154,7 @@ def build_dir_once(
             discard_dir(final)
         for stale in parent.glob(f".{final.name}.build-*"):
             shutil.rmtree(stale, ignore_errors=True)  # only the lock holder builds
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.build-", dir=parent))
+        tmp = made_dir(f".{final.name}.build-", parent)
         try:
             build(tmp)
             os.rename(tmp, final)

@@ -22,12 +22,11 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, replace_dir
+from perfsuite.data.fsutil import atomic_write_bytes, atomic_write_text, made_dir, replace_dir
 from perfsuite.data.fsutil import check_replaceable as replaceable
 from perfsuite.verdict.cost import COST_HEADER, cost_cells
 from perfsuite.verdict.plots import (
@@ -204,7 +203,7 @@ def write_report(
     out = Path(os.path.abspath(out))
     check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    staging = made_dir(f".{out.name}.new-", out.parent)
     try:
         written = _write_files(staging, current, comparison, history, notes)
         replace_dir(staging, out)
