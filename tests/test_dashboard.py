@@ -191,6 +191,7 @@ def test_a_failure_half_way_leaves_the_earlier_site(
         ("html is a file", "taken.txt: is a file"),
         ("foreign folder", "mine: holds notes.txt"),
         ("not an ab report", "notab: not a perfsuite ab report"),
+        ("a run report as an ab report", "notab: not a perfsuite ab report"),
         ("not a nightly report", "notab: not a perfsuite nightly report"),
     ],
 )
@@ -217,7 +218,9 @@ def test_bad_input_exits_2_with_one_line_naming_it(
         (out / "notes.txt").write_text("keep me")
     else:
         (tmp_path / "notab").mkdir()
-        option = "--ab-report" if case == "not an ab report" else "--nightly-report"
+        if case == "a run report as an ab report":  # what perfsuite report --out writes
+            (tmp_path / "notab" / "summary.md").write_text("# perfsuite: run 0001\n")
+        option = "--nightly-report" if case == "not a nightly report" else "--ab-report"
         extra = [option, str(tmp_path / "notab")]
     argv = ["report", "--storage", str(storage), "--html", str(out), *extra]
     assert main(argv) == 2

@@ -90,12 +90,12 @@ def read_ab_report(path: Path, slug: str) -> Report:
     """The A/B report folder ``path`` (``perfsuite ab --report``)."""
     _folder(path, "--ab-report", "perfsuite ab --report")
     summary, pairs = path / "summary.md", path / "pairs.json"
-    if not summary.is_file() and not pairs.is_file():
-        raise PerfsuiteError(
-            f"{path}: not a perfsuite ab report (no summary.md or pairs.json); "
-            "--ab-report names the folder perfsuite ab --report wrote"
-        )
     text = _text(summary) if summary.is_file() else ""
+    if not pairs.is_file() and not text.startswith("## perfsuite ab"):
+        raise PerfsuiteError(
+            f"{path}: not a perfsuite ab report (no pairs.json, and no summary.md of an "
+            "A/B); --ab-report names the folder perfsuite ab --report wrote"
+        )
     rows: list[dict[str, Any]] = []
     if pairs.is_file():
         try:

@@ -244,7 +244,8 @@ def run_history(args: argparse.Namespace) -> int:
     note = f"accepted up to {record['run']}" if record else "nothing accepted yet"
     if failing_total:
         print(
-            f"perfsuite history: {failing_total} regression steps after the last accepted run "
+            f"perfsuite history: {failing_total} regression step{'s' if failing_total > 1 else ''} "
+            "after the last accepted run "
             f"({note}); accept a known change with perfsuite history --accept RUN"
         )
         return ExitCode.REGRESSION

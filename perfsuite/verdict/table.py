@@ -139,7 +139,7 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
                     notes.append(note)
                 word += f" [{notes.index(note) + 1}]"
         rounds = f"{item.time.n_baseline}/{item.time.n_current}"
-        threshold = f" (>{item.time.threshold * 100:g}%)"
+        threshold = f" (>{item.time.threshold * 100:.3g}%)"
         rows.append(
             [
                 item.label,
