@@ -47,7 +47,7 @@ class ScriptedSide:
         self.peer.close()
         self.alive = False
 
-    def fault(self, problem: str, *, tail: bool = True, wait_s: float = 0.0) -> SideFault:
+    def fault(self, problem: str, *, tail: bool = True, ended: bool = False) -> SideFault:
         return SideFault(f"{self.title}: {problem}")
 
     def wait(self, timeout: float) -> bool:

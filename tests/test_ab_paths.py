@@ -63,11 +63,16 @@ def test_options_alone_name_no_selection(tmp_path: Path) -> None:
     assert names_paths(["tests"], root, root)
     assert names_paths(["gone.py::t"], root, root)
     assert names_paths(["--my-option", "value"], root, root)  # an unknown option's value
-    assert selection(root, ["-q"], own=False) == ["-q"]  # pytest's default: testpaths, root
+    sub = root / "tests"
+    assert selection(root, ["-q"], False, root) == ["-q"]  # pytest's default: testpaths, root
+    assert selection(root, ["-q"], False, sub) == ["..", "-q"]  # no testpaths: the root
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests other\n")
+    assert selection(root, ["-q"], False, sub) == [".", "-q"]  # testpaths that exist
     (root / "benches").mkdir()
-    assert selection(root, [], own=False) == ["benches"]
-    assert selection(root, ["-q"], own=False) == ["benches", "-q"]
-    assert selection(root, ["x.py"], own=True) == ["x.py"]
+    assert selection(root, [], False, root) == ["benches"]
+    assert selection(root, ["-q"], False, root) == ["benches", "-q"]
+    assert selection(root, ["-q"], False, sub) == ["../benches", "-q"]
+    assert selection(root, ["x.py"], True, sub) == ["x.py"]
 
 
 def test_a_folder_a_peer_has_is_left_out_of_the_side_that_lacks_it(tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def test_options_alone_from_a_subfolder_run_the_whole_default(tmp_path: Path) ->
     assert result.code == 0, result.out + result.err
     assert verdict(result.out, "test_root.py::test_decode") == "same", result.out
     assert verdict(result.out, "tests/test_sub.py::test_decode") == "same", result.out
-    assert "pytest --perf-scale=smoke -q (its default: testpaths, else the root)" in result.out
+    assert "pytest .. --perf-scale=smoke -q;" in result.out  # the root, named from tests/
     # a path named from the subfolder is taken from there
     named = repo.ab(
         "HEAD~1", "HEAD", *BUDGET, "--", "test_sub.py", *args[1:], cwd=repo.root / "tests"
@@ -124,6 +129,7 @@ def test_a_path_or_node_id_pytest_cannot_find_quotes_pytest(tmp_path: Path) -> N
     for arg, said in (
         ("nosuchdir", "ERROR: file or directory not found: nosuchdir"),
         ("test_root.py::test_nosuch", "ERROR: not found: "),
+        ("--no-such-option", "ERROR: unrecognized arguments: --no-such-option"),
     ):
         result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", arg, "--perf-scale=smoke")
         assert result.code == 2, result.out + result.err

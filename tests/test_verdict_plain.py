@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import scipy.stats  # noqa: F401  numpy.fft with it, before the snapshot too
 
 import perfsuite.verdict.compare  # noqa: F401  numpy loads once a process: before pytester's snapshot
 from perfsuite.cli import main

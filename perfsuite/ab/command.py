@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import shlex
 import signal
@@ -49,14 +50,23 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return args, []
 
 
-def selection(root: Path, pytest_args: Sequence[str], own: bool) -> list[str]:
-    """What both sides run: the given pytest arguments, where they name paths of their
-    own (``own``); else the arguments after benches/ where the root has one, or alone, so
-    pytest's own default applies (started at the root: the ``testpaths`` of its
-    configuration, else the root)."""
+def selection(root: Path, pytest_args: Sequence[str], own: bool, here: Path) -> list[str]:
+    """What both sides run, started in ``here``: the given pytest arguments, where they
+    name paths of their own (``own``); else the default before them: benches/ where the
+    root has one, else pytest's own default from the root (the ``testpaths`` of its
+    configuration, else the root), which pytest finds by itself when started there and
+    is named from ``here`` otherwise."""
+    from perfsuite.ab.rootdir import default_paths
+
     if own:
         return list(pytest_args)
-    return ["benches", *pytest_args] if (root / "benches").is_dir() else list(pytest_args)
+    if (root / "benches").is_dir():
+        default = [root / "benches"]
+    elif here == root:
+        return list(pytest_args)
+    else:
+        default = default_paths(root)
+    return [*(os.path.relpath(path, here) for path in default), *pytest_args]
 
 
 #: pytest options that spread a session over worker processes, which lockstep cannot drive
@@ -184,8 +194,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
     here = Path.cwd().resolve()
     own = names_paths(pytest_args, here, root)
-    chosen = selection(root, pytest_args, own)
-    subdir = here.relative_to(root.resolve()) if own else Path()
+    chosen = selection(root.resolve(), pytest_args, own, here if pytest_args else root.resolve())
+    subdir = here.relative_to(root.resolve()) if pytest_args else Path()
     with contextlib.ExitStack() as stack:
         done: dict[str, Path] = {}
         specs = peered([
@@ -196,9 +206,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         workdir = stack.enter_context(run_folder())
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
-        default = (
-            [] if own or chosen[:1] == ["benches"] else ["(its default: testpaths, else the root)"]
-        )
+        default = ["(its default: testpaths, else the root)"]
+        default = default if chosen == pytest_args and not own else []
         blocks = f"{args.block_rounds or '1- or 2'}-round blocks"
         if first_budget.min_pairs == first_budget.max_pairs:
             pair_counts = str(first_budget.min_pairs)

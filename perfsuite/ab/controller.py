@@ -280,7 +280,7 @@ class Controller:
         elif kind == "finished":
             state.finished = True
             if state.hello is None:  # its pytest stopped before the plan (a usage error)
-                raise side.fault("ended before its benches were collected", wait_s=5.0)
+                raise side.fault("ended before its benches were collected", ended=True)
         self._grant()
 
     def _grant(self) -> None:

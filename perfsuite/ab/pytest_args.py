@@ -24,8 +24,13 @@ from pathlib import Path
 
 #: pytest options that take one value, where pytest's own parser cannot be built
 VALUE_OPTIONS = frozenset(
-    ("-k", "-m", "-p", "-o", "-c", "-W", "--deselect", "--ignore", "--ignore-glob",
-     "--config-file", "--override-ini", "--confcutdir", "--rootdir", "--basetemp")
+    ("-k", "-m", "-p", "-o", "-c", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
+     "--config-file", "--override-ini", "--confcutdir", "--rootdir", "--basetemp",
+     "--durations", "--maxfail", "--tb", "--junitxml", "--junit-xml", "--capture",
+     "--log-level", "--log-file", "--import-mode", "--benchmark-storage",
+     "--benchmark-json", "--benchmark-save", "--benchmark-timer", "--benchmark-min-rounds",
+     "--benchmark-min-time", "--benchmark-max-time", "--benchmark-sort",
+     "--benchmark-group-by", "--benchmark-columns", "--benchmark-name")
 )  # fmt: skip
 
 
@@ -48,8 +53,12 @@ def value_counts() -> dict[str, int | str | None]:
             for name in action.option_strings:
                 counts[name] = action.nargs
         return counts
-    except Exception:  # another pytest's internals: the fixed list serves
-        return dict.fromkeys(VALUE_OPTIONS)
+    except Exception:  # another pytest's internals, a broken plugin: the fixed list serves
+        from perfsuite.options import OPTIONS
+
+        fixed: dict[str, int | str | None] = dict.fromkeys(VALUE_OPTIONS)
+        fixed.update({spec.flag: 0 if spec.is_flag else None for spec in OPTIONS})
+        return fixed
 
 
 def positional(args: Sequence[str], counts: dict[str, int | str | None] | None = None) -> list[int]:
@@ -74,12 +83,8 @@ def positional(args: Sequence[str], counts: dict[str, int | str | None] | None =
             i += 1
             continue
         i += 1
-        name = arg.split("=", 1)[0]
-        attached = "=" in arg or (not arg.startswith("--") and len(arg) > 2)
-        if attached and not arg.startswith("--"):
-            name = arg[:2]
-        nargs = counts.get(name, 0)
-        if attached or nargs == 0:
+        nargs = _wants(arg, counts)
+        if nargs == 0:
             continue
         if nargs is None or isinstance(nargs, int):
             i += 1 if nargs is None else nargs
@@ -89,6 +94,26 @@ def positional(args: Sequence[str], counts: dict[str, int | str | None] | None =
             while i < len(args) and not args[i].startswith("-"):
                 i += 1
     return found
+
+
+def _wants(arg: str, counts: dict[str, int | str | None]) -> int | str | None:
+    """How many of the following arguments the option ``arg`` takes (its ``nargs``; 0
+    where its value is attached: ``--opt=v``, ``-kx``). A group of short options
+    (``-vk``) is read as argparse reads it: flags, then the first one that takes a
+    value takes the rest of the group or, where nothing is left, what follows.
+
+    >>> _wants("-vk", {"-v": 0, "-k": None}), _wants("-vkx", {"-v": 0, "-k": None})
+    (None, 0)
+    >>> _wants("--opt=v", {"--opt": None}), _wants("--unknown", {}), _wants("-q", {"-q": 0})
+    (0, 0, 0)
+    """
+    if arg.startswith("--"):
+        return 0 if "=" in arg else counts.get(arg, 0)
+    for at in range(1, len(arg)):
+        nargs = counts.get(f"-{arg[at]}", 0)
+        if nargs != 0:
+            return nargs if at == len(arg) - 1 else 0
+    return 0
 
 
 def path_part(arg: str) -> str:

@@ -22,6 +22,8 @@ repository root: :func:`refuse_rootdir` rejects it.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import sys
 from collections.abc import Sequence
@@ -138,3 +140,30 @@ def rooted(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[str]:
         if found is not None:
             options.append(f"--config-file={found}")
     return options
+
+
+def default_paths(root: Path) -> list[Path]:
+    """What pytest started at ``root`` with no path collects: the ``testpaths`` of its
+    configuration file there, each a glob from ``root`` (in pytest's order), else
+    ``root``, as pytest's own default does."""
+    found = config_file(root, root, [])
+    given: list[str] = []
+    if found is not None and found.suffix == ".toml":
+        with contextlib.suppress(OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            document = tomllib.loads(found.read_text())
+            tool = document.get("tool", {}) if found.name == "pyproject.toml" else document
+            table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+            table = table.get("ini_options", table) if isinstance(table, dict) else {}
+            value = table.get("testpaths", []) if isinstance(table, dict) else []
+            given = value.split() if isinstance(value, str) else [str(v) for v in value]
+    elif found is not None:
+        section = INI_SECTIONS.get(found.name, "pytest")
+        with contextlib.suppress(OSError, UnicodeDecodeError, iniconfig.ParseError, KeyError):
+            sections = iniconfig.IniConfig(str(found)).sections
+            if section not in sections and found.name == "setup.cfg":
+                section = "pytest"
+            given = sections[section].get("testpaths", "").split()
+    paths = [
+        Path(p) for pattern in given for p in sorted(glob.glob(str(root / pattern), recursive=True))
+    ]
+    return paths or [root]

@@ -46,6 +46,8 @@ QUIET_SHARE = 0.1
 SETTLE_LIMIT_S = 1.0
 #: how long freezing a side may take to stop all its threads before going on anyway
 FREEZE_LIMIT_S = 0.5
+#: how long a side whose pytest ended early is given to write its error and exit
+ENDING_S = 5.0
 
 
 class SideFault(PerfsuiteError):
@@ -156,13 +158,18 @@ class SideSpec:
 
 def pytest_error(log: str) -> str | None:
     """pytest's own usage error in a side's ``log`` (``ERROR: file or directory not
-    found: x``), joined with the line that explains it, or None.
+    found: x``; for an argument pytest rejects, its reason), or None.
 
     >>> pytest_error("x\\nERROR: not found: /r/a.py::t\\n(no match in any of [<Module a.py>])\\n")
     'ERROR: not found: /r/a.py::t (no match in any of [<Module a.py>])'
+    >>> pytest_error("ERROR: usage: p [options]\\np: error: unrecognized arguments: --x\\n")
+    'ERROR: unrecognized arguments: --x'
     """
     lines = log.splitlines()
     for i, line in enumerate(lines):
+        if line.startswith("ERROR: usage:"):
+            reasons = [rest.split(": error: ", 1)[1] for rest in lines[i:] if ": error: " in rest]
+            return f"ERROR: {reasons[0]}" if reasons else line
         if line.startswith("ERROR: "):
             after = lines[i + 1].strip() if i + 1 < len(lines) else ""
             return f"{line} {after}" if after.startswith("(") else line
@@ -250,16 +257,17 @@ class SideProcess:
             return ""
         return "\n".join(text.rstrip().splitlines()[-lines:])
 
-    def fault(self, problem: str, *, tail: bool = True, wait_s: float = 0.0) -> SideFault:
-        """The side's failure: ``problem``, pytest's own error line where its log has one
-        (a path or node id not found: pytest writes it as it exits, so a side that is
-        ending is given ``wait_s`` to), else, with ``tail``, the log's last lines."""
-        if wait_s:
-            self.wait(wait_s)
+    def fault(self, problem: str, *, tail: bool = True, ended: bool = False) -> SideFault:
+        """The side's failure: ``problem`` and, with ``tail``, the log's last lines; for a
+        side whose pytest ``ended`` before its benches were collected, pytest's own error
+        line in their place where its log has one (a path or node id not found, an
+        argument it rejects), waited for, as pytest writes it as it exits."""
+        if ended:
+            self.wait(ENDING_S)
         message = f"{self.title}: {problem}"
         if not self.alive and self.returncode is not None:
             message += f" (exit status {self.returncode})"
-        said = pytest_error(self.log_tail(lines=200))
+        said = pytest_error(self.log_tail(lines=200)) if ended else None
         if said:
             message += f": pytest said {said!r}"
         log = self.log_tail() if tail and not said else ""

@@ -20,7 +20,13 @@ T = TypeVar("T")
 
 
 def umask() -> int:
-    """This process's umask (read by setting it and setting it back)."""
+    """This process's umask: from ``/proc/self/status`` where Linux gives it, else by
+    setting it and setting it back (for an instant, another thread's new file would
+    get no mask)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -4,14 +4,16 @@
 median time and items/s in every saved run of this machine with the run's commit and
 date, and its newest step. Exit status: 0 no failing step, 1 a regression step starts
 after the last accepted run (see :mod:`perfsuite.verdict.history`), 2 bad input, 3 no
-bench has enough runs for a step search.
+bench has enough runs for a step search. An unreadable saved run stops both commands
+(exit 2), naming it: it sorts newest, so it may be tonight's.
 ``--accept RUN`` (a run id or a commit) records that run as accepted and exits 0.
 
 ``perfsuite nightly [--storage URI] [--report DIR] [--no-confirm] [-- PYTEST_ARGS]``
 screens the newest saved run (:mod:`perfsuite.nightly.screen`), confirms the suspects
 as the gate does (:mod:`perfsuite.suspects`: none when both runs are of one commit on
-a clean tree, else ``perfsuite ab <previous run's commit> HEAD --report DIR/ab --
-PYTEST_ARGS -k <suspects>`` in a child process) and exits 1 on a confirmed
+a clean tree, else ``perfsuite ab <base> <tonight's commit> --report DIR/ab --
+PYTEST_ARGS -k <suspects>`` in a child process, the base being the run the suspects
+were screened against) and exits 1 on a confirmed
 regression or a risen exact counter, 2 on bad input or when ``perfsuite ab`` fails, 3
 when tonight's run screened no bench or a suspect could not be confirmed (``--no-confirm``,
 no commit to compare, or an A/B that could not decide), 0 otherwise
@@ -147,10 +149,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "nightly",
         help="screen the newest run against the history, confirm suspects with perfsuite ab",
         description="Screen the newest saved run against the history of this machine; "
-        "confirm the suspects with `perfsuite ab <baseline commit> HEAD -- PYTEST_ARGS -k "
-        "<suspects>`. Exit status: 0 no regression (every suspect cleared), 1 a confirmed "
-        "regression or a risen exact counter, 2 bad input or perfsuite ab failed, 3 no bench "
-        "screened or a suspect left unconfirmed.",
+        "confirm the suspects with `perfsuite ab <base commit> <tonight's commit> -- "
+        "PYTEST_ARGS -k <suspects>`. Exit status: 0 no regression (every suspect "
+        "cleared), 1 a confirmed regression or a risen exact counter, 2 bad input or "
+        "perfsuite ab failed, 3 no bench screened or a suspect left unconfirmed.",
     )
     _storage_options(nightly)
     nightly.add_argument(
