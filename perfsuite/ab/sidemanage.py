@@ -232,7 +232,7 @@ class SideProcess:
                 conn, _ = self._listener.accept()
             except TimeoutError:
                 if not self.alive:
-                    raise self.fault("exited before connecting") from None
+                    raise self.fault("exited before connecting", ended=True) from None
                 if time.monotonic() > deadline:
                     raise self.fault(
                         "never connected: its perfsuite may predate the lockstep protocol"
@@ -259,9 +259,10 @@ class SideProcess:
 
     def fault(self, problem: str, *, tail: bool = True, ended: bool = False) -> SideFault:
         """The side's failure: ``problem`` and, with ``tail``, the log's last lines; for a
-        side whose pytest ``ended`` before its benches were collected, pytest's own error
-        line in their place where its log has one (a path or node id not found, an
-        argument it rejects), waited for, as pytest writes it as it exits."""
+        side whose pytest ``ended`` before its benches were collected (or before it
+        connected), pytest's own error line in their place where its log has one (a path
+        or node id not found, an argument it rejects), waited for, as pytest writes it as
+        it exits."""
         if ended:
             self.wait(ENDING_S)
         message = f"{self.title}: {problem}"
