@@ -87,7 +87,8 @@ from perfsuite.verdict.shift import (
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
 
-AB_COMMAND: tuple[str, ...] = (sys.executable, "-m", "perfsuite.cli", "ab")
+#: the A/B's command: unbuffered (``-u``), so an interrupt loses none of its lines
+AB_COMMAND: tuple[str, ...] = (sys.executable, "-u", "-m", "perfsuite.cli", "ab")
 #: perfsuite options a confirmation must not pass on to the A/B's sides
 NOT_PASSED = ("--perf-gate", "--perf-report", "--perf-allow-machine-mismatch", "--perf-ab-args")
 #: what a gate's A/B is for: confirm the screen's suspects, or decide benches whose

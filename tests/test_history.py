@@ -117,6 +117,39 @@ def test_accepting_a_run_before_the_step_keeps_it_failing(tmp_path: Path) -> Non
     assert history(tmp_path) == 1
 
 
+def test_a_run_number_without_its_zeros_names_the_run(tmp_path: Path) -> None:
+    make_history(tmp_path, step_at=20, step=0.10)
+    assert history(tmp_path, "--accept", "25") == 0
+    record = json.loads((tmp_path / "perfsuite-accepted.json").read_text())
+    assert record[MACHINE_ID]["run"] == run_name(24)
+    assert history(tmp_path) == 0
+
+
+def test_runs_of_another_stack_are_counted_as_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = make_history(tmp_path, step_at=None)
+    for path in paths[3:6]:
+        document = json.loads(path.read_text())
+        document["machine_info"]["python_version"] = "3.9.18"
+        path.write_text(json.dumps(document))
+    assert history(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"left out 3 saved run(s) of another machine or stack than the newest run's "
+        f"(the newest of them, {run_name(5)}: python 3.9 -> 3.11)"
+    ) in out
+    assert "27 runs" in out
+
+
+def test_a_history_of_one_stack_leaves_nothing_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_history(tmp_path, step_at=None)
+    assert history(tmp_path) == 0
+    assert "left out" not in capsys.readouterr().out
+
+
 def test_an_accepted_run_pruned_from_the_storage_still_counts(tmp_path: Path) -> None:
     paths = make_history(tmp_path, step_at=20, step=0.10)
     assert history(tmp_path, "--accept", "0025") == 0

@@ -320,3 +320,17 @@ def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
     assert not only_previous
     inside, _, _ = screen_series(constructed([*earlier, 1.06]))  # past 5%, inside the band
     assert inside is None
+
+
+def test_the_ab_child_keeps_every_line_it_printed_when_it_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perfsuite.suspects import AB_COMMAND
+
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    interpreter = list(AB_COMMAND[: AB_COMMAND.index("-m")])
+    dies = "import os, signal; print('measured 3 of 5'); os.kill(os.getpid(), signal.SIGKILL)"
+    log = tmp_path / "ab.log"
+    with log.open("wb") as out:
+        subprocess.run([*interpreter, "-c", dies], stdout=out, check=False)
+    assert log.read_text() == "measured 3 of 5\n"

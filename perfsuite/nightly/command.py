@@ -243,6 +243,9 @@ def run_history(args: argparse.Namespace) -> int:
                 print(format_point(point, series.unit))
     if shown == 0:
         raise PerfsuiteError(f"-k {args.keyword!r}: no saved bench matches")
+    left = left_out(runs)
+    if left:
+        print(left)
     note = f"accepted up to {record['run']}" if record else "nothing accepted yet"
     if failing_total:
         print(
@@ -259,6 +262,24 @@ def run_history(args: argparse.Namespace) -> int:
         return ExitCode.NOT_JUDGED
     print(f"perfsuite history: no regression step in {searched} bench(es) ({note})")
     return ExitCode.OK
+
+
+def left_out(runs: Sequence[Run]) -> str | None:
+    """The line saying which of ``runs`` (oldest first) the history leaves out for
+    being of another machine or stack than the newest run, or None."""
+    from perfsuite.verdict.machine import machine_mismatch
+
+    newest = runs[-1]
+    other = [(run, machine_mismatch(run, newest)) for run in runs[:-1]]
+    other = [(run, found) for run, found in other if found]
+    if not other:
+        return None
+    run, found = other[-1]
+    return (
+        f"perfsuite history: left out {len(other)} saved run(s) of another machine or stack "
+        f"than the newest run's (the newest of them, {run.name}: {found[0]}); "
+        "a series holds only runs comparable with its newest"
+    )
 
 
 def confirm_tonight(

@@ -298,9 +298,13 @@ def accept(root: Path, machine_id: str, run: Run) -> None:
 
 
 def find_accept_target(runs: Sequence[Run], spec: str) -> Run:
-    """The run ``spec`` names: a run name or its number, else a commit id prefix (newest)."""
+    """The run ``spec`` names: a run name or its number (``12`` is ``0012``), else a
+    commit id prefix (newest)."""
     for run in reversed(runs):
-        if run.name == spec or run.name.split("_")[0] == spec or run.name.startswith(spec + "_"):
+        number = run.name.split("_")[0]
+        if run.name == spec or number == spec or run.name.startswith(spec + "_"):
+            return run
+        if spec.isdigit() and number.isdigit() and int(number) == int(spec):
             return run
     if len(spec) >= 4:
         for run in reversed(runs):
