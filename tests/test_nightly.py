@@ -21,7 +21,7 @@ from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen, scree
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series
 from perfsuite.verdict.runs import Run
-from tests.test_history_data import commit_of, make_history, saved_runs
+from tests.test_history_data import commit_of, make_history, run_name, saved_runs
 
 pytest_plugins = ["pytester"]
 
@@ -34,6 +34,8 @@ report = Path(args[args.index("--report") + 1])
 report.mkdir(parents=True, exist_ok=True)
 (report / "summary.md").write_text("# perfsuite ab\\n\\nab said " + os.environ["AB_STATUS"] + "\\n")
 Path(os.environ["AB_LOG"]).write_text(json.dumps(args))
+with open(os.environ["AB_LOG"] + "l", "a") as every:
+    every.write(json.dumps(args) + "\\n")
 sys.exit(int(os.environ["AB_STATUS"]))
 """
 
@@ -217,6 +219,49 @@ def test_the_ab_starts_at_the_suspects_previous_point(tmp_path: Path, ab: list[s
     assert nightly(tmp_path, ab) == 0
     args = json.loads((tmp_path / "ab-args.json").read_text())
     assert args[:2] == [commit_of(12), commit_of(14)]
+
+
+def test_suspects_screened_against_different_runs_get_an_ab_each(
+    tmp_path: Path, ab: list[str]
+) -> None:
+    """One bench skipped last night, so it was screened against the night before: its
+    A/B starts there, the other suspect's at last night, each over its own suspect."""
+    store, report = tmp_path / "store", tmp_path / "report"
+    paths = make_history(store, nights=15, step_at=14, step=0.3, noise=0.03)
+    large = "bench_tiny.py::test_sum[large]"
+    partial = json.loads(paths[13].read_text())
+    partial["benchmarks"] = [b for b in partial["benchmarks"] if b["fullname"] != large]
+    paths[13].write_text(json.dumps(partial))
+    screening = screen(runs_of(store))
+    groups = [(run.name, [s.label for s in found]) for run, found in screening.groups]
+    assert groups == [(run_name(12), ["sum/n4000"]), (run_name(13), ["sum/n1000"])]
+    assert nightly(store, ab, "--report", str(report)) == 0
+    calls = [json.loads(line) for line in (tmp_path / "ab-args.jsonl").read_text().splitlines()]
+    assert [(c[0], c[1], c[3], c[-1]) for c in calls] == [
+        (commit_of(12), commit_of(14), str(report / "ab-0013"), "test_sum[large]"),
+        (commit_of(13), commit_of(14), str(report / "ab-0014"), "test_sum[small]"),
+    ]
+    summary = (report / "summary.md").read_text()
+    assert f"Screened against `{run_name(12)}`: sum/n4000." in summary
+    assert f"Screened against `{run_name(13)}`: sum/n1000." in summary
+    assert "passed: 2 suspects, perfsuite ab found no regression" in summary
+
+
+def test_one_group_is_confirmed_while_the_other_is_the_machines(
+    tmp_path: Path, ab: list[str]
+) -> None:
+    """Last night ran tonight's commit: the suspect screened against it moved with the
+    machine; the one screened against the night before is A/B'd."""
+    store = tmp_path / "store"
+    paths = make_history(store, nights=15, step_at=14, step=0.3, noise=0.03)
+    large = "bench_tiny.py::test_sum[large]"
+    partial = json.loads(paths[13].read_text())
+    partial["benchmarks"] = [b for b in partial["benchmarks"] if b["fullname"] != large]
+    partial["commit_info"]["id"] = commit_of(14)
+    paths[13].write_text(json.dumps(partial))
+    assert nightly(store, ab) == 0
+    calls = (tmp_path / "ab-args.jsonl").read_text().splitlines()
+    assert [json.loads(c)[:2] for c in calls] == [[commit_of(12), commit_of(14)]]
 
 
 def test_an_unreadable_newest_run_is_refused_not_passed_over(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from perfsuite.nightly.screen import Screening, Suspect
-    from perfsuite.nightly.summary import Confirmation
+    from perfsuite.nightly.summary import Confirmation, Confirmations
     from perfsuite.verdict.runs import Run
 
 
@@ -284,42 +285,68 @@ def left_out(runs: Sequence[Run]) -> str | None:
 
 def confirm_tonight(
     screening: Screening, pytest_args: Sequence[str], report: Path, ab_command: Sequence[str]
-) -> Confirmation:
+) -> Confirmations:
     """Tonight's suspects decided by the gate's rule and child run
-    (:mod:`perfsuite.suspects`): not at all without the commit of the run they were
-    screened against (:attr:`Screening.base`), the machine's move on one commit and a
-    clean tree, else ``perfsuite ab`` of that commit against tonight's run's commit
-    (``HEAD`` where tonight's run has none; its output on this process's; its report in
-    ``report``)."""
+    (:mod:`perfsuite.suspects`), one group at a time
+    (:attr:`perfsuite.nightly.screen.Screening.groups`): those screened against one run
+    are confirmed from its commit, so no A/B holds another suspect's step. Its report
+    goes to ``report``; with several groups, to ``report``'s name followed by the run's
+    number (``ab-0041``)."""
+    from perfsuite.nightly.summary import Confirmations
+
+    groups = screening.groups
+    parts = []
+    for previous, suspects in groups:
+        folder = report
+        if len(groups) > 1 and previous is not None:
+            folder = report.with_name(f"{report.name}-{previous.name.split('_')[0]}")
+        parts.append(
+            _confirm_group(previous, suspects, screening.tonight, pytest_args, folder, ab_command)
+        )
+    return Confirmations(tuple(parts))
+
+
+def _confirm_group(
+    previous: Run | None,
+    suspects: Sequence[Suspect],
+    tonight: Run,
+    pytest_args: Sequence[str],
+    report: Path,
+    ab_command: Sequence[str],
+) -> Confirmation:
+    """``suspects``, screened against ``previous``: not confirmed without its commit,
+    the machine's move on one commit and a clean tree, else ``perfsuite ab`` of that
+    commit against tonight's run's commit (``HEAD`` where tonight's run has none; its
+    output on this process's)."""
     from perfsuite.changed import untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
 
-    previous, tonight = screening.base, screening.tonight
+    part = Confirmation(
+        base=previous.name if previous else "?", suspects=tuple(s.label for s in suspects)
+    )
     base = Commit.of(previous.commit_info) if previous is not None else Commit(None, False)
     if base.sha is None:
-        return Confirmation(skipped="the baseline run has no commit id (saved outside git)")
+        return replace(part, skipped="the baseline run has no commit id (saved outside git)")
     if same_code(base, Commit.of(tonight.commit_info)):
         untracked = untracked_code(Path.cwd())
         if untracked:  # an A/B of HEAD against itself would not see them either
-            return Confirmation(
-                skipped=f"{untracked_line(untracked)}; commit them, or run on a clean checkout"
-            )
-        return Confirmation(skipped=machine_move(base).text, machine=True)
+            why = f"{untracked_line(untracked)}; commit them, or run on a clean checkout"
+            return replace(part, skipped=why)
+        return replace(part, skipped=machine_move(base).text, machine=True)
     rest, user_k = split_k(pytest_args)
-    selection = [*rest, "-k", keyword_expression(screening.suspects, user_k)]
+    selection = [*rest, "-k", keyword_expression(suspects, user_k)]
     candidate = Commit.of(tonight.commit_info).sha or "HEAD"
     print(
-        f"perfsuite nightly: {len(screening.suspects)} suspect(s); confirming in an A/B of "
-        f"{base.sha[:12]} ({previous.name if previous else '?'}) against {candidate[:12]} "
-        f"({tonight.name})",
+        f"perfsuite nightly: {len(suspects)} suspect(s); confirming in an A/B of "
+        f"{base.sha[:12]} ({part.base}) against {candidate[:12]} ({tonight.name})",
         flush=True,
     )
     ab = run_ab(base, [], selection, Path.cwd(), report, None, (candidate,), ab_command, None)
     summary_file = report / "summary.md"
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
-    return Confirmation(ab, summary)
+    return replace(part, ab=ab, summary=summary)
 
 
 def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
@@ -330,7 +357,7 @@ def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = Non
 
     _root, _machine, runs = _load_history(args)
     screening = screen(runs)
-    confirmation: Confirmation | None = None
+    confirmation: Confirmations | None = None
     if screening.suspects and not args.no_confirm:
         report = (args.report or Path("reports/nightly")) / "ab"
         confirmation = confirm_tonight(

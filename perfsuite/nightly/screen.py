@@ -67,10 +67,16 @@ class Screening:
     screened: int
     short_history: list[str]  # benches screened against the previous run only
     unscreened: list[str] = field(default_factory=list)  # tonight's, with no earlier point
-    #: where an A/B of the suspects starts: the oldest of their previous comparable
-    #: points' runs (a run that skipped a bench, or another machine's, is no point of its
-    #: series), so its range holds each suspect's own step
-    base: Run | None = None
+    #: the suspects by where an A/B of them starts, the oldest first: the run of each
+    #: one's previous comparable point (a run that skipped a bench, or another
+    #: machine's, is no point of its series), so each A/B's range holds its suspects'
+    #: own step and no other
+    groups: list[tuple[Run, list[Suspect]]] = field(default_factory=list)
+
+    @property
+    def base(self) -> Run | None:
+        """Where the A/B of the oldest group starts (else the previous run)."""
+        return self.groups[0][0] if self.groups else self.previous
 
 
 def _change(new: float, old: float) -> float:
@@ -190,6 +196,8 @@ def screen(runs: Sequence[Run]) -> Screening:
             short.append(series.label)
     common = Counter(bases.values()).most_common(1)
     previous = runs[common[0][0]] if common else None
-    starts = [bases[s.series.fullname] for s in suspects if s.series.fullname in bases]
-    base = runs[min(starts)] if starts else previous
-    return Screening(tonight, previous, suspects, counters, screened, short, unscreened, base)
+    grouped: dict[int, list[Suspect]] = {}
+    for suspect in suspects:  # each was screened, so it has a previous point
+        grouped.setdefault(bases[suspect.series.fullname], []).append(suspect)
+    groups = [(runs[i], grouped[i]) for i in sorted(grouped)]
+    return Screening(tonight, previous, suspects, counters, screened, short, unscreened, groups)

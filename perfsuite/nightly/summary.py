@@ -15,14 +15,16 @@ from perfsuite.verdict.table import code_span, markdown_table
 
 @dataclass(frozen=True)
 class Confirmation:
-    """How tonight's suspects were confirmed: the A/B that ran (with its report's
-    ``summary.md``), or why none ran (``machine``: both runs are of one commit on a
-    clean tree, so a move is the machine's)."""
+    """How the suspects screened against one run (``base``) were confirmed: the A/B
+    that ran (with its report's ``summary.md``), or why none ran (``machine``: both runs
+    are of one commit on a clean tree, so a move is the machine's)."""
 
     ab: AbRun | None = None
     summary: str = ""
     skipped: str | None = None
     machine: bool = False
+    base: str = ""
+    suspects: tuple[str, ...] = ()  # their labels
 
     @property
     def confirmed(self) -> bool:
@@ -42,6 +44,41 @@ class Confirmation:
         return self.ab.status == ExitCode.NOT_JUDGED
 
 
+@dataclass(frozen=True)
+class Confirmations:
+    """Tonight's confirmations: one per run its suspects were screened against."""
+
+    parts: tuple[Confirmation, ...]
+
+    @property
+    def confirmed(self) -> bool:
+        return any(part.confirmed for part in self.parts)
+
+    @property
+    def fault(self) -> bool:
+        return any(part.fault for part in self.parts)
+
+    @property
+    def unconfirmed(self) -> bool:
+        return any(part.unconfirmed for part in self.parts)
+
+    @property
+    def skipped(self) -> str | None:
+        """Why no A/B ran, where one did not (each reason once), else None."""
+        why = dict.fromkeys(part.skipped for part in self.parts if part.skipped)
+        return "; ".join(w for w in why if w) or None
+
+    @property
+    def why_unconfirmed(self) -> str:
+        """Why suspects stay unconfirmed (each reason once)."""
+        why = dict.fromkeys(
+            part.skipped or "perfsuite ab could not decide"
+            for part in self.parts
+            if part.unconfirmed
+        )
+        return "; ".join(why)
+
+
 def _series_cell(suspect: Suspect, last: int = 6) -> str:
     points = suspect.series.points[-last:]
     return " ".join(f"{p.median * 1000:.3g}" for p in points) + " ms"
@@ -51,7 +88,7 @@ def _suspect_rows(suspects: Sequence[Suspect]) -> list[list[str]]:
     return [[s.label, f"{s.change * 100:+.1f}%", s.reason, _series_cell(s)] for s in suspects]
 
 
-def verdict_line(screening: Screening, confirmation: Confirmation | None, status: int) -> str:
+def verdict_line(screening: Screening, confirmation: Confirmations | None, status: int) -> str:
     if status == ExitCode.REGRESSION:
         parts = []
         if screening.counters:
@@ -62,8 +99,7 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
     if status == ExitCode.NOT_JUDGED and screening.screened == 0:
         return "**NOTHING JUDGED**: tonight's run screened no bench"
     if status == ExitCode.NOT_JUDGED:
-        why = "--no-confirm" if confirmation is None else confirmation.skipped
-        why = why or "perfsuite ab could not decide"
+        why = "--no-confirm" if confirmation is None else confirmation.why_unconfirmed
         return (
             f"**UNCONFIRMED**: {len(screening.suspects)} suspect(s) could not be confirmed ({why})"
         )
@@ -72,8 +108,14 @@ def verdict_line(screening: Screening, confirmation: Confirmation | None, status
     if not screening.suspects:
         return f"passed: no suspect among {screening.screened} benches"
     count = f"{len(screening.suspects)} suspect{'s' if len(screening.suspects) != 1 else ''}"
-    if confirmation is not None and confirmation.skipped:
-        return f"passed: {count}, not confirmed: {confirmation.skipped}"
+    skipped = confirmation.skipped if confirmation is not None else None
+    ran = confirmation is not None and any(part.ab for part in confirmation.parts)
+    if skipped and not ran:
+        return f"passed: {count}, not confirmed: {skipped}"
+    if skipped:
+        return (
+            f"passed: {count}, perfsuite ab found no regression; the rest not confirmed: {skipped}"
+        )
     return f"passed: {count}, perfsuite ab found no regression"
 
 
@@ -89,7 +131,17 @@ def _outcome(ab: AbRun) -> str:
     return words[ExitCode(ab.status)] if ab.concluded else f"fault (exit {ab.status})"
 
 
-def nightly_markdown(screening: Screening, confirmation: Confirmation | None, status: int) -> str:
+def _part_lines(part: Confirmation) -> list[str]:
+    """What one confirmation did, and its A/B's summary."""
+    if part.ab is None:
+        return [f"Not run: {part.skipped}.", ""]
+    lines = [f"{code_span(shlex.join(part.ab.command))}: {_outcome(part.ab)}."]
+    if part.summary:
+        lines.extend(["", part.summary.replace("\n# ", "\n### ")])
+    return [*lines, ""]
+
+
+def nightly_markdown(screening: Screening, confirmation: Confirmations | None, status: int) -> str:
     tonight = screening.tonight
     commit = tonight.commit_info.get("id") or "?"
     lines = ["# perfsuite nightly", ""]
@@ -128,13 +180,11 @@ def nightly_markdown(screening: Screening, confirmation: Confirmation | None, st
     if screening.suspects:
         lines.extend(["## Confirmation", ""])
         if confirmation is None:
-            lines.append("Not run (--no-confirm).")
-        elif confirmation.ab is None:
-            lines.append(f"Not run: {confirmation.skipped}.")
+            lines.extend(["Not run (--no-confirm).", ""])
         else:
-            command = code_span(shlex.join(confirmation.ab.command))
-            lines.append(f"{command}: {_outcome(confirmation.ab)}.")
-            if confirmation.summary:
-                lines.extend(["", confirmation.summary.replace("\n# ", "\n### ")])
-        lines.append("")
+            for part in confirmation.parts:
+                if len(confirmation.parts) > 1:
+                    names = ", ".join(part.suspects)
+                    lines.extend([f"Screened against {code_span(part.base)}: {names}.", ""])
+                lines.extend(_part_lines(part))
     return "\n".join(lines)
