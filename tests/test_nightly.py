@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from perfsuite.cli import build_parser, main
-from perfsuite.nightly.command import keyword_expression, run_nightly, split_k
+from perfsuite.nightly.command import run_nightly
+from perfsuite.nightly.keywords import keyword_expression, split_k
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen, screen_series
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series
@@ -262,6 +263,53 @@ def test_one_group_is_confirmed_while_the_other_is_the_machines(
     assert nightly(store, ab) == 0
     calls = (tmp_path / "ab-args.jsonl").read_text().splitlines()
     assert [json.loads(c)[:2] for c in calls] == [[commit_of(12), commit_of(14)]]
+
+
+def _checkout(folder: Path) -> str:
+    """A git checkout of one commit in ``folder``; its commit id."""
+    folder.mkdir()
+    for command in (
+        ["git", "init", "-q"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+         "-m", "tonight"],
+    ):  # fmt: skip
+        subprocess.run(command, cwd=folder, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True)
+    return head.stdout.strip()
+
+
+@pytest.mark.parametrize("head_moved", [False, True])
+def test_a_run_of_uncommitted_changes_is_measured_as_the_working_tree(
+    tmp_path: Path,
+    ab: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    head_moved: bool,
+) -> None:
+    """Tonight's run measured uncommitted changes: its commit does not hold them, so
+    the A/B measures the working tree where HEAD is still that commit, and otherwise
+    leaves the suspect unconfirmed, saying which tree to check out."""
+    head = _checkout(tmp_path / "checkout")
+    paths = make_history(tmp_path / "store", nights=15, step_at=14, step=0.3, noise=0.03)
+    last = json.loads(paths[-1].read_text())
+    last["commit_info"].update(id=commit_of(14) if head_moved else head, dirty=True)
+    paths[-1].write_text(json.dumps(last))
+    monkeypatch.chdir(tmp_path / "checkout")
+    status = nightly(tmp_path / "store", ab)
+    out = capsys.readouterr().out
+    if head_moved:
+        assert status == 3
+        assert not (tmp_path / "ab-args.json").exists()
+        assert (
+            f"tonight's run measured uncommitted changes to {commit_of(14)[:12]}, which no "
+            f"revision here holds (HEAD is {head[:12]}): check that tree out and run "
+            f"perfsuite ab {commit_of(13)[:12]}"
+        ) in out
+    else:
+        assert status == 0
+        args = json.loads((tmp_path / "ab-args.json").read_text())
+        assert args[:2] == [commit_of(13), "--report"]  # B: the working tree
+        assert "against the working tree" in out
 
 
 def test_an_unreadable_newest_run_is_refused_not_passed_over(

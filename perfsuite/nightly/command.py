@@ -23,91 +23,20 @@ no commit to compare, or an A/B that could not decide), 0 otherwise
 from __future__ import annotations
 
 import argparse
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import ExitCode
+from perfsuite.nightly.keywords import keyword_expression, keyword_matcher, split_k
 
 if TYPE_CHECKING:
     from perfsuite.nightly.screen import Screening, Suspect
     from perfsuite.nightly.summary import Confirmation, Confirmations
+    from perfsuite.verdict.commits import Commit
     from perfsuite.verdict.runs import Run
-
-
-_KEYWORDS = {"and", "or", "not", "(", ")"}
-
-
-def keyword_matcher(expression: str | None) -> Callable[[str], bool]:
-    """``-k`` as pytest reads it: words matched as substrings, with and/or/not/()."""
-    if not expression:
-        return lambda _name: True
-    tokens = re.findall(r"\(|\)|[^\s()]+", expression)
-    words = [t for t in tokens if t not in _KEYWORDS]
-    code = " ".join(f"_w[{words.index(t)}]" if t not in _KEYWORDS else t for t in tokens)
-    try:
-        compiled = compile(code, "<-k>", "eval")
-        eval(compiled, {"__builtins__": {}}, {"_w": [False] * len(words)})
-    except SyntaxError:
-        raise PerfsuiteError(f"-k {expression!r}: not a valid expression") from None
-
-    def match(name: str) -> bool:
-        low = name.lower()
-        found = [w.lower() in low for w in words]
-        return bool(eval(compiled, {"__builtins__": {}}, {"_w": found}))
-
-    return match
-
-
-def split_k(pytest_args: Sequence[str]) -> tuple[list[str], str | None]:
-    """The pytest arguments without ``-k``, and the ``-k`` expression they held."""
-    rest: list[str] = []
-    expression = None
-    args = list(pytest_args)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "-k" and i + 1 < len(args):
-            expression = args[i + 1]
-            i += 2
-            continue
-        if arg.startswith("-k") and len(arg) > 2:
-            expression = arg[2:].lstrip("=")
-        else:
-            rest.append(arg)
-        i += 1
-    return rest, expression
-
-
-#: a word of a ``-k`` expression as pytest's lexer reads it (``_pytest/mark/expression.py``),
-#: less the backslash it also takes, which this never needs
-_K_WORD = re.compile(r"(?:\w|:|\+|-|\.|\[|/|\])+")
-
-
-def keyword_term(name: str) -> str:
-    """A ``-k`` term selecting the test ``name`` (``test_x[variant]``) whatever its
-    parameter id holds: the words pytest's lexer reads in it, all required, so an id
-    with spaces, parentheses or ``=`` still selects its test; ``and``/``or``/``not`` in
-    an id are left out. A test whose name holds the same words is selected too, and
-    the A/B judges it as it judges the suspects.
-
-    >>> keyword_term("test_x[two blocks]"), keyword_term("test_x[a=(1, 2)]")
-    ('(test_x[two and blocks])', '(test_x[a and 1 and 2 and ])')
-    >>> keyword_term("test_y[a not b]"), keyword_term("test_z")
-    ('(test_y[a and b])', 'test_z')
-    """
-    words = [w for w in _K_WORD.findall(name) if w not in _KEYWORDS]
-    return words[0] if len(words) == 1 else f"({' and '.join(words)})"
-
-
-def keyword_expression(suspects: Sequence[Suspect], user_k: str | None = None) -> str:
-    """``-k`` selecting the suspects' tests (and the user's own ``-k``, if any)."""
-    names = sorted({s.test_name for s in suspects})
-    expression = " or ".join(keyword_term(name) for name in names)
-    return f"({user_k}) and ({expression})" if user_k else expression
 
 
 def _storage_options(sub: argparse.ArgumentParser) -> None:
@@ -337,16 +266,42 @@ def _confirm_group(
         return replace(part, skipped=machine_move(base).text, machine=True)
     rest, user_k = split_k(pytest_args)
     selection = [*rest, "-k", keyword_expression(suspects, user_k)]
-    candidate = Commit.of(tonight.commit_info).sha or "HEAD"
+    candidate, why_not = _candidate(Commit.of(tonight.commit_info), base.sha)
+    if why_not is not None:
+        return replace(part, skipped=why_not)
     print(
         f"perfsuite nightly: {len(suspects)} suspect(s); confirming in an A/B of "
-        f"{base.sha[:12]} ({part.base}) against {candidate[:12]} ({tonight.name})",
+        f"{base.sha[:12]} ({part.base}) against "
+        f"{candidate[:12] if candidate else 'the working tree'} ({tonight.name})",
         flush=True,
     )
-    ab = run_ab(base, [], selection, Path.cwd(), report, None, (candidate,), ab_command, None)
+    revisions = (candidate,) if candidate else ()
+    ab = run_ab(base, [], selection, Path.cwd(), report, None, revisions, ab_command, None)
     summary_file = report / "summary.md"
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
     return replace(part, ab=ab, summary=summary)
+
+
+def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
+    """(the revision an A/B measures as tonight's, None for the working tree; or why
+    none can be). A run taken on uncommitted changes is measured as the working tree,
+    where ``HEAD`` is still its commit; otherwise no revision holds what it measured."""
+    from perfsuite.changed import git
+
+    if not tonight.dirty:
+        return tonight.sha or "HEAD", None
+    try:
+        found = git(Path.cwd(), "rev-parse", "HEAD")
+        head = found.stdout.strip() if found.returncode == 0 else None
+    except OSError:
+        head = None
+    if tonight.sha is not None and head == tonight.sha:
+        return None, None
+    return None, (
+        f"tonight's run measured uncommitted changes to {(tonight.sha or '?')[:12]}, which "
+        f"no revision here holds (HEAD is {(head or 'unknown')[:12]}): check that tree out "
+        f"and run perfsuite ab {base[:12]}"
+    )
 
 
 def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
