@@ -77,14 +77,16 @@ def pick_suspects(
     ``kind`` is ``--suspects``: ``leaning`` takes :attr:`Row.suspect` at ``lean_alpha``,
     ``leaning-slower`` those of them that are decisive or lean slower
     (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
-    :attr:`Row.undecided` at ``undecided_alpha``.
+    :attr:`Row.undecided` at ``undecided_alpha``. A first pair whose CPU per call or
+    peak memory rose is a suspect at ``lean_alpha`` whatever its time: one pair of
+    processes' layout moves its CPU as it moves its time.
     """
     if kind not in SUSPECT_KINDS:
         raise ValueError(f"unknown kind of suspects {kind!r}")
     chosen: dict[str, float] = {}
     for row in verdicts.rows:
         alpha = _time_alpha(row, kind, lean_alpha, undecided_alpha)
-        if alpha is None and row.memory_rose:
+        if alpha is None and (row.memory_rose or row.cpu_slower):
             alpha = lean_alpha
         if alpha is not None:
             chosen[row.nodeid] = alpha
@@ -108,8 +110,33 @@ def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> froze
     return frozenset(
         row.nodeid
         for row in verdicts.rows
-        if row.nodeid in chosen and row.memory_rose and _time_alpha(row, kind, 0, 0) is None
+        if row.nodeid in chosen
+        and row.memory_rose
+        and not row.cpu_slower
+        and _time_alpha(row, kind, 0, 0) is None
     )
+
+
+def cpu_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
+    """The suspects of :func:`pick_suspects` chosen for their CPU per call (one pair of
+    processes read it slower) and not their time: a look keeps them only once their
+    CPU, judged across the fresh pairs, is decisive too."""
+    return frozenset(
+        row.nodeid
+        for row in verdicts.rows
+        if row.nodeid in chosen and row.cpu_slower and _time_alpha(row, kind, 0, 0) is None
+    )
+
+
+def _decisive(row: Row, cpu: Collection[str]) -> bool:
+    """Whether a look can keep ``row``: its time is decisive, and so is its CPU per call
+    where it is in ``cpu`` (a suspect for its CPU)."""
+    if row.verdict not in DECISIVE:
+        return False
+    if row.nodeid not in cpu:
+        return True
+    found = row.run.cpu if row.run is not None else None
+    return found is not None and found.verdict in DECISIVE
 
 
 def _stop_if_futile(row: Row, can_have: int) -> bool:
@@ -157,6 +184,7 @@ def confirm_in_fresh_pairs(
     seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     memory: Collection[str] = (),
+    cpu: Collection[str] = (),
 ) -> Verdicts:
     """The suspects of one bench file, each judged at its first decisive look.
 
@@ -170,7 +198,8 @@ def confirm_in_fresh_pairs(
     in, no further pair starts: the look due is taken on the pairs so far and is the
     last. A suspect in ``memory`` (:func:`memory_only`) is kept at the first look, or
     as soon as a pair reads its peak as not risen, which settles it: once only such
-    suspects are left, no further pair starts.
+    suspects are left, no further pair starts. A suspect in ``cpu`` (:func:`cpu_only`)
+    is kept before the last look only once its CPU per call is decisive too.
     """
     plan = looks(most)
     alphas = alpha if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
@@ -195,7 +224,7 @@ def confirm_in_fresh_pairs(
         for row in measured:
             if row.nodeid in kept:
                 continue
-            ends = row.verdict in DECISIVE or look == plan[-1] or spent or row.nodeid in memory
+            ends = _decisive(row, cpu) or look == plan[-1] or spent or row.nodeid in memory
             if ends or _stop_if_futile(row, can_have):
                 kept[row.nodeid] = row
         if all(row.nodeid in kept for row in measured):

@@ -61,9 +61,9 @@ class BenchRun:
         if isinstance(peak, int | float) and _number(peak):
             self.peak_mb[side] = max(float(peak), self.peak_mb.get(side, 0.0))
 
-    def cpu_result(self, alpha: float) -> PairedResult | None:
-        """CPU per call of B over A, judged as time is (paired block medians), where
-        both sides sent every round's CPU and a round takes at least ``MIN_ROUND_CPU_S``."""
+    def cpu_ratios(self) -> list[float] | None:
+        """One log-ratio of CPU per call (B over A) per pair of blocks, where both sides
+        sent every round's CPU and a round takes at least ``MIN_ROUND_CPU_S``."""
         n = len(self.a_cpu)
         if self.cpu_missing or n == 0 or n != len(self.b_cpu):
             return None
@@ -72,10 +72,15 @@ class BenchRun:
             if per_round * self.calls.get(side, 1) < MIN_ROUND_CPU_S:
                 return None  # the readings' own cost and resolution would dominate
         try:
-            ratios = log_ratios(self.a_cpu, self.b_cpu)
+            return log_ratios(self.a_cpu, self.b_cpu)
         except ValueError:  # a round read no CPU at all
             return None
-        return judge(ratios, self.threshold, alpha)
+
+    def cpu_result(self, alpha: float) -> PairedResult | None:
+        """CPU per call of B over A in this pair of processes, judged as its time is
+        (paired block medians)."""
+        ratios = self.cpu_ratios()
+        return judge(ratios, self.threshold, alpha) if ratios is not None else None
 
     def peaks_by_pair(self) -> list[tuple[float, float]]:
         """(A, B) peak memory of each pair of processes: a pooled or confirmed run's

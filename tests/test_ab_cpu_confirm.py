@@ -1,0 +1,96 @@
+"""CPU per call is judged as time is: across fresh pairs of processes, and a first pair
+that reads it risen is a suspect measured again, never a regression on its own word."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from perfsuite.ab.confirm import confirm_in_fresh_pairs, cpu_only, memory_only, pick_suspects
+from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.rows import Row
+from perfsuite.ab.verdicts import Verdicts
+from perfsuite.verdict.paired import PAIRED_ALPHA, judge
+from perfsuite.verdict.stats import Verdict
+
+ALPHA = 0.05
+CPU_S = 0.02  # CPU seconds a call, far above what the readings' resolution blurs
+
+
+def _session(time_effect: float, cpu_effect: float, seed: int, nodeid: str = "b.py::x") -> Verdicts:
+    """One pair of processes: 12 pairs of blocks, time and CPU per call each moved by
+    their effect (log scale), with tiny noise inside the pair."""
+    rng = np.random.default_rng(seed)
+    run = BenchRun(nodeid, 0.05)
+    time = time_effect + rng.normal(0, 0.002, 12)
+    cpu = cpu_effect + rng.normal(0, 0.002, 12)
+    run.a_blocks = [[1.0] for _ in time]
+    run.b_blocks = [[math.exp(t)] for t in time]
+    run.a_cpu = [[CPU_S] for _ in cpu]
+    run.b_cpu = [[CPU_S * math.exp(c)] for c in cpu]
+    run.calls = {"A": 1, "B": 1}
+    run.order = ["A", "B"] * len(time)
+    run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
+    run.cpu = run.cpu_result(PAIRED_ALPHA)
+    return Verdicts([Row(nodeid, run)], [], 1, [run])
+
+
+def test_cpu_across_pairs_of_processes_carries_their_offsets() -> None:
+    """Each pair reads its CPU tightly, but the pairs disagree (+7%, +8%, +9%, -4%):
+    their blocks pooled read +7% to +8%, slower; across the pairs it is not decided."""
+    offsets = [0.07, 0.08, 0.09, -0.04]
+    sessions = [_session(0.0, math.log1p(c), i) for i, c in enumerate(offsets)]
+    each = [s.rows[0].run.cpu for s in sessions if s.rows[0].run is not None]
+    assert [c.verdict if c else None for c in each[:3]] == [Verdict.SLOWER] * 3
+    pooled = Verdicts.pool(sessions).rows[0].run
+    assert pooled is not None
+    assert pooled.cpu is not None
+    assert pooled.cpu.verdict is Verdict.INCONCLUSIVE
+    assert not Verdicts.pool(sessions).regressed
+
+
+def test_cpu_that_rises_in_every_pair_of_processes_is_slower_across_them() -> None:
+    sessions = [_session(0.0, math.log1p(0.2 + 0.01 * i), i) for i in range(4)]
+    pooled = Verdicts.pool(sessions).rows[0].run
+    assert pooled is not None
+    assert pooled.cpu is not None
+    assert pooled.cpu.verdict is Verdict.SLOWER
+    assert Verdicts.pool(sessions).regressed
+
+
+def test_a_first_pair_whose_cpu_rose_is_a_suspect_measured_again() -> None:
+    first = _session(0.0, math.log1p(0.2), 0)
+    assert first.rows[0].cpu_slower
+    assert first.rows[0].verdict is Verdict.SAME
+    for kind in ("leaning-slower", "leaning", "undecided"):
+        chosen = pick_suspects(first, kind, ALPHA, PAIRED_ALPHA)
+        assert chosen == {"b.py::x": ALPHA}
+        assert cpu_only(first, chosen, kind) == {"b.py::x"}
+        assert memory_only(first, chosen, kind) == frozenset()
+
+
+def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:
+    """Time `same` from the first look; CPU scattered between pairs of processes at first,
+    so the look goes on until the CPU is decided too (here: not risen)."""
+    cpu = [0.15, -0.12, 0.01, 0.0, 0.01, -0.01, 0.0, 0.01, -0.01, 0.0, 0.0, 0.01]
+    calls: list[int] = []
+
+    def session(i: int) -> Verdicts:
+        calls.append(i)
+        return _session(0.0, math.log1p(cpu[i]), i)
+
+    (row,) = confirm_in_fresh_pairs(session, ["b.py::x"], 12, ALPHA, cpu={"b.py::x"}).rows
+    assert len(calls) > 3  # the first look's time was `same`; its CPU was not decided
+    assert row.run is not None
+    assert row.run.cpu is not None
+    assert row.run.cpu.verdict is not Verdict.SLOWER
+    assert not row.regressed
+    plain: list[int] = []
+
+    def again(i: int) -> Verdicts:
+        plain.append(i)
+        return _session(0.0, math.log1p(cpu[i]), i)
+
+    confirm_in_fresh_pairs(again, ["b.py::x"], 12, ALPHA)
+    assert len(plain) == 3  # a time suspect alone ends at the first decisive look
