@@ -303,6 +303,21 @@ def memory_threshold(cfg: PerfConfig, item: pytest.Item) -> float:
     return float(value)
 
 
+def check_marker(cfg: PerfConfig, item: pytest.Item) -> None:
+    """Raise ``pytest.UsageError`` naming ``item`` where its ``perf`` marker holds an
+    unknown keyword or a value of the wrong shape, whichever fixture it uses."""
+    BenchSettings.for_item(cfg, item)
+    memory_threshold(cfg, item)
+    counters = PerfMarker.from_item(item).counters
+    if counters is not None and (
+        not isinstance(counters, list | tuple)
+        or not all(isinstance(name, str) and name for name in counters)
+    ):
+        raise pytest.UsageError(
+            f"{item.nodeid}: perf(counters={counters!r}) must be a list of counter names"
+        )
+
+
 def record_plain_marker(item: pytest.Item, extra_info: Any) -> None:
     """A ``benchmark``-fixture bench's ``perf`` marker: its ``threshold`` and ``counters``
     saved in ``extra_info`` (:mod:`perfsuite.verdict.runs` reads them), where

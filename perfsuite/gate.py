@@ -130,13 +130,11 @@ class VerdictPlugin:
         """
         if not self.settings.gate or os.environ.get("PYTEST_XDIST_WORKER"):
             return
-        for flag in ("benchmark_disable", "benchmark_skip"):
-            if self._option(flag):
-                option = "--" + flag.replace("_", "-")
-                raise pytest.UsageError(
-                    f"--perf-gate with {option}: no bench is measured, so nothing can be "
-                    f"judged; drop {option} or --perf-gate"
-                )
+        from perfsuite.verdict.gate_rules import unmeasured
+
+        problem = unmeasured(self._option)
+        if problem is not None:
+            raise pytest.UsageError(problem)
         if self.compare_spec is None:
             raise pytest.UsageError(
                 "--perf-gate has nothing to judge: add --benchmark-compare "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 from collections.abc import Callable, Generator, Iterator
@@ -18,7 +19,7 @@ from perfsuite.bench.gpu import GPU, GPUInfo, detect_gpu
 from perfsuite.bench.measure import Perf, SessionResults
 from perfsuite.bench.summary import summary_lines
 from perfsuite.bench.traces import TraceCounter
-from perfsuite.config import CONFIG_KEY, BenchSettings, PerfConfig, perf_config
+from perfsuite.config import CONFIG_KEY, BenchSettings, PerfConfig, check_marker, perf_config
 from perfsuite.data.datasets import ImageDataset, describe_folder, materialize
 from perfsuite.data.recipes import Recipe, load_recipe
 from perfsuite.errors import PerfsuiteError
@@ -79,13 +80,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: {doc}")
     cfg = PerfConfig.from_pytest_config(config)
+    if os.environ.get(AB_SOCKET_ENV):  # a side of perfsuite ab measures; its controller judges
+        cfg = dataclasses.replace(cfg, gate=False, report=None)
     config.stash[CONFIG_KEY] = cfg
     config.stash[RESULTS_KEY] = SessionResults()
     if not has_benchmark(config):
         for flag, given in (("--perf-gate", cfg.gate), ("--perf-report", cfg.report)):
             if given:
                 raise pytest.UsageError(f"{NO_BENCHMARK}, and so does {flag}")
-        return  # nothing to judge or save: the benches are skipped, said in one line
+        return  # nothing to judge or save: each bench errors at setup, in one line
     check_outputs(config, cfg)
     from perfsuite.gate import PLUGIN_NAME, VerdictPlugin
 
@@ -146,10 +149,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A bench (it takes ``perf``) errors without pytest-benchmark, as a ``benchmark``
-    test does, with one line saying why; skip tests whose framework is missing, or that
-    need a GPU the session lacks."""
+    test does, and a test whose ``perf`` marker holds a wrong keyword errors, each with
+    one line saying why; skip tests whose framework is missing, or that need a GPU the
+    session lacks."""
     if "perf" in getattr(item, "fixturenames", ()) and not has_benchmark(item.config):
         pytest.fail(NO_BENCHMARK, pytrace=False)
+    if item.get_closest_marker("perf") is not None:
+        try:  # a wrong keyword errors this bench alone, before it runs
+            check_marker(perf_config(item.config), item)
+        except pytest.UsageError as exc:
+            pytest.fail(str(exc), pytrace=False)
     for marker, module in MARKER_MODULES.items():
         if item.get_closest_marker(marker) and not is_installed(module):
             pytest.skip(f"{module} is not installed: {install_hint(module)}")

@@ -8,6 +8,7 @@ pytest's own line.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
 from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import SMALL, STEADY_CLOCK, Repo, make_repo
-from tests.test_ab_anywhere import BENCH, verdict
+from tests.test_ab_anywhere import BENCH, BROKEN, committed, verdict
 
 BUDGET = [*SMALL, "--confirm", "0"]
 
@@ -37,9 +38,45 @@ def test_split_argv_and_scale() -> None:
 def test_side_args(tmp_path: Path) -> None:
     assert side_args(["b"], 0.1)[-1] == "--perf-threshold=0.1"
     assert "--perf-threshold=0.1" not in side_args(["--perf-threshold=0.2"], 0.1)
-    for parallel in (["-n", "2"], ["-n4"], ["--numprocesses=2"], ["--dist", "load"]):
+    for parallel in (["-n", "2"], ["-n4"], ["-nauto"], ["--numprocesses=2"], ["--dist", "load"]):
         with pytest.raises(PerfsuiteError, match="one pytest process"):
             side_args(["benches", *parallel], 0.05)
+
+
+def test_side_args_turn_xdist_off_where_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``-n`` in the user's addopts would hand the benches to xdist's workers, where
+    pytest-benchmark measures nothing: each side runs them itself."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *rest: object, installed: bool = True) -> object:
+        return (real("pytest") if installed else None) if name == "xdist" else real(name)
+
+    for installed in (True, False):
+        monkeypatch.setattr(
+            importlib.util, "find_spec", functools.partial(find_spec, installed=installed)
+        )
+        args = side_args(["benches"], 0.05)
+        assert (args[-5:-1] == ["-n", "0", "--dist", "no"]) is installed
+
+
+def test_a_side_never_saves_into_the_users_storage(tmp_path: Path) -> None:
+    """``--benchmark-autosave`` and ``--perf-gate`` in the user's addopts: each side's run
+    is saved in its scratch folder, never where the next gate would take it for the
+    baseline, and no side gates itself."""
+    repo = make_repo(tmp_path)
+    repo.write("conftest.py", STEADY_CLOCK)
+    repo.write("test_root.py", BENCH)
+    addopts = "--benchmark-autosave --benchmark-compare --perf-gate"
+    repo.write("pytest.ini", f"[pytest]\naddopts = {addopts}\n")
+    repo.commit("base")
+    repo.write("NOTES.txt", "the same bench, one commit later\n")
+    repo.commit("candidate")
+    result = repo.ab("HEAD~1", *BUDGET, "--", "--perf-scale=smoke")  # B: the working tree
+    assert result.code == 0, result.out + result.err
+    assert verdict(result.out, "test_root.py::test_decode") == "same", result.out
+    assert not (repo.root / ".benchmarks").exists()
 
 
 def test_positional_arguments_are_those_pytest_takes_for_paths() -> None:
@@ -73,6 +110,41 @@ def test_options_alone_name_no_selection(tmp_path: Path) -> None:
     assert selection(root, ["-q"], False, root) == ["benches", "-q"]
     assert selection(root, ["-q"], False, sub) == ["../benches", "-q"]
     assert selection(root, ["x.py"], True, sub) == ["x.py"]
+
+
+def test_options_alone_under_a_subfolders_config_run_its_default(tmp_path: Path) -> None:
+    """``cd proj && perfsuite ab REV -- -q`` runs what ``cd proj && pytest -q`` runs: the
+    ``testpaths`` of ``proj/tox.ini``, with that file in force (its ``pythonpath``)."""
+    root = tmp_path
+    (root / "proj" / "perf").mkdir(parents=True)
+    (root / "proj" / "tox.ini").write_text("[pytest]\ntestpaths = perf\npythonpath = src\n")
+    proj = root / "proj"
+    assert selection(root, ["-q"], False, proj) == ["perf", "-q"]
+    assert selection(root, ["-q"], False, proj / "perf") == [".", "-q"]
+    assert selection(root, ["-q"], False, root) == ["-q"]  # the root: pytest's own default
+    (root / "proj" / "tox.ini").write_text("[pytest]\npythonpath = src\n")
+    assert selection(root, ["-q"], False, proj / "perf") == ["..", "-q"]  # its folder
+
+
+def test_options_alone_from_a_subproject_use_its_config(tmp_path: Path) -> None:
+    """A subproject's benches import its own package through ``pythonpath`` of its
+    ``tox.ini``: from there, options alone find and import them."""
+    ini = "[pytest]\ntestpaths = perf\npython_files = bench_*.py\npythonpath = src\n"
+    bench = "import lib\n\n\ndef test_decode(perf):\n    perf.measure(lib.work, items=1)\n"
+    repo = committed(
+        tmp_path,
+        {
+            "proj/tox.ini": ini,
+            "proj/conftest.py": STEADY_CLOCK,  # its conftest; the root's is above confcutdir
+            "proj/src/lib/__init__.py": "def work():\n    return None\n",
+            "proj/perf/bench_a.py": bench,
+            "proj/perf/test_broken.py": BROKEN,  # python_files leaves it out
+        },
+    )
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "--perf-scale=smoke", cwd=repo.root / "proj")
+    assert result.code == 0, result.out + result.err
+    assert verdict(result.out, "proj/perf/bench_a.py::test_decode") == "same", result.out
+    assert "pytest perf --perf-scale=smoke;" in result.out
 
 
 def test_a_folder_a_peer_has_is_left_out_of_the_side_that_lacks_it(tmp_path: Path) -> None:

@@ -135,6 +135,44 @@ def test_perf_marker_settings(pytester: pytest.Pytester, inner_args: list[str]) 
     )
 
 
+def test_a_wrong_keyword_on_a_benchmark_fixture_bench_errors_that_bench_alone(
+    pytester: pytest.Pytester, inner_args: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_plain="""
+import pytest
+
+@pytest.mark.perf(bar=1)
+def test_marked(benchmark):
+    benchmark(sum, range(10))
+
+@pytest.mark.perf(threshold=5)
+def test_percent(benchmark):
+    benchmark(sum, range(10))
+
+@pytest.mark.perf(counters="misses")
+def test_counters(benchmark):
+    benchmark(sum, range(10))
+
+def test_plain(benchmark):
+    benchmark(sum, range(10))
+"""
+    )
+    for extra in ([], ["--perf-gate", "--benchmark-compare"]):
+        result = pytester.runpytest(*inner_args, *extra)
+        result.assert_outcomes(passed=1, errors=3)
+        result.stdout.fnmatch_lines_random(
+            [
+                "*test_marked: unknown perf marker keyword(s) bar (known: baseline, *",
+                "*test_percent: perf(threshold=5) must be a fraction in (0, 1): did you mean "
+                "5% (0.05)?",
+                "*test_counters: perf(counters='misses') must be a list of counter names",
+            ]
+        )
+        result.stdout.no_fnmatch_line("*Traceback*")
+        result.stdout.no_fnmatch_line("*PluggyTeardownRaisedWarning*")
+
+
 def test_a_bench_default_applies_without_the_command_line(
     pytester: pytest.Pytester, inner_args: list[str]
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import random
 import shlex
@@ -52,15 +53,20 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def selection(root: Path, pytest_args: Sequence[str], own: bool, here: Path) -> list[str]:
     """What both sides run, started in ``here``: the given pytest arguments, where they
-    name paths of their own (``own``); else the default before them: benches/ where the
+    name paths of their own (``own``); else the default before them: where ``here`` is
+    under a pytest configuration file of a subfolder (``proj/tox.ini``), the default of
+    a pytest started there (its ``testpaths``, else its folder); else benches/ where the
     root has one, else pytest's own default from the root (the ``testpaths`` of its
     configuration, else the root), which pytest finds by itself when started there and
     is named from ``here`` otherwise."""
-    from perfsuite.ab.rootdir import default_paths
+    from perfsuite.ab.rootdir import config_file, default_paths
 
     if own:
         return list(pytest_args)
-    if (root / "benches").is_dir():
+    found = config_file(here, root, [])
+    if found is not None and found.parent.resolve() != root.resolve():
+        default = default_paths(found.parent)
+    elif (root / "benches").is_dir():
         default = [root / "benches"]
     elif here == root:
         return list(pytest_args)
@@ -79,12 +85,15 @@ def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
 
     refuse_rootdir(pytest_args)
     for arg in pytest_args:
-        if arg.split("=", 1)[0] in PARALLEL_OPTIONS or (arg.startswith("-n") and arg[2:].isdigit()):
+        glued = arg.startswith("-n") and (arg[2:].isdigit() or arg[2:] in ("auto", "logical"))
+        if arg.split("=", 1)[0] in PARALLEL_OPTIONS or glued:
             raise PerfsuiteError(
                 f"pytest option {arg!r}: each side of perfsuite ab is one pytest process "
                 "(blocks alternate between the two); drop it"
             )
     args = ["-p", "no:cacheprovider", *pytest_args]
+    if importlib.util.find_spec("xdist") is not None:  # an -n in the user's addopts: off
+        args += ["-n", "0", "--dist", "no"]
     if not any(a == "--perf-threshold" or a.startswith("--perf-threshold=") for a in args):
         args.append(f"--perf-threshold={threshold}")
     return args
@@ -135,7 +144,13 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
-    from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks, memory_only, pick_suspects
+    from perfsuite.ab.confirm import (
+        confirm_in_fresh_pairs,
+        cpu_only,
+        looks,
+        memory_only,
+        pick_suspects,
+    )
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
@@ -246,6 +261,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, PAIRED_ALPHA)
         suspects = list(alphas)
         memory = memory_only(verdicts, suspects, suspect_kind)
+        cpu = cpu_only(verdicts, suspects, suspect_kind)
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:
             plan = ", ".join(str(k) for k in looks(args.confirm))
@@ -266,7 +282,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
 
                 try:
                     return confirm_in_fresh_pairs(
-                        again, ids, args.confirm, alphas, confirm_seconds, memory=memory
+                        again, ids, args.confirm, alphas, confirm_seconds, memory=memory, cpu=cpu
                     )
                 finally:  # a pair started for a look that was not needed
                     pairs.drop_ahead()

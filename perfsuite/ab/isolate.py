@@ -58,10 +58,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[
     ]
 
 
-def _listing_command(spec: SideSpec, pytest_args: Sequence[str]) -> list[str]:
+def _listing_command(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) -> list[str]:
+    """The side's listing; pytest-benchmark's storage (which it makes on start) is the
+    run's scratch folder, never the user's."""
     return [
         sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate",
         *spec.pytest_args(pytest_args), "--collect-only", "-q",
+        f"--benchmark-storage={workdir / 'listing-storage'}",
     ]  # fmt: skip
 
 
@@ -81,7 +84,7 @@ def collect_files(
             env = spec.env()
             env[COLLECT_OUT_ENV] = str(listing)
             proc = subprocess.Popen(
-                _listing_command(spec, pytest_args),
+                _listing_command(spec, pytest_args, workdir),
                 cwd=spec.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,

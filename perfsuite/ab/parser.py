@@ -45,7 +45,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the benches of BASE and CANDIDATE (default: the working tree) in "
         "two warm pytest processes, alternating blocks of rounds, and judge each bench on "
         "its paired ratios. Arguments after -- go to both pytest runs, each rooted at its "
-        "checkout; with no path among them, the default runs from the repository root: "
+        "checkout; with no path among them, the default runs: under a subfolder's own "
+        "pytest configuration, pytest's default there; else the repository root's: "
         "benches/ if it exists, else pytest's default there (its testpaths, else the "
         "root). Exit status: 0 no regression among the benches judged, 1 regression, 2 "
         "bad input or a side fault, 3 nothing judged.",
@@ -114,5 +115,5 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--cache-dir", type=Path, metavar="DIR",
                     help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
     ab.add_argument("--clean", action="store_true",
-                    help="remove the cached worktrees and the scratch folders of killed "
-                    "runs, and exit")  # fmt: skip
+                    help="remove this repository's cached worktrees and the scratch "
+                    "folders of killed runs, and exit")  # fmt: skip

@@ -212,6 +212,9 @@ class SideProcess:
             *self.spec.pytest_args(pytest_args),
             f"--benchmark-json={self.json_path}",
             "--benchmark-save-data",
+            # an --benchmark-autosave in the user's addopts saves here, never into their
+            # storage, where a side's partial run would become the next baseline
+            f"--benchmark-storage={self.json_path.with_name(self.spec.name + '-storage')}",
         ]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(

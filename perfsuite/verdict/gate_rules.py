@@ -21,7 +21,9 @@ Each outcome has one exit status (``EXIT_STATUS``), shared by every command.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import RunComparison
@@ -109,7 +111,7 @@ def gate_decision(
         return GateDecision(
             GateOutcome.MISMATCH,
             f"cannot judge: the baseline is from a different machine or stack "
-            f"({what}); pass {allow_flag} to gate anyway",
+            f"({what}); pass {allow_flag} to judge anyway",
         )
     nothing = nothing_judged(comparison)
     if nothing is not None:
@@ -198,3 +200,24 @@ def nothing_judged(comparison: RunComparison) -> str | None:
         hint += "; compare runs on the same --perf-images folder"
     found = f"none of the {len(comparison.verdicts)} benches was comparable ({listed}){hint}"
     return f"{removed}; {found}" if removed else found
+
+
+def unmeasured(option: Callable[[str], Any]) -> str | None:
+    """Why a gated session's options leave no bench measured (``option(dest)`` reads
+    one), so that ``--perf-gate`` could judge nothing, or None."""
+    for flag in ("benchmark_disable", "benchmark_skip"):
+        if option(flag):
+            name = "--" + flag.replace("_", "-")
+            return (
+                f"--perf-gate with {name}: no bench is measured, so nothing can be judged; "
+                f"drop {name} or --perf-gate"
+            )
+    dist = option("dist")
+    if dist not in (None, "no"):  # pytest-benchmark turns itself off under xdist
+        workers = option("numprocesses")
+        how = f"-n {workers}" if workers else f"--dist {dist}"
+        return (
+            f"--perf-gate with {how} (pytest-xdist): pytest-benchmark measures nothing in "
+            "xdist's workers, so nothing can be judged; run the gate with -n 0"
+        )
+    return None
