@@ -101,6 +101,13 @@ UNDECIDED: Why = "undecided"
 #: measures alone, those it estimated slowest (each with the larger share of the run's
 #: seconds that fewer get); the rest stay unconfirmed
 RETRY_AT_MOST = 3
+#: what each A/B's suspects are, by the name of its report folder (else the screen's)
+WHAT = {
+    "ab-changed": "{n} bench(es) whose code changed",
+    "ab-undecided": "{n} bench(es) the screen could not decide",
+    "ab-rest": "the other {n} suspect(s) that moved with the session",
+    "ab-again": "{n} suspect(s) left unconfirmed, measured again alone",
+}
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
 
@@ -311,7 +318,8 @@ def confirm_suspects(
             elif alone.intersection(nodeids):
                 why = CHANGED
             args = ab_args(nodeids, why)
-            return _confirm(base, group, options, cwd, scratch(name), args, say, runs)
+            what = WHAT.get(name, "{n} suspect(s) of the screen").format(n=len(nodeids))
+            return _confirm(base, group, options, cwd, scratch(name), args, say, runs, what)
 
         decided = confirm(changed, "ab-changed") if changed else {}
         if own:
@@ -367,12 +375,14 @@ def _confirm(
     ab_args: Sequence[str],
     say: Callable[[str], None],
     runs: list[AbRun],
+    what: str,
 ) -> dict[str, Confirmed]:
-    """Each of ``suspects`` decided by one A/B (step 2), which is appended to ``runs``."""
+    """Each of ``suspects`` decided by one A/B (step 2), which is appended to ``runs``;
+    ``what`` says which suspects they are."""
     nodeids = [v.fullname for v in suspects]
     why_not = cannot_run(cwd, base)
     say(
-        f"perfsuite gate: {len(nodeids)} suspect(s) slower than the baseline; "
+        f"perfsuite gate: {what}; "
         + (f"no A/B can confirm them: {why_not}" if why_not else f"confirming in an A/B of "
            f"{(base.sha or '?')[:12]} against the working tree")
     )  # fmt: skip

@@ -144,6 +144,17 @@ def test_compare_bad_file_exits_2(
     assert err.count("\n") == 1
 
 
+def test_compare_never_asks_to_delete_a_file_that_is_no_saved_run(
+    storage: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = storage / "README.md"
+    readme.write_text("# my project\n")
+    assert compare(storage, "0001", str(readme)) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{readme}: not a pytest-benchmark run (not valid JSON: " in err
+    assert "delete it" not in err
+
+
 def test_compare_unknown_run_id_exits_2(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert compare(storage, "0009_slow", "0001") == ExitCode.BAD_INPUT
     err = capsys.readouterr().err

@@ -263,7 +263,8 @@ def test_a_bench_whose_code_changed_is_measured_whatever_the_screen_read(repo: P
     (failed,) = (line for line in out.splitlines() if line.startswith("perfsuite gate: FAILED"))
     assert "test_sleep" in failed
     assert "test_other" not in failed
-    assert "perfsuite gate: 1 suspect(s) slower than the baseline" in out  # test_other: none
+    assert "perfsuite gate: 1 bench(es) whose code changed; confirming in an A/B of" in out
+    assert "suspect(s) of the screen" not in out  # test_other is no suspect
 
 
 def test_a_move_with_unchanged_code_is_cleared(saved_repo: Path) -> None:

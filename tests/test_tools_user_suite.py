@@ -50,7 +50,7 @@ ROWS = [
 ]
 #: a gated run's output, its table as perfsuite formats it
 GATED = [
-    "perfsuite gate: 2 suspect(s) slower than the baseline; confirming in an A/B of abc",
+    "perfsuite gate: 2 suspect(s) of the screen; confirming in an A/B of abc",
     "=== perfsuite verdict ===",
     "perfsuite gate: confirmations took 17 s (2 suspect(s): 1 confirmed, 1 cleared)",
     "baseline: 0001",

@@ -120,3 +120,37 @@ def test_a_comparison_that_judged_nothing_says_so_as_a_comparison(
     out = capsys.readouterr().out
     assert "baseline has no raw samples" in out
     assert out.rstrip().endswith("a comparison that judged nothing does not pass")
+
+
+SAME_NAME = """
+from faketimer import clock
+
+
+def test_same(benchmark):
+    benchmark.pedantic({work}, rounds=12, iterations=1)
+"""
+
+
+def test_two_files_benches_of_one_name_are_told_apart_by_their_node_ids(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``a/test_x.py::test_same`` and ``b/test_x.py::test_same`` are named by their node
+    ids wherever a bench is named; only b's got slower (it reads the clock once more)."""
+    pytester.makepyfile(faketimer=FAKE_TIMER)
+    for folder in ("a", "b"):
+        (pytester.path / folder).mkdir()
+    runs = []
+    for name, slower in (("before.json", "lambda: None"), ("after.json", "clock")):
+        (pytester.path / "a" / "test_x.py").write_text(SAME_NAME.format(work="lambda: None"))
+        (pytester.path / "b" / "test_x.py").write_text(SAME_NAME.format(work=slower))
+        runs.append(str(pytester.path / name))
+        pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--import-mode=importlib",
+            "--benchmark-timer=faketimer.clock", f"--benchmark-json={runs[-1]}",
+            "--benchmark-save-data", "a", "b",
+        ).assert_outcomes(passed=2)  # fmt: skip
+    labels = sorted(bench.label for bench in load_run(Path(runs[0])).benches.values())
+    assert labels == ["a/test_x.py::test_same", "b/test_x.py::test_same"]
+    assert main(["compare", *runs]) == ExitCode.REGRESSION
+    out = capsys.readouterr().out
+    assert "1 regression: b/test_x.py::test_same" in out

@@ -12,8 +12,9 @@ or from the previous flat layout). The session's own benches go through the same
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,8 @@ class Bench:
     plain_threshold: float | None = None
     #: what its measured rounds cost (its result's, else its draft's); ``None`` if unknown
     cost: Cost | None = None
+    #: the bench's full name, where another bench of its run has the same label
+    ambiguous: bool = False
 
     @property
     def threshold(self) -> float | None:
@@ -64,7 +67,10 @@ class Bench:
 
     @property
     def label(self) -> str:
-        """``group/variant`` where perfsuite recorded them, else the bench's name."""
+        """``group/variant`` where perfsuite recorded them, else the bench's name; its
+        full name (the node id) where that is shared with another bench of its run."""
+        if self.ambiguous:
+            return self.fullname
         return self.result.label if self.result is not None else self.name
 
     def rates(self) -> list[float]:
@@ -142,6 +148,7 @@ def parse_run(document: Any, source: str) -> Run:
     for index, entry in enumerate(raw):
         bench = parse_bench(entry, source, index)
         benches[bench.fullname] = bench
+    benches = named_apart(benches)
     machine = document.get("machine_info")
     commit = document.get("commit_info")
     stamp = document.get("datetime")
@@ -153,6 +160,16 @@ def parse_run(document: Any, source: str) -> Run:
         datetime=stamp if isinstance(stamp, str) else None,
         version=version,
     )
+
+
+def named_apart(benches: dict[str, Bench]) -> dict[str, Bench]:
+    """``benches`` (by full name), each whose label another shares shown by its full
+    name: two files' ``test_same`` are told apart wherever a bench is named."""
+    shared = Counter(bench.label for bench in benches.values())
+    return {
+        name: replace(bench, ambiguous=True) if shared[bench.label] > 1 else bench
+        for name, bench in benches.items()
+    }
 
 
 def _number(value: Any) -> bool:
@@ -261,10 +278,16 @@ def load_run(path: Path) -> Run:
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated")
         what = "truncated JSON" if truncated else "not valid JSON"
+        where = f"{exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}"
+        if path.suffix != ".json":  # not a saved run at all: never ask to delete it
+            raise _fail(
+                str(path),
+                f"not a pytest-benchmark run ({what}: {where}); name a run id or a .json "
+                "file pytest-benchmark saved",
+            ) from None
         raise _fail(
             str(path),
-            f"{what} ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}); "
-            "delete it or save a new baseline with --benchmark-autosave",
+            f"{what} ({where}); delete it or save a new baseline with --benchmark-autosave",
         ) from None
     return parse_run(document, str(path))
 
@@ -294,4 +317,4 @@ def session_benches(records: Iterable[Any], source: str) -> tuple[dict[str, Benc
             continue
         if bench is not None:
             benches[bench.fullname] = bench
-    return benches, notes
+    return named_apart(benches), notes
