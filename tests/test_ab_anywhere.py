@@ -177,6 +177,16 @@ def test_a_module_skipped_whole_is_a_row_with_its_reason(tmp_path: Path) -> None
     assert "NOTHING JUDGED: 1 skipped (" in result.out
 
 
+def test_a_test_neither_side_measures_is_a_row_of_both_sides(tmp_path: Path) -> None:
+    repo = committed(
+        tmp_path, {"test_decode.py": BENCH, "test_unit.py": "def test_ok():\n    pass\n"}
+    )
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "--perf-scale=smoke")
+    assert result.code == 0, result.out + result.err
+    (row,) = [line for line in result.out.splitlines() if line.startswith("test_unit.py")]
+    assert "skipped (both sides: passed without measuring)" in row
+
+
 def test_a_user_rootdir_is_refused_in_one_line(tmp_path: Path) -> None:
     repo = committed(tmp_path, {"benches/bench_decode.py": BENCH})
     for option in (["--rootdir=elsewhere"], ["--rootdir", "elsewhere"]):

@@ -16,11 +16,10 @@ prefetch buffers), so the idle side is handled in one of two ways (``idle``):
   quiet, and each block starts with untimed drain rounds that take what the side's
   own pipeline prefetched while it waited.
 
-Pairs of blocks run in a seeded, balanced random order:
-the first pair of every two is AB or BA at random and the second is its mirror (ABBA
-or BAAB). After each pair the bench is judged on the look schedule of
-:class:`perfsuite.verdict.paired.Sequential`; once it is decisive or its budget
-(pairs, seconds) is spent, both sides get ``done`` and move on.
+Pairs of blocks run in a seeded, balanced random order: the first pair of every two
+is AB or BA at random and the second is its mirror (ABBA or BAAB). After each pair
+the bench is judged on the look schedule of :class:`perfsuite.verdict.paired.Sequential`;
+once it is decisive or its budget (pairs, seconds) is spent, both sides get ``done``.
 
 Warming up takes turns too; setting up need not. A side says ``arrive`` (phase
 ``setup``) before a bench's fixtures and test body, and again (``warmup``) when the
@@ -54,9 +53,8 @@ from perfsuite.verdict.paired import Budget, Sequential
 TICK_S = 0.2
 #: how long sides get to save their JSON and exit after the last bench
 EXIT_TIMEOUT_S = 60.0
-#: a block that outlasts this (seconds, plus typical rounds) thaws the frozen side
-FREEZE_PATIENCE_S = 30.0
-FREEZE_PATIENCE = 100
+#: a block that outlasts these (seconds, plus typical rounds) thaws the frozen side
+FREEZE_PATIENCE_S, FREEZE_PATIENCE = 30.0, 100
 #: the phases a side asks a turn for (``arrive``): ``setup`` may run beside the other
 #: side's setup; ``warmup`` and ``all`` (one turn for both: a side without phases) alone
 SETUP, ALL = "setup", "all"
@@ -268,10 +266,12 @@ class Controller:
             if outcome == "skipped" or message.get("when") == "call":
                 label = "skipped" if outcome == "skipped" else "passed"
                 state.ended[nodeid] = label
+                said = message.get("message") or f"{label} without measuring"
                 if nodeid not in self.runs:
-                    said = message.get("message") or f"{label} without measuring"
-                    run = BenchRun(nodeid, self.threshold, skipped=f"side {name}: {said}")
-                    self.runs[nodeid] = run
+                    skipped = f"side {name}: {said}"
+                    self.runs[nodeid] = BenchRun(nodeid, self.threshold, skipped=skipped)
+                elif self.runs[nodeid].skipped == f"side {other}: {said}":  # so did the other
+                    self.runs[nodeid].skipped = f"both sides: {said}"
                 peer = self.state[other]
                 if peer.ready is not None and peer.ready["nodeid"] == nodeid:
                     self._skip(other, nodeid, f"side {name} {label} it unmeasured")
