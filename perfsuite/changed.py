@@ -47,7 +47,7 @@ def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def _git(top: Path, *args: str) -> list[str] | None:
+def git_lines(top: Path, *args: str) -> list[str] | None:
     """The lines ``git ARGS`` printed, or None where it failed or could not start."""
     try:
         proc = git(top, *args)
@@ -59,8 +59,8 @@ def _git(top: Path, *args: str) -> list[str] | None:
 def changed_files(top: Path, sha: str) -> set[Path] | None:
     """The Python files under ``top`` (a git checkout's top folder) that differ between
     commit ``sha`` and the working tree, new ones included; None if git cannot say."""
-    diff = _git(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
-    new = _git(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
+    diff = git_lines(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
+    new = git_lines(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
     if diff is None or new is None:
         return None
     return {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
@@ -71,9 +71,11 @@ def untracked_code(cwd: Path) -> list[str]:
     ignores, relative to its top (none where git cannot say). A commit id and a clean
     ``git status`` of tracked files do not pin these, so two runs of one commit are not
     of the same code while any exists."""
-    top = _git(cwd, "rev-parse", "--show-toplevel")
+    top = git_lines(cwd, "rev-parse", "--show-toplevel")
     new = (
-        _git(Path(top[0]), *UNQUOTED, "ls-files", "--others", "--exclude-standard") if top else None
+        git_lines(Path(top[0]), *UNQUOTED, "ls-files", "--others", "--exclude-standard")
+        if top
+        else None
     )
     return sorted(name for name in new or [] if name.endswith(".py"))
 
@@ -181,7 +183,7 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
     """Of ``nodeids`` (relative to ``rootdir`` or to the top of the git checkout holding
     it), those whose code changed since commit ``sha``, each with a reason naming one
     changed file; empty where git cannot say."""
-    top_line = _git(rootdir, "rev-parse", "--show-toplevel")
+    top_line = git_lines(rootdir, "rev-parse", "--show-toplevel")
     if not top_line:
         return {}
     top = Path(top_line[0]).resolve()
@@ -241,7 +243,7 @@ def changed_tests(top: Path, sha: str, path: Path, tests: set[str]) -> set[str] 
     whose definitions differ between commit ``sha`` and the working tree, where nothing
     else of the file changed; None where something else did, or git cannot say."""
     relative = path.relative_to(top).as_posix()
-    before = _git(top, "show", f"{sha}:{relative}")
+    before = git_lines(top, "show", f"{sha}:{relative}")
     try:
         now = _definitions(path.read_bytes(), str(path))
     except OSError:

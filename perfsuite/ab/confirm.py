@@ -107,25 +107,24 @@ def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> froze
     pair of processes saw it rise, and their time made no suspect. Their confirmation
     ends at its first look, and only their peak memory is taken from it
     (:meth:`Verdicts.confirmed`): the first pair's time verdict stands."""
-    return frozenset(
-        row.nodeid
+    rows = _cost_only(verdicts, chosen, kind)
+    return frozenset(row.nodeid for row in rows if row.memory_rose and not row.cpu_slower)
+
+
+def _cost_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> list[Row]:
+    """The rows of the suspects in ``chosen`` that their time made no suspect of."""
+    return [
+        row
         for row in verdicts.rows
-        if row.nodeid in chosen
-        and row.memory_rose
-        and not row.cpu_slower
-        and _time_alpha(row, kind, 0, 0) is None
-    )
+        if row.nodeid in chosen and _time_alpha(row, kind, 0, 0) is None
+    ]
 
 
 def cpu_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
     """The suspects of :func:`pick_suspects` chosen for their CPU per call (one pair of
     processes read it slower) and not their time: a look keeps them only once their
     CPU, judged across the fresh pairs, is decisive too."""
-    return frozenset(
-        row.nodeid
-        for row in verdicts.rows
-        if row.nodeid in chosen and row.cpu_slower and _time_alpha(row, kind, 0, 0) is None
-    )
+    return frozenset(row.nodeid for row in _cost_only(verdicts, chosen, kind) if row.cpu_slower)
 
 
 def _decisive(row: Row, cpu: Collection[str]) -> bool:

@@ -227,7 +227,7 @@ def confirm_tonight(
     parts = []
     for previous, suspects in groups:
         folder = report
-        if len(groups) > 1 and previous is not None:
+        if len(groups) > 1:
             folder = report.with_name(f"{report.name}-{previous.name.split('_')[0]}")
         parts.append(
             _confirm_group(previous, suspects, screening.tonight, pytest_args, folder, ab_command)
@@ -236,7 +236,7 @@ def confirm_tonight(
 
 
 def _confirm_group(
-    previous: Run | None,
+    previous: Run,
     suspects: Sequence[Suspect],
     tonight: Run,
     pytest_args: Sequence[str],
@@ -252,10 +252,8 @@ def _confirm_group(
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
 
-    part = Confirmation(
-        base=previous.name if previous else "?", suspects=tuple(s.label for s in suspects)
-    )
-    base = Commit.of(previous.commit_info) if previous is not None else Commit(None, False)
+    part = Confirmation(base=previous.name, suspects=tuple(s.label for s in suspects))
+    base = Commit.of(previous.commit_info)
     if base.sha is None:
         return replace(part, skipped="the baseline run has no commit id (saved outside git)")
     if same_code(base, Commit.of(tonight.commit_info)):
@@ -286,15 +284,12 @@ def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
     """(the revision an A/B measures as tonight's, None for the working tree; or why
     none can be). A run taken on uncommitted changes is measured as the working tree,
     where ``HEAD`` is still its commit; otherwise no revision holds what it measured."""
-    from perfsuite.changed import git
+    from perfsuite.changed import git_lines
 
     if not tonight.dirty:
         return tonight.sha or "HEAD", None
-    try:
-        found = git(Path.cwd(), "rev-parse", "HEAD")
-        head = found.stdout.strip() if found.returncode == 0 else None
-    except OSError:
-        head = None
+    found = git_lines(Path.cwd(), "rev-parse", "HEAD")
+    head = found[0] if found else None
     if tonight.sha is not None and head == tonight.sha:
         return None, None
     return None, (

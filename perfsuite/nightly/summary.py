@@ -65,8 +65,8 @@ class Confirmations:
     @property
     def skipped(self) -> str | None:
         """Why no A/B ran, where one did not (each reason once), else None."""
-        why = dict.fromkeys(part.skipped for part in self.parts if part.skipped)
-        return "; ".join(w for w in why if w) or None
+        why = dict.fromkeys(part.skipped for part in self.parts if part.skipped is not None)
+        return "; ".join(why) or None
 
     @property
     def why_unconfirmed(self) -> str:
