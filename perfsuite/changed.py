@@ -179,15 +179,17 @@ class CodeGraph:
         return seen
 
 
-def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str]:
+def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str] | None:
     """Of ``nodeids`` (relative to ``rootdir`` or to the top of the git checkout holding
     it), those whose code changed since commit ``sha``, each with a reason naming one
-    changed file; empty where git cannot say."""
+    changed file; None where git cannot say."""
     top_line = git_lines(rootdir, "rev-parse", "--show-toplevel")
     if not top_line:
-        return {}
+        return None
     top = Path(top_line[0]).resolve()
     changed = changed_files(top, sha)
+    if changed is None:
+        return None
     if not changed:
         return {}
     graph = CodeGraph(top)
@@ -257,17 +259,18 @@ def changed_tests(top: Path, sha: str, path: Path, tests: set[str]) -> set[str] 
 
 def mark_changed(
     comparison: RunComparison, sha: str, rootdir: Path, say: Callable[[str], None]
-) -> RunComparison:
+) -> tuple[RunComparison, bool]:
     """``comparison`` with each measured bench whose code changed since ``sha`` marked so
     (``changed``), and those of them not already a suspect made time suspects
     (``suspected``; at most ``CHANGED_AT_MOST``: those the screen read slowest), saying
-    how many joined and how many were left out."""
+    how many joined and how many were left out; and whether git could tell (where it
+    could not, no bench is marked, and none is known to be the same code)."""
     from perfsuite.verdict.shift import screen_change
 
     measured = [v for v in comparison.verdicts if v.time is not None and not v.not_comparable]
     reasons = changed_benches([v.fullname for v in measured], rootdir, sha)
     if not reasons:
-        return comparison
+        return comparison, reasons is not None
     ranked = sorted(
         (v for v in measured if v.fullname in reasons and not v.suspect),
         key=screen_change,
@@ -296,4 +299,4 @@ def mark_changed(
         else v
         for v in comparison.verdicts
     ]
-    return replace(comparison, verdicts=verdicts)
+    return replace(comparison, verdicts=verdicts), True

@@ -268,6 +268,7 @@ class VerdictPlugin:
         """Each time suspect of ``comparison`` decided
         (:func:`perfsuite.suspects.confirm_suspects`)."""
         import tempfile
+        import time
 
         from perfsuite.suspects import CONFIRM, UNDECIDED, Why, confirm_suspects, passed_options
 
@@ -279,12 +280,14 @@ class VerdictPlugin:
         from perfsuite.ab.budget import CHANGED_SUSPECTS, GATE_SUSPECTS, gate_args
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
+        began: list[float] = []  # when the first A/B was asked for: the A/Bs share seconds
 
         def ab_args(nodeids: Sequence[str], why: Why) -> list[str]:
             kind = GATE_SUSPECTS if why == CONFIRM else CHANGED_SUSPECTS
+            began.append(began[0] if began else time.monotonic())
             return gate_args(
                 self.settings.ab_args, nodeids, spent, self.settings.scale.value, kind,
-                screen_decided_none=why == UNDECIDED,
+                screen_decided_none=why == UNDECIDED, used=time.monotonic() - began[0],
             )  # fmt: skip
 
         try:

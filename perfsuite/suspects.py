@@ -24,26 +24,30 @@ each bench it measured but could not decide
    :func:`perfsuite.outcomes.decide`); anything else (an estimate beyond
    the threshold, not measured) leaves it ``unconfirmed``, with the command that would
    decide it. Where the measures disagree, confirmed wins, then unconfirmed. Benches
-   whose code changed have an A/B of their own, before the others', with its own
-   share of seconds, measuring again every first pair of processes that is undecided;
-   so do the benches the screen could not decide. When the A/Bs ended with a verdict
-   and left suspects unconfirmed, a second A/B measures alone the ``RETRY_AT_MOST`` of
-   them it estimated slowest, each with a larger share of the run's seconds, and its
-   outcome stands.
+   whose code changed have an A/B of their own, before the others', measuring again
+   every first pair of processes that is undecided; so do the benches the screen
+   could not decide. When the A/Bs ended with a verdict and left suspects
+   unconfirmed, a second A/B measures alone the ``RETRY_AT_MOST`` of them it
+   estimated slowest, and its outcome stands.
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
 
-A shared machine shifts whole sessions: against a baseline of minutes before, most
-benches of an unchanged tree can read a few percent slower, and an A/B of each would
-cost several times the run. So, where at least ``MIN_FOR_SHIFT`` benches were judged
-(:mod:`perfsuite.verdict.shift`),
-the session's shift is the median change of all of them; a time suspect whose change
-less that shift stays under its threshold *moved with the session*. Of those, the
-A/B of step 2 measures the ``SHIFT_SAMPLE`` that moved most (a real regression adds
-to the machine's shift, so it ranks high), beside every other suspect. If each
-sampled one is cleared, the shift is the machine's and the rest that moved with it
-are cleared, each row saying so; otherwise a second A/B measures the rest, as step 2.
+A shared machine shifts whole sessions: against a baseline of minutes before, many
+benches of an unchanged tree can read slower by more than their threshold, and an A/B
+of each would cost several times the run. An A/B can only see what differs between
+the baseline's commit and the working tree; for a suspect whose code is the same on
+both sides (where git can tell: :mod:`perfsuite.changed`) that is a data or
+configuration file at most, which moves the benches that read it on top of the
+machine's move. So, of the suspects whose code is the same (a peak memory that rose
+aside), the A/B of step 2 measures the ``SAME_CODE_SAMPLE`` the screen read slowest,
+beside every other suspect (:func:`perfsuite.verdict.shift.same_code_sample`). Where
+none of the sample is confirmed or left unconfirmed, the rest are cleared with it (or
+``not shown``, as the sample was), each row saying so; otherwise a second A/B measures
+the rest, as step 2.
+
+The A/Bs of one gate share its seconds (:func:`perfsuite.ab.budget.gate_args`): each
+takes what the A/Bs before it left.
 
 ``perfsuite nightly`` confirms its suspects by the same rule and the same child run
 (:mod:`perfsuite.nightly.command`): step 1, else ``perfsuite ab`` of the previous run's
@@ -71,17 +75,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
-from perfsuite.outcomes import AbRun, decide, decide_all, pct, whats
+from perfsuite.outcomes import AbRun, decide, decide_all, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
-from perfsuite.verdict.judge import CLEARED, UNCONFIRMED, BenchVerdict, Confirmed
+from perfsuite.verdict.judge import UNCONFIRMED, BenchVerdict, Confirmed
 from perfsuite.verdict.shift import (
-    SHIFT_SAMPLE,
+    SAME_CODE_SAMPLE,
     cleared_with,
     mark_standouts,
     mark_undecided,
-    screen_change,
-    session_shift,
-    with_session,
+    same_code_sample,
 )
 
 if TYPE_CHECKING:
@@ -98,14 +100,13 @@ CONFIRM: Why = "confirm"
 CHANGED: Why = "changed"
 UNDECIDED: Why = "undecided"
 #: the most suspects an A/B left undecided beyond their threshold that a second A/B
-#: measures alone, those it estimated slowest (each with the larger share of the run's
-#: seconds that fewer get); the rest stay unconfirmed
+#: measures alone, those it estimated slowest; the rest stay unconfirmed
 RETRY_AT_MOST = 3
 #: what each A/B's suspects are, by the name of its report folder (else the screen's)
 WHAT = {
     "ab-changed": "{n} bench(es) whose code changed",
     "ab-undecided": "{n} bench(es) the screen could not decide",
-    "ab-rest": "the other {n} suspect(s) that moved with the session",
+    "ab-rest": "the other {n} suspect(s) whose code is the same",
     "ab-again": "{n} suspect(s) left unconfirmed, measured again alone",
 }
 #: perfsuite options that take no value
@@ -276,8 +277,9 @@ def confirm_suspects(
         unchanged = False
         say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
     undecided: set[str] = set()
+    known = False  # whether git told which benches' code changed
     if not unchanged and base.sha is not None:
-        comparison = mark_changed(comparison, base.sha, cwd, say)
+        comparison, known = mark_changed(comparison, base.sha, cwd, say)
         if cannot_run(cwd, base) is None:
             comparison, undecided = mark_undecided(comparison)
         if undecided:
@@ -295,18 +297,14 @@ def confirm_suspects(
         changed = [v for v in suspects if v.changed is not None]
         own = [v for v in suspects if v.fullname in undecided]
         alone = {v.fullname for v in changed + own}
-        shift = session_shift(comparison)
-        moved = sorted(
-            (v for v in suspects if v.fullname not in alone and with_session(v, shift)),
-            key=screen_change,
-            reverse=True,
-        )
-        later = moved[SHIFT_SAMPLE:]
+        pool = [v for v in suspects if v.fullname not in alone and not v.memory_rose]
+        sample, later = same_code_sample(pool) if known else ([], [])
         first = [v for v in suspects if v not in later and v.fullname not in alone]
-        if later and shift is not None:
+        if later:
             say(
-                f"perfsuite gate: the session moved {pct(shift)}; {len(moved)} suspect(s) "
-                f"moved with it: the A/B measures the {SHIFT_SAMPLE} that moved most"
+                f"perfsuite gate: the code of {len(pool)} suspect(s) is the same as at "
+                f"{(base.sha or '?')[:12]}: the A/B measures the {SAME_CODE_SAMPLE} the "
+                "screen read slowest"
             )
         runs: list[AbRun] = []
 
@@ -326,10 +324,10 @@ def confirm_suspects(
             decided |= confirm(own, "ab-undecided")
         if first:
             decided |= confirm(first, "ab")
-        if later and shift is not None:
-            sample = moved[:SHIFT_SAMPLE]
-            if all(decided[v.fullname].outcome == CLEARED for v in sample):
-                decided |= {v.fullname: cleared_with(shift, sample, v) for v in later}
+        if later:
+            rest = cleared_with(sample, decided, base.sha or "?")
+            if rest is not None:
+                decided |= dict.fromkeys((v.fullname for v in later), rest)
             elif runs[-1].status is None:  # no A/B can run here: neither can a second
                 decided |= {v.fullname: decide(v.fullname, runs[-1]) for v in later}
             else:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import suspects
+from perfsuite import changed, suspects
 from perfsuite.outcomes import AbRun
 from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.commits import Commit
@@ -76,11 +76,16 @@ def confirm(
     answers: dict[str, str],
     groups: dict[str, str] | None = None,
     found: RunComparison | None = None,
+    known: bool = False,
 ) -> tuple[dict[str, str], FakeAb, list[str]]:
     """Each suspect's outcome; an answer "a,b" is what the first and a second A/B say.
-    ``found`` replaces the comparison ``changes`` make."""
+    ``found`` replaces the comparison ``changes`` make. ``known``: git tells that no
+    bench's code changed (beyond those ``found`` marks), else it cannot tell (the
+    folder is no git checkout)."""
     fake = FakeAb(answers)
     monkeypatch.setattr(suspects, "run_ab", fake)
+    if known:
+        monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
     said: list[str] = []
     result, note = confirm_suspects(
         found or comparison(changes, groups),

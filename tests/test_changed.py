@@ -123,9 +123,9 @@ def test_a_change_to_one_test_function_changes_only_its_benches(repo: Path) -> N
     assert changed_benches(ids, repo, head) == dict.fromkeys(ids[:3], whole)
 
 
-def test_a_commit_git_does_not_know_names_nothing(repo: Path) -> None:
+def test_a_commit_git_does_not_know_says_nothing_of_any_bench(repo: Path) -> None:
     (repo / "decode.py").write_text("def run():\n    return 5\n")
-    assert changed_benches([ROOT], repo, "f" * 40) == {}
+    assert changed_benches([ROOT], repo, "f" * 40) is None
 
 
 def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
@@ -154,7 +154,8 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
         lambda nodeids, rootdir, sha: {n: "changed" for n in nodeids if n != "other.py::t"},
     )  # fmt: skip
     said: list[str] = []
-    marked = changed.mark_changed(found, "c" * 40, Path("."), said.append)
+    marked, known = changed.mark_changed(found, "c" * 40, Path("."), said.append)
+    assert known
     suspects = [v.fullname for v in marked.verdicts if v.suspect]
     # the slowest CHANGED_AT_MOST of the changed: b2 .. b17; b0, b1 and other.py are not
     assert suspects == [*(f"b{i}.py::t" for i in range(2, count)), "s.py::t"]

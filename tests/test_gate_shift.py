@@ -1,6 +1,7 @@
-"""The gate's session shift (:mod:`perfsuite.suspects`), on constructed comparisons: the
-A/B is replaced by one that answers each suspect from a table, so what is asked of it
-(which benches, in how many A/Bs) and each row's outcome are exact.
+"""The gate's suspects of the same code and of a group's move (:mod:`perfsuite.suspects`),
+on constructed comparisons: the A/B is replaced by one that answers each suspect from a
+table, so what is asked of it (which benches, in how many A/Bs) and each row's outcome
+are exact.
 """
 
 from __future__ import annotations
@@ -11,79 +12,97 @@ from typing import Any
 
 import pytest
 
-from perfsuite import suspects
+from perfsuite import changed, suspects
 from perfsuite.exitcodes import ExitCode
 from perfsuite.outcomes import AbRun, decide, decide_all
 from perfsuite.suspects import confirm_suspects
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
-from perfsuite.verdict.shift import mark_standouts, session_shift
+from perfsuite.verdict.shift import mark_standouts
 from perfsuite.verdict.stats import Verdict
 from tests.gate_fakes import HEAD, FakeAb, comparison, confirm
 
 
 def shifted(moved: int, flat: int, change: float = 0.08) -> dict[str, float]:
-    """``moved`` benches ``change`` slower, ``flat`` unchanged benches at +7% (not slower)."""
+    """``moved`` benches ``change`` slower, ``flat`` unchanged benches at +4% (not slower)."""
     benches = {f"m{i}": change + i * 0.001 for i in range(moved)}
     return benches | {f"f{i}": 0.04 for i in range(flat)}
 
 
-def test_the_shift_is_the_median_change_of_enough_judged_benches() -> None:
-    assert session_shift(comparison(shifted(6, 5))) == pytest.approx(0.082, abs=0.003)
-    assert session_shift(comparison(shifted(5, 4))) is None  # 9 benches: too few
-    assert session_shift(comparison({f"b{i}": -0.02 for i in range(12)})) is None
-
-
-def test_a_cleared_sample_clears_what_moved_with_the_session(
+def test_a_cleared_sample_clears_the_suspects_of_the_same_code(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     changes = shifted(8, 4)
-    outcomes, fake, said = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "same"))
-    assert fake.asked == [["m6", "m7"]]  # the two that moved most, in one A/B
+    answers = dict.fromkeys(changes, "same")
+    outcomes, fake, said = confirm(monkeypatch, tmp_path, changes, answers, known=True)
+    assert fake.asked == [["m5", "m6", "m7"]]  # the three the screen read slowest, one A/B
     assert outcomes == dict.fromkeys([f"m{i}" for i in range(8)], CLEARED)
-    assert any("8 suspect(s) moved with it" in line for line in said)
+    assert any(
+        "the code of 8 suspect(s) is the same as at aaaaaaaaaaaa: the A/B measures the 3" in line
+        for line in said
+    )
 
 
-def test_a_confirmed_sample_sends_the_rest_to_a_second_ab(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    changes = shifted(8, 4)
-    answers = dict.fromkeys(changes, "same") | {"m7": "slower", "m2": "slower"}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
-    assert fake.asked == [["m6", "m7"], ["m5", "m4", "m3", "m2", "m1", "m0"]]
-    assert {n for n, o in outcomes.items() if o == CONFIRMED} == {"m7", "m2"}
-
-
-def test_an_undecided_sample_clears_nothing(
+def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     changes = shifted(8, 4)
     answers = dict.fromkeys(changes, "same") | {"m6": "inconclusive"}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
-    assert len(fake.asked) == 2
-    assert outcomes["m6"] == NOT_SHOWN  # within the threshold, yet not cleared
-    assert outcomes["m0"] == CLEARED
+    found = comparison(changes)
+    fake = FakeAb(answers)
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    result, _ = confirm_suspects(
+        found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda *_: [], print
+    )
+    rows = {v.fullname: v.confirmation for v in result.verdicts if v.confirmation is not None}
+    assert len(fake.asked) == 1
+    assert rows["m6"].outcome == rows["m0"].outcome == NOT_SHOWN  # within the threshold
+    assert rows["m7"].outcome == CLEARED
+    assert rows["m0"].text == (
+        "not measured: its code is the same as at aaaaaaaaaaaa, and the A/B showed none "
+        "slower of the 3 suspect(s) of the same code the screen read slowest (m7, m6, m5)"
+    )
+    assert gate_decision(result, allow_mismatch=False).exit_status == ExitCode.OK
 
 
-def test_a_suspect_that_stands_out_of_the_shift_is_always_measured(
+@pytest.mark.parametrize("answer", ["slower", "beyond"])
+def test_a_sample_confirmed_or_undecided_sends_the_rest_to_a_second_ab(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answer: str
+) -> None:
+    changes = shifted(8, 4)
+    answers = dict.fromkeys(changes, "same") | {"m7": f"{answer},same", "m2": "slower"}
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, known=True)
+    assert fake.asked[:2] == [["m5", "m6", "m7"], ["m4", "m3", "m2", "m1", "m0"]]
+    assert fake.reports[:2] == ["ab", "ab-rest"]
+    confirmed = {"m7", "m2"} if answer == "slower" else {"m2"}
+    assert {n for n, o in outcomes.items() if o == CONFIRMED} == confirmed
+
+
+def test_a_peak_memory_that_rose_is_always_measured(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    changes = shifted(8, 4) | {"x": 0.30}  # +30% on a +8% session: +20% beyond it
-    answers = dict.fromkeys(changes, "same") | {"x": "slower"}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
-    assert fake.asked == [["m6", "m7", "x"]]
-    assert outcomes["x"] == CONFIRMED
-    assert outcomes["m0"] == CLEARED
+    from perfsuite.verdict.cost import MemoryChange
+
+    found = comparison(shifted(8, 4))
+    rose = MemoryChange(100.0, 500.0, 0.2)
+    found = replace(found, verdicts=[
+        replace(v, memory=rose) if v.fullname == "m0" else v for v in found.verdicts
+    ])  # fmt: skip
+    answers = dict.fromkeys(shifted(8, 4), "same") | {"m0": "same,same"}  # no peaks: again
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, {}, answers, found=found, known=True)
+    assert fake.asked[0] == ["m0", "m5", "m6", "m7"]
+    assert outcomes["m1"] == CLEARED
 
 
-def test_few_benches_have_no_shift_and_every_suspect_is_measured(
+def test_where_git_cannot_tell_every_suspect_is_measured(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    changes = shifted(5, 3)  # 8 benches: under MIN_FOR_SHIFT
+    changes = shifted(8, 4)  # tmp_path is no git checkout: no bench is known to be the same
     outcomes, fake, said = confirm(monkeypatch, tmp_path, changes, dict.fromkeys(changes, "same"))
-    assert [sorted(asked) for asked in fake.asked] == [[f"m{i}" for i in range(5)]]
-    assert not any("moved with it" in line for line in said)
+    assert [sorted(asked) for asked in fake.asked] == [[f"m{i}" for i in range(8)]]
+    assert not any("is the same as at" in line for line in said)
     assert set(outcomes.values()) == {CLEARED}
 
 
@@ -276,9 +295,9 @@ def test_benches_whose_code_changed_have_an_ab_of_their_own(
         for v in found.verdicts
     ])  # fmt: skip
     answers = dict.fromkeys(changes, "same") | {"c1": "slower"}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, found=found)
-    # the changed benches first, strict, alone; then the session's sample of the rest
-    assert fake.asked == [["m7", "c0", "c1"], ["m5", "m6"]]
+    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, found=found, known=True)
+    # the changed benches first, strict, alone; then the sample of the same code's
+    assert fake.asked == [["m7", "c0", "c1"], ["m4", "m5", "m6"]]
     assert fake.reports == ["ab-changed", "ab"]
     assert fake.strict == [True, False]
     assert outcomes["c1"] == CONFIRMED

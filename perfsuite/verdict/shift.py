@@ -1,10 +1,9 @@
-"""The session's shift, for the gate's confirmation (:mod:`perfsuite.suspects`).
+"""The session's move, for the gate's confirmation (:mod:`perfsuite.suspects`).
 
-A shared machine shifts whole sessions: against a baseline of minutes before, most
-benches of an unchanged tree can read a few percent slower. Where at least
-``MIN_FOR_SHIFT`` benches were judged, the session's shift is the median change of all
-of them, and a time suspect whose change less that shift stays under its threshold
-*moved with the session*.
+A shared machine shifts whole sessions: against a baseline of minutes before, many
+benches of an unchanged tree can read slower, by more than their threshold. Where no
+bench's code changed, an A/B measures a sample of those suspects, the slowest
+(:func:`same_code_sample`), and clears the rest with it (:func:`cleared_with`).
 
 The same drift can hide a regression: where a bench's group read faster, a bench slowed
 down by its threshold can read unchanged. :func:`mark_standouts` makes a bench that
@@ -17,17 +16,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.judge import CLEARED, BenchVerdict, Confirmed
+from perfsuite.verdict.judge import CLEARED, NOT_SHOWN, BenchVerdict, Confirmed
 from perfsuite.verdict.stats import Verdict
 
-#: judged benches needed before the session's median change is taken as its shift
+#: other judged benches needed before the session's median change is the reference of a
+#: bench alone in its group (:func:`standout`)
 MIN_FOR_SHIFT = 10
-#: how many suspects that moved with the session an A/B measures before clearing the rest
-SHIFT_SAMPLE = 2
+#: how many suspects whose code did not change an A/B measures before clearing the rest
+SAME_CODE_SAMPLE = 3
 #: other judged benches of a group needed before its median change is the bench's reference
 MIN_GROUP = 2
 
@@ -55,40 +55,40 @@ def _log_change(item: BenchVerdict) -> float:
     return math.log1p(screen_change(item))
 
 
-def session_shift(comparison: RunComparison) -> float | None:
-    """The session's shift: the median change of every bench judged by the rank test
-    (``None`` under ``MIN_FOR_SHIFT`` of them, or where it is not a slowdown).
+def same_code_sample(
+    pool: Sequence[BenchVerdict],
+) -> tuple[list[BenchVerdict], list[BenchVerdict]]:
+    """Suspects whose code is the same on both sides, split into the sample an A/B
+    measures (the ``SAME_CODE_SAMPLE`` the screen read slowest) and the rest, slowest
+    first. A real slowdown of one of them (a data or configuration file both sides read
+    differently) adds to the machine's move, so it ranks high.
 
     >>> from types import SimpleNamespace as N
-    >>> t = lambda c: N(time=N(change=c, fallback=None), not_comparable=None)
-    >>> round(session_shift(N(verdicts=[t(0.1)] * 6 + [t(0.0)] * 5)), 3)
-    0.1
-    >>> session_shift(N(verdicts=[t(0.1)] * 9)) is None
-    True
+    >>> t = lambda name, c: N(fullname=name, time=N(change=c))
+    >>> sample, rest = same_code_sample([t("a", 0.1), t("b", 0.3), t("c", 0.2), t("d", 0.4)])
+    >>> [v.fullname for v in sample], [v.fullname for v in rest]
+    (['d', 'b', 'c'], ['a'])
     """
-    changes = [_log_change(v) for v in _ranked(comparison)]
-    if len(changes) < MIN_FOR_SHIFT:
+    ranked = sorted(pool, key=screen_change, reverse=True)
+    return ranked[:SAME_CODE_SAMPLE], ranked[SAME_CODE_SAMPLE:]
+
+
+def cleared_with(
+    sample: Sequence[BenchVerdict], decided: Mapping[str, Confirmed], sha: str
+) -> Confirmed | None:
+    """What a suspect of the rest (:func:`same_code_sample`) concluded from the A/B of
+    its sample, or None where the sample does not clear it: where no sampled suspect
+    was confirmed or left unconfirmed, ``cleared`` (each was cleared) or ``not shown``
+    (one was not shown)."""
+    outcomes = [decided[v.fullname].outcome for v in sample]
+    if not all(outcome in (CLEARED, NOT_SHOWN) for outcome in outcomes):
         return None
-    shift = math.expm1(statistics.median(changes))
-    return shift if shift > 0 else None
-
-
-def with_session(item: BenchVerdict, shift: float | None) -> bool:
-    """A time suspect whose change, less the session's shift, is under its threshold."""
-    if shift is None or item.time is None or item.verdict is not Verdict.SLOWER:
-        return False
-    if item.cpu_slower or item.memory_rose:
-        return False
-    return (1 + item.time.change) / (1 + shift) - 1 < item.time.threshold
-
-
-def cleared_with(shift: float, sample: Sequence[BenchVerdict], item: BenchVerdict) -> Confirmed:
-    change = item.time.change if item.time is not None else 0.0
     names = ", ".join(v.fullname for v in sample)
+    word = "cleared" if all(outcome == CLEARED for outcome in outcomes) else "showed none slower"
     return Confirmed(
-        CLEARED,
-        f"cleared with the session: the session moved {_pct(shift)} (its median change), "
-        f"this bench {_pct(change)}, and the A/B cleared what moved most with it ({names})",
+        CLEARED if word == "cleared" else NOT_SHOWN,
+        f"not measured: its code is the same as at {sha[:12]}, and the A/B {word} of the "
+        f"{len(sample)} suspect(s) of the same code the screen read slowest ({names})",
     )
 
 
