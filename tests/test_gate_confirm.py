@@ -397,6 +397,7 @@ def test_suspects_of_the_same_code_are_sampled_and_a_data_file_still_fails(
     assert "3 suspect(s) of the screen; confirming in an A/B of" in out
     assert "not measured: its code is the same as at" in out
     assert "the other 1 suspect(s)" not in out  # no second A/B
+    assert "; 1 suspect(s) of unchanged code passed with those the A/B measured (" in out
     commit(repo, "more data", **{"factor.txt": "2.0\n"})
     slow = gate(repo, delay=0.01)
     out = slow.stdout

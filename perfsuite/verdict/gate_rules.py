@@ -137,14 +137,24 @@ def gate_decision(
     judged = sum(1 for v in comparison.verdicts if v.judged)
     message = f"no regression in {judged} judged bench{'es' if judged != 1 else ''}"
     decided = {
-        v.label: v.confirmation.outcome
+        v.label: v.confirmation
         for v in comparison.verdicts
         if v.suspect and v.confirmation is not None
     }
     for shown, what in ((False, "cleared"), (True, "not shown slower by their A/B")):
-        names = [label for label, outcome in decided.items() if (outcome == NOT_SHOWN) is shown]
+        names = [
+            label
+            for label, found in decided.items()
+            if (found.outcome == NOT_SHOWN) is shown and found.measured
+        ]
         if names:
             message += f"; {len(names)} suspect(s) {what} ({', '.join(names)})"
+    sampled = [label for label, found in decided.items() if not found.measured]
+    if sampled:
+        message += (
+            f"; {len(sampled)} suspect(s) of unchanged code passed with those the A/B "
+            f"measured ({', '.join(sampled)})"
+        )
     unjudged = [v.label for v in comparison.verdicts if not v.judged and not v.not_comparable]
     if unjudged:
         message += f"; {len(unjudged)} not judged (see their rows)"

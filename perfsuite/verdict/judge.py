@@ -183,6 +183,9 @@ class Confirmed:
 
     outcome: str
     text: str
+    #: False: not measured, decided with the A/B of a sample of the suspects of the
+    #: same code (:func:`perfsuite.verdict.shift.cleared_with`)
+    measured: bool = True
 
     @property
     def regressed(self) -> bool:

@@ -89,6 +89,7 @@ def cleared_with(
         CLEARED if word == "cleared" else NOT_SHOWN,
         f"not measured: its code is the same as at {sha[:12]}, and the A/B {word} of the "
         f"{len(sample)} suspect(s) of the same code the screen read slowest ({names})",
+        measured=False,
     )
 
 
