@@ -13,6 +13,7 @@ import pytest
 from perfsuite.ab.budget import (
     DECIDE_SECONDS,
     GATE_SUSPECTS,
+    MIN_SHARE,
     budget_for,
     confirm_seconds_for,
     gate_args,
@@ -72,9 +73,9 @@ def test_gate_ab_confirms_only_leans_slower_unless_the_user_chose() -> None:
 
 def test_a_gate_ab_that_must_decide_shares_at_least_decide_seconds() -> None:
     nodeids = ["a.py::x", "b.py::y"]
-    # a gated run of 6 s: half of it over two benches is under the least budget
+    # a gated run of 6 s: half of it is under the least share, which two benches split
     assert gate_args([], nodeids, 6.0, "default")[:2] == [
-        "--max-seconds=10",
+        f"--max-seconds={MIN_SHARE / 2:.0f}",
         "--confirm-seconds=20",
     ]
     decide = gate_args([], nodeids, 6.0, "default", "undecided", screen_decided_none=True)
