@@ -280,14 +280,13 @@ class VerdictPlugin:
         from perfsuite.ab.budget import CHANGED_SUSPECTS, GATE_SUSPECTS, gate_args
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
-        began: list[float] = []  # when the first A/B was asked for: the A/Bs share seconds
+        start = time.monotonic()  # the confirmations' A/Bs share seconds from here
 
         def ab_args(nodeids: Sequence[str], why: Why) -> list[str]:
             kind = GATE_SUSPECTS if why == CONFIRM else CHANGED_SUSPECTS
-            began.append(began[0] if began else time.monotonic())
             return gate_args(
                 self.settings.ab_args, nodeids, spent, self.settings.scale.value, kind,
-                screen_decided_none=why == UNDECIDED, used=time.monotonic() - began[0],
+                screen_decided_none=why == UNDECIDED, used=time.monotonic() - start,
             )  # fmt: skip
 
         try:

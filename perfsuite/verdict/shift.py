@@ -84,9 +84,10 @@ def cleared_with(
     if not all(outcome in (CLEARED, NOT_SHOWN) for outcome in outcomes):
         return None
     names = ", ".join(v.fullname for v in sample)
-    word = "cleared" if all(outcome == CLEARED for outcome in outcomes) else "showed none slower"
+    cleared = all(outcome == CLEARED for outcome in outcomes)
+    word = "cleared" if cleared else "showed none slower"
     return Confirmed(
-        CLEARED if word == "cleared" else NOT_SHOWN,
+        CLEARED if cleared else NOT_SHOWN,
         f"not measured: its code is the same as at {sha[:12]}, and the A/B {word} of the "
         f"{len(sample)} suspect(s) of the same code the screen read slowest ({names})",
         measured=False,
