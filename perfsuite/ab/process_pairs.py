@@ -48,7 +48,7 @@ class ProcessPairs:
         files = key[0]
         folder = self.workdir / str(next(self._folders))
         folder.mkdir()
-        sides = [SideProcess(spec, folder) for spec in self.specs]
+        sides = [SideProcess(spec, folder, self.workdir) for spec in self.specs]
         for side in sides:
             self.stack.callback(side.stop)
         first = first_side(self.seed, key)

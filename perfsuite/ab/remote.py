@@ -40,6 +40,7 @@ from perfsuite.ab.protocol import (
     ProtocolError,
 )
 from perfsuite.ab.remote_benchmark import FIXTURE_NAME, route
+from perfsuite.ab.sidefacts import keep_facts
 
 #: chooses a round's calls from a runner of one round of that many calls (its seconds)
 Calibration = Callable[[Callable[[int], float]], int]
@@ -77,6 +78,7 @@ def register(config: pytest.Config) -> None:
     path = os.environ.pop(SOCKET_ENV, None)
     name = os.environ.pop(SIDE_ENV, "?")
     files = os.environ.pop(FILES_ENV, None)
+    keep_facts(name)
     if not path or config.pluginmanager.has_plugin(SIDE_PLUGIN):
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

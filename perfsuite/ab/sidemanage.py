@@ -33,6 +33,7 @@ from perfsuite.ab.protocol import FILES_ENV, SIDE_ENV, SOCKET_ENV, Channel
 from perfsuite.ab.pytest_args import missing_files, own_paths
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rootdir import rooted
+from perfsuite.ab.sidefacts import FACTS_ENV
 from perfsuite.errors import PerfsuiteError
 
 PR_SET_PDEATHSIG = 1
@@ -179,8 +180,11 @@ def pytest_error(log: str) -> str | None:
 class SideProcess:
     """One running side: its process, its connection and its log."""
 
-    def __init__(self, spec: SideSpec, workdir: Path) -> None:
-        self.spec = spec
+    def __init__(self, spec: SideSpec, workdir: Path, facts: Path | None = None) -> None:
+        """A side whose files go in ``workdir``; ``facts``: the A/B run's folder where
+        its sides keep what pytest-benchmark finds of the machine and commit
+        (:mod:`perfsuite.ab.sidefacts`)."""
+        self.spec, self.facts = spec, facts
         self.socket_path = workdir / f"{spec.name}.sock"
         self.log_path = workdir / f"{spec.name}.log"
         self.json_path = workdir / f"{spec.name}.json"
@@ -205,6 +209,8 @@ class SideProcess:
         env[PAD_ENV] = "x" * random.randrange(4096)
         if files is not None:
             env[FILES_ENV] = os.pathsep.join(files)
+        if self.facts is not None:
+            env[FACTS_ENV] = str(self.facts)
         args = [
             sys.executable,
             "-m",

@@ -1,0 +1,81 @@
+"""The facts pytest-benchmark saves with a side's JSON, found once per A/B run.
+
+pytest-benchmark writes the machine's facts (its CPU's, found by py-cpuinfo in a child
+process: about half a second) and the commit's (several ``git`` calls) into every
+``--benchmark-json`` it saves, once the session's last bench is done. Each fresh pair of
+processes of ``perfsuite ab`` pays that in its teardown, which the next pair's first
+block waits for. The sides of one A/B run on one machine, each side on one checkout, so
+the first process to find a fact keeps it in the run's folder (``PERFSUITE_AB_FACTS``)
+and the later ones read it: the CPU's facts once per run, the commit's once per side.
+
+Only pytest-benchmark's own finders are wrapped; a user's
+``pytest_benchmark_generate_machine_info`` or ``..._commit_info`` hook runs as it
+always does. A fact that cannot be read back (a torn or foreign file) is found again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+FACTS_ENV = "PERFSUITE_AB_FACTS"
+#: pytest-benchmark's finders, as its plugin module names them
+CPU, COMMIT = "get_cpu_info", "get_commit_info"
+
+
+def cached(path: Path, find: Callable[[], Any]) -> Any:
+    """The JSON value saved at ``path``, or ``find()``, saved there (atomically) first.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> cached(folder / "x.json", lambda: {"a": 1}), cached(folder / "x.json", lambda: 2)
+    ({'a': 1}, {'a': 1})
+    """
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(path.read_text(encoding="utf-8"))
+    value = find()
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(value, out)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):  # not saved: the next process finds it again
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return value
+
+
+def keep_facts(side: str) -> None:
+    """Where ``PERFSUITE_AB_FACTS`` names a folder (removed from the environment, so no
+    process this one starts takes it), wrap pytest-benchmark's CPU and commit finders
+    in this process so that they keep what they find there: the CPU's for every side,
+    the commit's per ``side``."""
+    named = os.environ.pop(FACTS_ENV, None)
+    if not named:
+        return
+    folder = Path(named)
+    try:
+        from pytest_benchmark import plugin
+    except ImportError:
+        return
+    find_cpu: Callable[[], Any] | None = getattr(plugin, CPU, None)
+    find_commit: Callable[[str | None], Any] | None = getattr(plugin, COMMIT, None)
+    if callable(find_cpu):
+        cpu = find_cpu
+        setattr(plugin, CPU, lambda: cached(folder / "cpu.json", cpu))
+    if callable(find_commit):
+        commit = find_commit
+
+        def commit_info(project_name: str | None = None) -> Any:
+            key = hashlib.sha256(str(project_name).encode()).hexdigest()[:12]
+            return cached(folder / f"commit-{side}-{key}.json", lambda: commit(project_name))
+
+        setattr(plugin, COMMIT, commit_info)
