@@ -268,7 +268,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             print(
                 f"perfsuite ab: {len(suspects)} suspect(s) measured again in up to "
                 f"{args.confirm} fresh pairs of processes each, looked at after {plan} "
-                f"(at most {confirm_seconds:g} s a file past the first look): "
+                f"(at most {confirm_seconds:g} s a file, its first look whatever it takes): "
                 + ", ".join(suspects),
                 flush=True,
             )

@@ -29,9 +29,10 @@ fewer than 7 pairs), would still hold 0 and reach past the threshold: more pairs
 processes would end ``inconclusive`` all the same. It ends ``inconclusive`` there,
 ``futile``; stopping without a verdict adds no false alarm.
 
-``--confirm-seconds`` bounds the time a bench file's confirmation spends once its
-first look is in: when it has run out, no further pair of processes starts and the
-look due then is taken at once on the pairs so far, as the last one. It is still one
+``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
+from its first pair of processes; the first look's pairs always run. Once it has run
+out, no further pair of processes starts and the look due then is taken at once on
+the pairs so far, as the last one. It is still one
 of the planned looks, judged at the same ``alpha / k``, so the bound costs power only
 (a suspect left undecided stays ``inconclusive``), never false alarms.
 """

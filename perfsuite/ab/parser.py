@@ -98,8 +98,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "stage's error rate); default by --perf-scale: smoke leaning-slower, "
                     "default and full undecided")  # fmt: skip
     ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
-                    help="the most seconds a bench file's confirmation goes on once its "
-                    "first look is in; then the look due is taken on the pairs so far "
+                    help="the most seconds a bench file's confirmation goes on, counted "
+                    "from its first pair of processes (the first look's pairs always run); "
+                    "then the look due is taken on the pairs so far "
                     "(default by --perf-scale: smoke 20, default 300, full 900)")  # fmt: skip
     ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
                     help="freeze (default): the idle side and the processes it started "

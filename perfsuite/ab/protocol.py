@@ -6,6 +6,8 @@ version). The controller listens on a Unix domain socket in a private temporary 
 with ``PERFSUITE_AB_SIDE`` (``A`` or ``B``). ``PERFSUITE_AB_FILES``, when set, lists
 (``os.pathsep``-separated, relative to pytest's rootdir) the only test files the side
 collects: ``perfsuite ab`` runs each bench file in its own pair of sides.
+``PERFSUITE_AB_FACTS`` names the run's folder where sides keep the facts
+pytest-benchmark saves (:mod:`perfsuite.ab.sidefacts`).
 
 Side to controller:
 
