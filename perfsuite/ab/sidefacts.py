@@ -19,10 +19,11 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from perfsuite.data.fsutil import atomic_write_text
 
 FACTS_ENV = "PERFSUITE_AB_FACTS"
 #: pytest-benchmark's finders, as its plugin module names them
@@ -40,16 +41,8 @@ def cached(path: Path, find: Callable[[], Any]) -> Any:
     with contextlib.suppress(OSError, ValueError):
         return json.loads(path.read_text(encoding="utf-8"))
     value = find()
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(value, out)
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):  # not saved: the next process finds it again
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    with contextlib.suppress(OSError, TypeError, ValueError):  # unsaved: found again later
+        atomic_write_text(path, json.dumps(value))
     return value
 
 
