@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsuite.ab.confirm import confirm_in_fresh_pairs, looks
+from perfsuite.ab.confirm import confirm_in_fresh_pairs, either_way, looks, pick_suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
 from perfsuite.ab.protocol import pair_orders
@@ -23,6 +23,7 @@ from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict
+from tests.ab_repo import bench_run
 
 ALPHA_CONFIRM = 0.05
 
@@ -303,3 +304,36 @@ def test_which_way_counts_for_a_higher_is_better_metric() -> None:
     down = result(Verdict.SLOWER, -0.08)
     assert against(down, result(Verdict.FASTER, 0.07))
     assert not against(down, result(Verdict.SLOWER, -0.07))
+
+
+def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> None:
+    # the first pair read -3% [-17%, +24%]: it leans faster, but a +10% regression is
+    # within its interval, so it was not ruled out
+    wide = [-0.15 + 0.34 * i / 24 for i in range(25)]
+    first = Verdicts([Row("b.py::x", bench_run("b.py::x", [-d for d in wide]))], [], 1, [])
+    row = first.rows[0]
+    assert row.run is not None
+    assert row.run.result is not None
+    assert row.run.result.verdict is Verdict.INCONCLUSIVE
+    assert row.run.result.change < 0
+    assert row.undecided
+    assert row.open_either_way
+    assert not row.suspect
+    # judged at the first stage's rate on the fresh pairs alone, whichever way
+    assert pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA) == {
+        "b.py::x": PAIRED_ALPHA
+    }
+    assert either_way(first, ["b.py::x"], "undecided") == {"b.py::x"}
+    assert either_way(first, ["b.py::x"], "leaning") == frozenset()
+    assert pick_suspects(first, "leaning-slower", ALPHA_CONFIRM, PAIRED_ALPHA) == {}
+    sessions = Sessions({"b.py::x": math.log(1.10)}, [0.004, -0.004, 0.0])
+    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, {"b.py::x": PAIRED_ALPHA})
+    assert check.rows[0].verdict is Verdict.SLOWER
+    how = "confirmation in {pairs} pairs of processes"
+    kept = first.confirmed([check], how, either_way=either_way(first, ["b.py::x"], "undecided"))
+    assert kept.rows[0].verdict is Verdict.SLOWER
+    assert kept.regressed
+    # held to the first estimate's direction, the same check would not count
+    overruled = first.confirmed([check], how)
+    assert overruled.rows[0].verdict is Verdict.INCONCLUSIVE
+    assert not overruled.regressed

@@ -145,6 +145,11 @@ DECIDE_SECONDS = 120.0
 GATE_SUSPECTS = "leaning-slower"
 #: what the gate's A/B of benches whose code changed measures again
 CHANGED_SUSPECTS = "undecided"
+#: the fewest seconds a bench file's confirmation gets in an A/B that measures again
+#: ``CHANGED_SUSPECTS`` (code that changed, or benches the screen could not decide):
+#: a regression missed there ships, and the first look's 3 pairs of processes decide
+#: only one whose pairs agree; 60 s lets a file of 5-s pairs reach its 12th pair
+CHANGED_FILE_SECONDS = 60.0
 
 
 def gate_args(
@@ -162,7 +167,8 @@ def gate_args(
     ``nodeids``: shared out of what is left of ``CONFIRM_SHARE`` of ``seconds`` (the
     gated run's own) after the ``used`` seconds of the gate's A/Bs before it, never
     less than ``MIN_SHARE``; each at most its ``scale``'s default and at least
-    ``MIN_BENCH_SECONDS`` or ``MIN_FILE_SECONDS``; and ``--suspects=SUSPECTS``. An
+    ``MIN_BENCH_SECONDS`` or ``MIN_FILE_SECONDS`` (``CHANGED_FILE_SECONDS`` where
+    ``suspects`` is ``CHANGED_SUSPECTS``); and ``--suspects=SUSPECTS``. An
     option ``ab_args`` already sets is kept. So a gate's confirming A/Bs together take
     about as long as the run again, however many suspects, unless the floors say
     more. The A/B that decides the benches of a screen that decided none
@@ -184,13 +190,16 @@ def gate_args(
     ['--max-seconds=60', '--confirm-seconds=60', '--suspects=undecided']
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default", used=120)
     ['--max-seconds=10', '--confirm-seconds=20', '--suspects=leaning-slower']
+    >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default", "undecided", used=120)
+    ['--max-seconds=10', '--confirm-seconds=60', '--suspects=undecided']
     """
     caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
     left = seconds * CONFIRM_SHARE - used
     share = max(left, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
     bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
-    file = max(MIN_FILE_SECONDS, min(caps.confirm_seconds, share / max(len(files), 1)))
+    floor = CHANGED_FILE_SECONDS if suspects == CHANGED_SUSPECTS else MIN_FILE_SECONDS
+    file = max(floor, min(caps.confirm_seconds, share / max(len(files), 1)))
     wanted = {
         "--max-seconds": f"{bench:.0f}",
         "--confirm-seconds": f"{file:.0f}",

@@ -147,6 +147,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.confirm import (
         confirm_in_fresh_pairs,
         cpu_only,
+        either_way,
         looks,
         memory_only,
         pick_suspects,
@@ -262,6 +263,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         suspects = list(alphas)
         memory = memory_only(verdicts, suspects, suspect_kind)
         cpu = cpu_only(verdicts, suspects, suspect_kind)
+        open_ids = either_way(verdicts, suspects, suspect_kind)
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:
             plan = ", ".join(str(k) for k in looks(args.confirm))
@@ -292,7 +294,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 for f, ids in by_file(suspects).items()
             ]
             verdicts = verdicts.confirmed(
-                checks, "confirmation in {pairs} pairs of processes", memory
+                checks, "confirmation in {pairs} pairs of processes", memory, open_ids
             )
         print("\n".join(verdicts.text_lines()))
         load = measured(start)

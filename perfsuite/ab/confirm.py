@@ -95,7 +95,12 @@ def pick_suspects(
 
 
 def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) -> float | None:
-    """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None."""
+    """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None:
+    an undecided first pair that does not lean slower is judged at ``undecided_alpha``
+    even where it leans faster beyond the threshold, as its confirmation is then taken
+    whichever way it points (:attr:`Row.open_either_way`)."""
+    if kind == "undecided" and row.open_either_way:
+        return undecided_alpha
     if row.suspect_of(kind):
         return lean_alpha
     if kind == "undecided" and row.undecided:
@@ -110,6 +115,17 @@ def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> froze
     (:meth:`Verdicts.confirmed`): the first pair's time verdict stands."""
     rows = _cost_only(verdicts, chosen, kind)
     return frozenset(row.nodeid for row in rows if row.memory_rose and not row.cpu_slower)
+
+
+def either_way(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
+    """The suspects of :func:`pick_suspects` whose confirmation is taken whichever way it
+    points: with ``--suspects undecided``, a first pair that could not rule out a
+    regression and does not lean slower (:attr:`Row.open_either_way`). It is judged at
+    the first stage's error rate on the fresh pairs alone, so no direction is needed to
+    hold the false-alarm rate (:meth:`Verdicts.confirmed`)."""
+    if kind != "undecided":
+        return frozenset()
+    return frozenset(r.nodeid for r in verdicts.rows if r.nodeid in chosen and r.open_either_way)
 
 
 def _cost_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> list[Row]:

@@ -92,8 +92,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "inconclusive beyond the threshold with pairs leaning that way); "
                     "leaning-slower (those, but an inconclusive one only when it leans "
                     "slower: an unproven speedup fails no gate); or undecided (leaning, "
-                    "and an inconclusive bench leaning slower whose "
-                    "interval reaches past the threshold: a regression the first pair "
+                    "and an inconclusive bench whose interval reaches past the "
+                    "threshold on the slower side: a regression the first pair "
                     "could not rule out, judged on the fresh pairs alone at the first "
                     "stage's error rate); default by --perf-scale: smoke leaning-slower, "
                     "default and full undecided")  # fmt: skip

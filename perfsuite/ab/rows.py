@@ -30,7 +30,9 @@ def against(first: PairedResult, check: PairedResult) -> bool:
 
     A confirmation tests the suspicion: a bench whose first pair of processes read it
     faster is not confirmed slower by fresh pairs that read it slower (nor the reverse).
-    Both stages must then err, in the same direction, for a false alarm.
+    Both stages must then err, in the same direction, for a false alarm. An undecided
+    suspect that did not lean slower is not held to it
+    (:func:`perfsuite.ab.confirm.either_way`).
     """
     if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
         return False
@@ -116,21 +118,31 @@ class Row:
 
     @property
     def undecided(self) -> bool:
-        """Inconclusive, its estimate on the slower side and its interval reaching past
-        the threshold there: a regression of at least the threshold that the first pair
-        of processes could not rule out. What ``--suspects undecided`` also measures
-        again; its confirmation stands on the fresh pairs alone, at the first stage's
-        error rate, and must point the way the estimate leaned (:func:`against`).
+        """Inconclusive, its interval reaching past the threshold on the slower side,
+        whichever way its estimate leans: a regression of at least the threshold that
+        the first pair of processes could not rule out. What ``--suspects undecided``
+        also measures again; its confirmation stands on the fresh pairs alone, at the
+        first stage's error rate. Where the estimate leaned slower, the confirmation
+        must point that way (:func:`against`); where it leaned faster
+        (:attr:`open_either_way`), the fresh pairs decide alone: a first pair reading
+        -3% [-17%, +24%] has not ruled out a +10% regression.
 
-        A bench with no interval (too few pairs) says nothing and is left out; so is an
-        inconclusive bench leaning faster: an unproven speedup fails no gate.
+        A bench with no interval (too few pairs) says nothing and is left out.
         """
         result = self.run.result if self.run else None
         if result is None or result.verdict is not Verdict.INCONCLUSIVE or result.ci is None:
             return False
         if result.higher_is_better:
-            return result.change < 0 and result.ci[0] < -result.threshold
-        return result.change > 0 and result.ci[1] > result.threshold
+            return result.ci[0] < -result.threshold
+        return result.ci[1] > result.threshold
+
+    @property
+    def open_either_way(self) -> bool:
+        """:attr:`undecided` with an estimate that does not lean slower: its
+        confirmation is taken whichever way it points, as it is judged at the first
+        stage's error rate on fresh pairs alone."""
+        lead = self.suspicion
+        return self.undecided and lead is not None and not worse(lead)
 
     @property
     def verdict(self) -> Verdict | None:

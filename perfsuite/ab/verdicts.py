@@ -78,14 +78,20 @@ class Verdicts:
         return cls(rows, parts[0].specs, parts[0].seed, runs)
 
     def confirmed(
-        self, checks: Sequence[Verdicts], how: str, memory: Collection[str] = ()
+        self,
+        checks: Sequence[Verdicts],
+        how: str,
+        memory: Collection[str] = (),
+        either_way: Collection[str] = (),
     ) -> Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
         again) replaced by its check's row, its status saying ``how`` and the first
         estimate (and a rechecked `same`'s second); neither is ever pooled in, as the
         bench was chosen for their being high. A check that says slower or faster the
         other way from the estimate that made the bench a suspect (:attr:`Row.suspicion`,
-        :func:`against`) makes the row inconclusive. A row in ``memory`` (a suspect for
+        :func:`against`) makes the row inconclusive, unless the row is in ``either_way``
+        (:func:`perfsuite.ab.confirm.either_way`: undecided, not leaning slower, judged on
+        the fresh pairs alone). A row in ``memory`` (a suspect for
         its peak memory alone) keeps its own time verdict and takes only the check's
         peak memory, each side's median over the check's pairs of processes."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
@@ -107,7 +113,7 @@ class Verdicts:
             status = f"{how.format(pairs=len(new.run.sessions) or 1)}; first pair "
             status += pct(first.change) + (f", second pair {pct(second.change)}" if second else "")
             run = replace(new.run, first=first, second=second)
-            if run.result and against(lead, run.result):
+            if run.result and against(lead, run.result) and row.nodeid not in either_way:
                 run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
                 status += ", the other way: not confirmed"
             elif run.result and run.result.futile:
