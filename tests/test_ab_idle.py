@@ -181,3 +181,35 @@ def test_procfs_sees_a_child_in_its_own_session_and_its_stop() -> None:
     assert child.pid not in descendants(os.getpid())
     assert process_group(child.pid) is None
     assert all_stopped([child.pid])  # gone counts as stopped: nothing left to wait for
+
+
+def test_stopping_a_side_lets_its_git_remove_the_lock_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perfsuite.ab import sidemanage
+    from perfsuite.ab.revisions import Revision
+
+    lock = tmp_path / "index.lock"
+    holder = f"trap 'rm -f {lock}; exit 0' TERM; touch {lock}; while :; do sleep 0.02; done"
+    side = sidemanage.SideProcess(sidemanage.SideSpec("A", Revision("x", None), tmp_path), tmp_path)
+    # a side's pytest (the group leader) whose child holds a lock, as a git does
+    side.proc = subprocess.Popen(["sh", "-c", f'sh -c "{holder}" & wait'], start_new_session=True)
+    deadline = time.monotonic() + 5
+    while not lock.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert side.freeze()  # stopped between its blocks, as --idle freeze leaves it
+    side.stop()
+    assert side.proc.returncode is not None
+    while lock.exists():  # its child took SIGTERM once continued, and cleaned up
+        assert time.monotonic() < deadline, "the lock holder was killed, not stopped"
+        time.sleep(0.01)
+
+    monkeypatch.setattr(sidemanage, "STOP_GRACE_S", 0.2)
+    deaf = sidemanage.SideProcess(sidemanage.SideSpec("B", Revision("x", None), tmp_path), tmp_path)
+    deaf.proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 30"], start_new_session=True)
+    time.sleep(0.1)
+    started = time.monotonic()
+    deaf.stop()  # deaf to SIGTERM: killed after the grace
+    assert deaf.proc.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 5

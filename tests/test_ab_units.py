@@ -22,7 +22,7 @@ from perfsuite.ab.budget import (
 )
 from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
-from perfsuite.ab.revisions import Revision, WorktreeCache, pin_difference, resolve
+from perfsuite.ab.revisions import Revision, WorktreeCache, _git, pin_difference, resolve
 from perfsuite.ab.sidemanage import side_pythonpath
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.paired import Budget, Sequential
@@ -340,6 +340,25 @@ def test_a_locked_half_made_worktree_is_removed_and_recreated(tmp_path: Path) ->
     assert not [line for line in listed.splitlines() if line.startswith("locked")]
     cache.clean()
     assert not list((root / ".git" / "worktrees").glob("*"))
+
+
+def test_a_stale_index_lock_in_a_cached_worktree_is_made_afresh(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    sha = _commit(root, {"a.txt": "one\n"})
+    cache = WorktreeCache(root, tmp_path / "cache")
+    with cache.checkout(sha) as path:
+        (path / "a.txt").write_text("changed\n")
+    git_dir = subprocess.run(
+        ["git", "rev-parse", "--absolute-git-dir"], cwd=path, capture_output=True, text=True
+    ).stdout.strip()
+    lock = Path(git_dir) / "index.lock"
+    lock.write_text("")  # as a git killed with SIGKILL leaves it
+    with pytest.raises(PerfsuiteError, match=r"git reset --hard failed: fatal: .*index\.lock"):
+        _git(path, "reset", "--hard")  # git's own error names the file
+    with cache.checkout(sha) as again:
+        assert (again / "a.txt").read_text() == "one\n"
+        subprocess.run(["git", "reset", "--hard", "--quiet"], cwd=again, check=True)
+    cache.clean()
 
 
 @pytest.mark.parametrize("pool", [None, 10])

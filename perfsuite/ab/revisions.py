@@ -1,7 +1,8 @@
 """The two revisions of an A/B: resolved commits, checked out as cached git worktrees.
 
 Worktrees live in ``$XDG_CACHE_HOME/perfsuite/ab/<repo key>/<sha>`` (``~/.cache`` without
-it), are reused across runs (reset and cleaned on reuse) and guarded by ``fcntl`` locks:
+it), are reused across runs (reset and cleaned on reuse; made afresh where git cannot
+reset one, as when a killed git left its ``index.lock``) and guarded by ``fcntl`` locks:
 one per commit, held for the whole run, and one per repository around git's own
 worktree bookkeeping. ``perfsuite ab --clean`` removes them (``git worktree remove
 --force``, then ``git worktree prune``). The working tree itself (the default candidate,
@@ -39,9 +40,23 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
         ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
     if check and proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise PerfsuiteError(f"git {' '.join(args)} failed: {detail}")
+        raise PerfsuiteError(f"git {' '.join(args)} failed: {_said(proc.stderr)}")
     return proc
+
+
+def _said(stderr: str) -> str:
+    r"""The line of git's ``stderr`` that says what failed: its first ``fatal:`` or
+    ``error:`` line (which names the file or ref at fault), else its last line.
+
+    >>> _said("fatal: Unable to create '/r/.git/index.lock': File exists.\n\nAnother"
+    ...       " git process seems to be running.\nremove the file manually to continue.")
+    "fatal: Unable to create '/r/.git/index.lock': File exists."
+    """
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
+    return lines[-1] if lines else "(no output)"
 
 
 def repo_root(cwd: Path) -> Path:
@@ -144,10 +159,13 @@ class WorktreeCache:
         top = _git(path, "rev-parse", "--show-toplevel", check=False)
         if head.returncode or top.returncode or Path(top.stdout.strip()).resolve() != path:
             return False
-        if head.stdout.strip() != sha:
-            _git(path, "checkout", "--detach", "--force", "--quiet", sha)
-        _git(path, "reset", "--hard", "--quiet", sha)
-        _git(path, "clean", "-ffdxq")
+        try:
+            if head.stdout.strip() != sha:
+                _git(path, "checkout", "--detach", "--force", "--quiet", sha)
+            _git(path, "reset", "--hard", "--quiet", sha)
+            _git(path, "clean", "-ffdxq")
+        except PerfsuiteError:  # e.g. an index.lock a killed git left: made afresh
+            return False
         return True
 
     def _remove(self, path: Path) -> None:

@@ -49,6 +49,8 @@ SETTLE_LIMIT_S = 1.0
 FREEZE_LIMIT_S = 0.5
 #: how long a side whose pytest ended early is given to write its error and exit
 ENDING_S = 5.0
+#: how long a side stopped before its end is given to exit on SIGTERM before SIGKILL
+STOP_GRACE_S = 2.0
 
 
 class SideFault(PerfsuiteError):
@@ -354,15 +356,26 @@ class SideProcess:
         return True
 
     def stop(self) -> None:
-        """Kill the side's whole process group and reap it; safe to call twice. The kill
-        comes first, so an interrupt during the rest cannot skip it, and only while the
-        side is unreaped, so its pid cannot have been reused."""
+        """End the side's whole process group and reap it; safe to call twice.
+
+        SIGTERM comes first, to the group, then SIGCONT to what was frozen: a ``git``
+        the side runs (pytest-benchmark's ``git describe --dirty`` as pytest starts)
+        removes the ``index.lock`` it holds on SIGTERM, where SIGKILL would leave it
+        behind for every later git command in that checkout. A side still running after
+        ``STOP_GRACE_S`` is killed (SIGKILL to its group, sent only while it is unreaped,
+        so its pid cannot have been reused); one whose controller dies meanwhile dies
+        with it (``PR_SET_PDEATHSIG``)."""
         if self.proc is not None and self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.thaw()  # SIGCONT to what froze outside the group; SIGKILL needs none
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(10)
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            self.thaw()  # a stopped process takes its SIGTERM once continued
+            try:
+                self.proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(10)
         if self.channel is not None:
             self.channel.close()
         with contextlib.suppress(OSError):
