@@ -48,8 +48,8 @@ docs: $(STAMP)
 tests: $(STAMP)
 	$(BIN)/pytest tests $(PYTEST_ARGS)
 
-# Lint, types, workflows, the plugin's tests and every bench at smoke scale: the A/B, gate
-# and tf.data service tests in one pytest, the rest in a second beside it
+# Lint, types, workflows, the plugin's tests and every bench at smoke scale: the A/B and
+# gate confirmation tests in one pytest, the rest in a second beside it
 # (tools/ci/streams.py); either failing fails.
 test: lint typecheck actionlint docs
 	$(BIN)/python tools/ci/streams.py $(BIN)/pytest $(PYTEST_ARGS)
