@@ -14,9 +14,10 @@ still alive at its end are added to the total when it ends. Wall time spans the 
 readings, so a bench on one thread reads at most one core. A live child's CPU time
 costs tens of microseconds to read and counts in clock ticks (10 ms), so it is read
 at a round's end, at most once a millisecond and in at most ``CHILD_SHARE`` of the
-time (and whenever a child was reaped): the round read carries the children's CPU
-since the last reading, and a bench's total is read afresh when it ends. A bench of
-microsecond rounds beside a live child so takes about as long as without the meter.
+time (and whenever a child was reaped): the round whose end reads them carries the
+children's CPU since the last reading, and a bench's total is read afresh when it
+ends. However short its rounds, reading its live children so takes at most
+``CHILD_SHARE`` of a bench's time.
 
 Peak memory is this process's high-water mark, reset when the meter starts
 (``/proc/<pid>/clear_refs``; where that is refused, the highest resident memory seen
