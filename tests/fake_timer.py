@@ -1,4 +1,5 @@
-"""A deterministic clock for pytester runs, so verdicts don't depend on this machine's load.
+"""Deterministic clocks: :data:`FAKE_TIMER` for pytester runs, so verdicts don't depend
+on this machine's load, and :class:`Ticks` for code that takes a clock.
 
 Write :data:`FAKE_TIMER` as ``faketimer.py`` beside the bench and pass
 ``--benchmark-timer=faketimer.clock``: every reading advances by ``PERF_TEST_DELAY``
@@ -19,3 +20,14 @@ def clock():
     _now += float(os.environ.get("PERF_TEST_DELAY", "0.01")) * next(_wobble)
     return _now
 """
+
+
+class Ticks:
+    """A clock that moves ``step`` seconds each time it is read."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now

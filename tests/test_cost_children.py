@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from perfsuite.bench import cost
+from tests.fake_timer import Ticks
 
 #: CPU seconds the child burns once told to
 BURN_S = 0.3
@@ -39,17 +40,6 @@ def child() -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
 
 
-class FakeClock:
-    """A clock that moves ``tick`` seconds each time it is read."""
-
-    def __init__(self, tick: float) -> None:
-        self.now, self.tick = 0.0, tick
-
-    def __call__(self) -> float:
-        self.now += self.tick
-        return self.now
-
-
 def counted_reads(meter: cost.CostMeter, extra: Any = None) -> list[int]:
     """The pids of ``meter``'s readings of a live child, as they happen; ``extra()`` runs
     with each."""
@@ -69,7 +59,7 @@ def counted_reads(meter: cost.CostMeter, extra: Any = None) -> list[int]:
 def test_live_children_are_read_at_most_once_a_millisecond(
     child: subprocess.Popen[bytes],
 ) -> None:
-    clock = FakeClock(1e-6)
+    clock = Ticks(1e-6)
     meter = cost.CostMeter(clock=clock)
     reads = counted_reads(meter)
     for _ in range(10_000):
@@ -84,7 +74,7 @@ def test_live_children_are_read_at_most_once_a_millisecond(
 def test_a_slow_reading_of_the_children_takes_at_most_its_share(
     child: subprocess.Popen[bytes],
 ) -> None:
-    clock = FakeClock(1e-6)
+    clock = Ticks(1e-6)
     meter = cost.CostMeter(clock=clock)
     read_s = 200e-6  # each reading of the child takes 200 us of the clock
 

@@ -30,6 +30,7 @@ from perfsuite.bench.gpu import device_kind
 from perfsuite.errors import PerfsuiteError
 from perfsuite.options import Device
 from perfsuite.verdict.result import BenchResult, Role
+from tests.fake_timer import Ticks
 from tests.skips import skip_reasons
 
 pytest_plugins = ("pytester",)
@@ -59,17 +60,6 @@ def test_device_kind(device: str, kind: str) -> None:
 
 
 # -- clocks ---------------------------------------------------------------------------------------
-
-
-class Ticks:
-    """A clock that moves ``step`` seconds each time it is read."""
-
-    def __init__(self, step: float) -> None:
-        self.now, self.step = 0.0, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def readings(*sm: int, reasons: int = 0) -> Any:
