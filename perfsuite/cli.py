@@ -145,6 +145,15 @@ def _storage(args: argparse.Namespace) -> Storage:
     return Storage.from_option(args.storage)
 
 
+def _two_runs(baseline: Path, current: Path) -> None:
+    """Refuse a comparison of a saved run with itself: it would judge nothing."""
+    if baseline.resolve() == current.resolve():
+        raise PerfsuiteError(
+            f"{baseline.name}: the baseline and the current run are the same file; "
+            "name two different runs"
+        )
+
+
 def run_compare(args: argparse.Namespace) -> int:
     """``perfsuite compare BASELINE CURRENT``: the verdict table and the gate's exit status."""
     from perfsuite.verdict.compare import compare_runs
@@ -155,6 +164,7 @@ def run_compare(args: argparse.Namespace) -> int:
     storage = _storage(args)
     baseline_path = storage.find(args.baseline)
     current_path = storage.find(args.current)
+    _two_runs(baseline_path, current_path)
     baseline, current = storage.load(baseline_path), storage.load(current_path)
     # History: runs saved beside the current one before it (the noise band's input).
     earlier = storage.beside(current_path).before(current_path)
@@ -215,7 +225,9 @@ def run_report(args: argparse.Namespace) -> int:
     earlier = saved[:position] if position is not None else []
     notes: list[str] = []
     if args.baseline:
-        baseline_path: Path | None = storage.find(args.baseline)
+        named = storage.find(args.baseline)
+        _two_runs(named, current_path)
+        baseline_path: Path | None = named
     else:
         baseline_path = earlier[-1] if earlier else None
         if baseline_path is None:

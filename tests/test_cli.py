@@ -168,6 +168,28 @@ def test_compare_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "no such file" in capsys.readouterr().err
 
 
+def test_compare_of_a_root_folder_is_a_bad_run_id_not_a_traceback(
+    storage: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A one-part absolute path (``/tmp``) is a pattern pathlib's glob refuses."""
+    assert compare(storage, "0001", "/tmp") == ExitCode.BAD_INPUT
+    assert "run '/tmp' not found" in capsys.readouterr().err
+    out = storage.parent / "report"
+    args = ["report", "--storage", str(storage), "--current", "/tmp", "--out", str(out)]
+    assert main(args) == ExitCode.BAD_INPUT
+    assert "run '/tmp' not found" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_run_against_itself_is_refused(storage: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(storage, "0002", "0002_same") == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "0002_same.json: the baseline and the current run are the same file" in err
+    args = ["report", "--storage", str(storage), "--baseline", "0001", "--current", "0001"]
+    assert main([*args, "--out", str(storage.parent / "r")]) == ExitCode.BAD_INPUT
+    assert "the same file" in capsys.readouterr().err
+
+
 def test_usage_error_exits_2() -> None:
     with pytest.raises(SystemExit) as info:
         main(["compare", "only-one"])

@@ -213,8 +213,8 @@ class Storage:
         )
         try:
             found = store.query(*globs)  # type: ignore[no-untyped-call]
-        except ValueError:  # more than machine/name: not a run id
-            return []
+        except (ValueError, NotImplementedError):  # not a run id: more than machine/name,
+            return []  # or an absolute pattern pathlib's glob refuses ("/tmp")
         paths = []
         for path in found:
             try:
