@@ -93,6 +93,16 @@ def test_a_path_option_given_after_a_space_moves_no_node_id(tmp_path: Path) -> N
     judged(repo, nodeid, "bench_decode.py", "--perf-scale=smoke", cwd=repo.root / "benches")
 
 
+def test_started_in_a_folder_no_revision_has(tmp_path: Path) -> None:
+    """From an untracked folder, a path and the default selection name the same files
+    on both sides as in the user's checkout: the revisions' checkouts get the folder."""
+    repo = committed(tmp_path, {"test_decode.py": BENCH})
+    scratch = repo.root / "scratch"
+    scratch.mkdir()
+    judged(repo, "test_decode.py::test_decode", "../test_decode.py", cwd=scratch)
+    judged(repo, "test_decode.py::test_decode", "--perf-scale=smoke", cwd=scratch)
+
+
 def test_a_path_option_leaves_the_repository_config_in_force(tmp_path: Path) -> None:
     files = {"pyproject.toml": PYPROJECT, "benches/bench_decode.py": BENCH}
     repo = committed(tmp_path, {**files, "benches/test_broken.py": BROKEN})
@@ -175,6 +185,19 @@ def test_a_module_skipped_whole_is_a_row_with_its_reason(tmp_path: Path) -> None
     assert f"skipped (both sides: {why}" in rows["test_both.py"]
     assert f"skipped (side B: {why}" in rows["test_keep.py::test_decode"]
     assert "NOTHING JUDGED: 1 skipped (" in result.out
+    assert "renamed or moved" not in result.out  # every bench is on both sides
+
+
+def test_a_skip_reason_saying_only_is_no_bench_of_one_side(tmp_path: Path) -> None:
+    gpu_only = (
+        "import pytest\n\n\n@pytest.mark.skip(reason='GPU only')\n"
+        "def test_decode(perf):\n    perf.measure(lambda: None, items=1)\n"
+    )
+    repo = committed(tmp_path, {"test_gpu.py": gpu_only})
+    result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "--perf-scale=smoke")
+    assert result.code == 3, result.out + result.err
+    assert "NOTHING JUDGED: 1 skipped (both sides: GPU only)" in result.out
+    assert "renamed or moved" not in result.out
 
 
 def test_a_test_neither_side_measures_is_a_row_of_both_sides(tmp_path: Path) -> None:

@@ -92,7 +92,11 @@ SIDE_MODULES = ("remote.py", "side.py")
 
 
 def peered(specs: Sequence[SideSpec]) -> list[SideSpec]:
-    """``specs``, each knowing the other sides' folders (:attr:`SideSpec.peers`)."""
+    """``specs``, each knowing the other sides' folders (:attr:`SideSpec.peers`); a
+    checkout that lacks the folder perfsuite ab was started in gets it, empty, so that
+    its pytest starts there and the arguments name the same paths on every side."""
+    for spec in specs:
+        spec.make_cwd()
     return [
         replace(spec, peers=tuple(other.cwd for other in specs if other is not spec))
         for spec in specs
@@ -138,6 +142,20 @@ class SideSpec:
     def cwd(self) -> Path:
         folder = self.root / self.subdir
         return folder if folder.is_dir() else self.root
+
+    def make_cwd(self) -> None:
+        """Make :attr:`subdir` in this side's checkout (a revision's, never the working
+        tree) where that revision lacks it: a new or untracked folder."""
+        folder = self.root / self.subdir
+        if self.revision.sha is None or folder.is_dir():
+            return
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise PerfsuiteError(
+                f"{self.title}: cannot start pytest in {self.subdir.as_posix()} ({exc}); "
+                "start perfsuite ab from the repository root"
+            ) from None
 
     @property
     def title(self) -> str:

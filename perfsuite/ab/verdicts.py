@@ -26,6 +26,9 @@ from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.table import code_span
 
+#: the status of a bench only one side has
+REMOVED, ADDED = "removed (base only)", "added (candidate only)"
+
 
 def _load(path: Path) -> Run | None:
     try:
@@ -62,8 +65,8 @@ class Verdicts:
             unit = saved.unit if saved is not None else "items"
             status = f"skipped ({bench.skipped})" if bench.skipped else None
             rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
-        rows += [Row(n, None, status="removed (base only)") for n in outcome.removed]
-        rows += [Row(n, None, status="added (candidate only)") for n in outcome.added]
+        rows += [Row(n, None, status=REMOVED) for n in outcome.removed]
+        rows += [Row(n, None, status=ADDED) for n in outcome.added]
         return cls(rows, list(specs), outcome.seed, list(outcome.benches))
 
     @classmethod
@@ -168,7 +171,7 @@ class Verdicts:
             reasons[reason] = reasons.get(reason, 0) + 1
         listed = "; ".join(f"{n} {why}" for why, n in reasons.items())
         hints = []
-        if any("only" in why for why in reasons):
+        if REMOVED in reasons or ADDED in reasons:
             hints.append(
                 "benches found on one side only: their node ids differ between A and B "
                 "(renamed or moved?)"
