@@ -259,7 +259,7 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     assert files == {"summary.md", "pairs.json", "benches_bench_x.py__test_x.png"}
     summary = (out / "summary.md").read_text()
     assert "| `benches/bench_x.py::test_x` | SLOWER | +50.0% [+50.0%, +50.0%] |" in summary
-    assert "| ``benches/bench_x.py::test_old[`a`\\|b]`` | removed (base only) |" in summary
+    assert "| ``benches/bench_x.py::test_old[`a`\\|b]`` | removed (base only), not run |" in summary
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 

@@ -26,8 +26,8 @@ from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.table import code_span
 
-#: the status of a bench only one side has
-REMOVED, ADDED = "removed (base only)", "added (candidate only)"
+#: the status of a bench only one side has: listed, never run (nothing to compare it with)
+REMOVED, ADDED = "removed (base only), not run", "added (candidate only), not run"
 
 
 def _load(path: Path) -> Run | None:
