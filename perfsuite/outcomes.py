@@ -101,7 +101,7 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
             )
         return Confirmed(
             NOT_SHOWN,
-            f"{label}not shown by A/B ({verdict}: {measured}, within the "
+            f"{label}not shown by A/B ({verdict}: {measured}, a change within the "
             f"{threshold * 100:g}% threshold); more pairs would decide: {shown}",
         )
     sign_p = row.get("sign_p")

@@ -286,6 +286,8 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(saved_repo: Path) -> No
     assert proc.returncode == ExitCode.OK, out + proc.stderr
     assert "slower, the machine's" in out
     assert "both runs are of commit" in out
+    assert "1 suspect(s) the machine's, both runs of one commit on a clean tree (" in out
+    assert "suspect(s) cleared" not in out
     assert "confirmations took" not in out  # no A/B ran
     # a tracked file changed: the same commit no longer means the same code
     (repo / "README.md").write_text("edited\n")

@@ -27,7 +27,7 @@ from typing import Any
 
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.judge import NOT_SHOWN, BenchVerdict
+from perfsuite.verdict.judge import MACHINE, NOT_SHOWN, BenchVerdict
 
 
 class GateOutcome(enum.Enum):
@@ -141,11 +141,14 @@ def gate_decision(
         for v in comparison.verdicts
         if v.suspect and v.confirmation is not None
     }
-    for shown, what in ((False, "cleared"), (True, "not shown slower by their A/B")):
+    kinds = (
+        ("cleared", lambda o: o not in (NOT_SHOWN, MACHINE)),
+        ("the machine's, both runs of one commit on a clean tree", lambda o: o == MACHINE),
+        ("not shown slower by their A/B", lambda o: o == NOT_SHOWN),
+    )
+    for what, this_kind in kinds:
         names = [
-            label
-            for label, found in decided.items()
-            if (found.outcome == NOT_SHOWN) is shown and found.measured
+            label for label, found in decided.items() if this_kind(found.outcome) and found.measured
         ]
         if names:
             message += f"; {len(names)} suspect(s) {what} ({', '.join(names)})"
