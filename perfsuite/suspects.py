@@ -161,10 +161,13 @@ def run_ab(
 ) -> AbRun:
     """Run the A/B of the suspects (``ab_args``: its own options; its output into
     ``log``, or this process's output when None), or say why it cannot run: what
-    ``refuse`` finds, or that it could not start."""
+    ``refuse`` finds, or that it could not start. The command it shows a user starts
+    with ``cd CWD`` where CWD is not this process's folder."""
     sha = base.sha or "BASE"
     line = (*command, sha, *ab_args, "--report", str(report), "--", *nodeids, *options)
     shown = shlex.join(["perfsuite", "ab", sha, *ab_args, "--", *nodeids, *options])
+    if cwd.resolve() != Path.cwd().resolve():  # node ids are relative to cwd: start there
+        shown = f"cd {shlex.quote(str(cwd))} && {shown}"
     why = refuse(cwd, base) if refuse is not None else None
     if why is not None:
         return AbRun(tuple(line), shown, None, why_not=why)
