@@ -316,8 +316,12 @@ class VerdictPlugin:
         return info if isinstance(info, dict) else {}
 
     def _say(self, line: str) -> None:
+        """``line`` on a line of its own (the test progress line may still be open)."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            writer = getattr(reporter, "_tw", None)
+            if getattr(writer, "width_of_current_line", 0):
+                reporter.write("\n")
             reporter.write_line(line)
 
     def _history(self) -> list[Run]:

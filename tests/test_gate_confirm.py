@@ -271,11 +271,13 @@ def test_a_bench_whose_code_changed_is_measured_whatever_the_screen_read(repo: P
 def test_a_move_with_unchanged_code_is_cleared(saved_repo: Path) -> None:
     repo = saved_repo
     commit(repo, "docs", **{"README.md": "a bench, described\n"})
-    proc = gate(repo, delay=0.02)  # the machine got slower; the code did not
+    # the machine got slower; the code did not (-q: the progress line stays open)
+    proc = pytest_run(repo, "-q", "--benchmark-compare", "--perf-gate", AB_ARGS, delay=0.02)
     out = proc.stdout
     assert proc.returncode == ExitCode.OK, out + proc.stderr
     assert "slower, cleared" in out
     assert "cleared by A/B (same)" in out
+    assert "]perfsuite gate" not in out  # each of its lines is a line of its own
     assert "perfsuite gate: passed: no regression in 1 judged bench; 1 suspect(s) cleared" in out
 
 
