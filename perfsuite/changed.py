@@ -283,6 +283,7 @@ def mark_changed(
         say(
             f"perfsuite gate: {len(chosen)} bench(es) whose code changed since {sha[:12]} join "
             "the A/B whatever the screen read"
+            + (f" (beside {already} the screen made suspects)" if already else "")
             + (f"; {left} more are not measured (at most {CHANGED_AT_MOST})" if left else "")
         )
     else:

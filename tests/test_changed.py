@@ -165,7 +165,8 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
     assert flagged["other.py::t"] == (None, None)
     assert said == [
         f"perfsuite gate: {changed.CHANGED_AT_MOST} bench(es) whose code changed since "
-        f"cccccccccccc join the A/B whatever the screen read; 2 more are not measured "
+        f"cccccccccccc join the A/B whatever the screen read (beside 1 the screen made "
+        f"suspects); 2 more are not measured "
         f"(at most {changed.CHANGED_AT_MOST})"
     ]
 
