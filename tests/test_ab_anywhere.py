@@ -122,6 +122,9 @@ def test_a_run_that_finds_no_bench_judges_nothing(tmp_path: Path) -> None:
     repo = committed(tmp_path, {"benches/bench_decode.py": BENCH})
     result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", "benches", "-k", "no_such_bench")
     assert result.code == 3, result.out + result.err
+    said = "NOTHING JUDGED: no bench in the selection (check the pytest arguments after --)"
+    assert said in result.out
+    assert result.out.count("no bench in the selection") == 1, result.out
 
 
 #: a bench module skipped whole where its import is missing

@@ -210,10 +210,8 @@ class Verdicts:
 
     def text_lines(self) -> list[str]:
         lines = [f"perfsuite ab: {self.title()} (B against A; seed {self.seed})"]
-        if self.rows:
+        if self.rows:  # else the conclusion says there was no bench
             lines += format_table([row.cells() for row in self.rows], HEADER)
-        else:
-            lines.append("no bench in the selection")
         lines.append(f"perfsuite ab: {self.conclusion()}")
         return lines
 
