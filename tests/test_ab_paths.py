@@ -200,7 +200,7 @@ def test_a_path_or_node_id_pytest_cannot_find_quotes_pytest(tmp_path: Path) -> N
     repo = two_levels(tmp_path)
     for arg, said in (
         ("nosuchdir", "ERROR: file or directory not found: nosuchdir"),
-        ("test_root.py::test_nosuch", "ERROR: not found: "),
+        ("test_root.py::test_nosuch", "ERROR: not found: test_root.py::test_nosuch"),
         ("--no-such-option", "ERROR: unrecognized arguments: --no-such-option"),
     ):
         result = repo.ab("HEAD~1", "HEAD", *BUDGET, "--", arg, "--perf-scale=smoke")

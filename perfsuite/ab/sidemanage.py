@@ -298,8 +298,8 @@ class SideProcess:
         if not self.alive and self.returncode is not None:
             message += f" (exit status {self.returncode})"
         said = pytest_error(self.log_tail(lines=200)) if ended else None
-        if said:
-            message += f": pytest said {said!r}"
+        if said:  # a path of the side's checkout, named from the repository root
+            message += f": pytest said {said.replace(f'{self.spec.root}/', '')!r}"
         log = self.log_tail() if tail and not said else ""
         if log:
             message += "\n  " + log.replace("\n", "\n  ")
