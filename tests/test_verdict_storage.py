@@ -161,7 +161,11 @@ def test_a_storage_outside_the_working_directory(
         storage = Storage.from_option(option)
         assert storage.latest() == root / MACHINE / "0001_slow.json"
         assert main(["compare", "0002", "0001", "--storage", option]) == ExitCode.REGRESSION
-        assert main(["compare", "0002", "0002_base", "--storage", option]) == ExitCode.OK
+        # two ids of one run: both found there, and refused as a run against itself
+        assert main(["compare", "0002", "0002_base", "--storage", option]) == ExitCode.BAD_INPUT
+        assert "0002_base.json: the baseline and the current run are the same file" in (
+            capsys.readouterr().err
+        )
         out = elsewhere / "report"
         assert main(["report", "--storage", option, "--out", str(out)]) == ExitCode.OK
         summary = (out / "summary.md").read_text()
