@@ -145,9 +145,9 @@ def _storage(args: argparse.Namespace) -> Storage:
     return Storage.from_option(args.storage)
 
 
-def _two_runs(baseline: Path, current: Path) -> None:
+def _two_runs(baseline: Path | None, current: Path) -> None:
     """Refuse a comparison of a saved run with itself: it would judge nothing."""
-    if baseline.resolve() == current.resolve():
+    if baseline is not None and baseline.resolve() == current.resolve():
         raise PerfsuiteError(
             f"{baseline.name}: the baseline and the current run are the same file; "
             "name two different runs"
@@ -225,9 +225,8 @@ def run_report(args: argparse.Namespace) -> int:
     earlier = saved[:position] if position is not None else []
     notes: list[str] = []
     if args.baseline:
-        named = storage.find(args.baseline)
-        _two_runs(named, current_path)
-        baseline_path: Path | None = named
+        baseline_path: Path | None = storage.find(args.baseline)
+        _two_runs(baseline_path, current_path)
     else:
         baseline_path = earlier[-1] if earlier else None
         if baseline_path is None:

@@ -141,14 +141,16 @@ def gate_decision(
         for v in comparison.verdicts
         if v.suspect and v.confirmation is not None
     }
-    kinds = (
-        ("cleared", lambda o: o not in (NOT_SHOWN, MACHINE)),
-        ("the machine's, both runs of one commit on a clean tree", lambda o: o == MACHINE),
-        ("not shown slower by their A/B", lambda o: o == NOT_SHOWN),
-    )
-    for what, this_kind in kinds:
+    # how the closing line names each kind of passed suspect (any other: cleared)
+    said = {
+        MACHINE: "the machine's, both runs of one commit on a clean tree",
+        NOT_SHOWN: "not shown slower by their A/B",
+    }
+    for what in ("cleared", *said.values()):
         names = [
-            label for label, found in decided.items() if this_kind(found.outcome) and found.measured
+            label
+            for label, found in decided.items()
+            if found.measured and said.get(found.outcome, "cleared") == what
         ]
         if names:
             message += f"; {len(names)} suspect(s) {what} ({', '.join(names)})"
