@@ -96,11 +96,13 @@ def test_equal_memory_does_not_rise(tmp_path: Path) -> None:
     repo = _repo(tmp_path, base=(30, 100_000), candidate=(30, 100_000))
     report = tmp_path / "report"
     # no confirmation in fresh processes: the peak is read in the first pair, and equal
-    # work need not be decided: 12 pairs at most
+    # work need not be decided: 12 pairs at most. Without a confirmation the first
+    # pair's time is judged alone, and beside other work (make test's other pytest) it
+    # can lean a few per cent: the threshold of 50% keeps this test to the peak.
     args = [*BUDGET, "--max-pairs", "12", "--max-seconds", "12", "--confirm", "0"]
-    args += ["--report", str(report), "--", "test_hold.py"]
+    args += ["--threshold", "0.5", "--report", str(report), "--", "test_hold.py"]
     result = repo.ab("HEAD~1", "HEAD", *args, timeout=TIMEOUT_S)
-    # equal work: never a regression; whether `same` is decided depends on the machine
+    # equal work: no regression; whether `same` is decided depends on the machine
     assert result.code in (ExitCode.OK, ExitCode.NOT_JUDGED), result.out + result.err
     assert "ROSE" not in result.out
     assert "(cost rose)" not in result.out
