@@ -169,13 +169,14 @@ def test_a_same_from_a_pair_that_was_off_is_caught_by_the_second_pair(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_repo(tmp_path)
-    # ~8 ms a call, ~30 ms at 4x: 70 of the ~90 pairs run the 4x candidate (its second pair
-    # and three fresh pairs of processes per file), so the work sets this test's length
-    repo.set_work(150_000, "base")
+    # ~3 ms a call, ~11 ms at 4x: 70 of the ~90 pairs run the 4x candidate (its second pair
+    # and three fresh pairs of processes per file); its 9 pairs of processes' start-up
+    # and teardown take most of this test's time
+    repo.set_work(50_000, "base")
     # a second bench file: each file runs in pairs of processes of its own
     repo.write("benches/bench_more.py", (repo.root / "benches/bench_work.py").read_text())
     base = repo.commit("base")
-    repo.set_work(150_000, "candidate")
+    repo.set_work(50_000, "candidate")
     repo.write("work.py", (repo.root / "work.py").read_text() + OFF_FIRST)
     monkeypatch.setenv("AB_TEST_FIRST", str(tmp_path / "first-candidate-process"))
     report = tmp_path / "report"
