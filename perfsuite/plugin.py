@@ -125,17 +125,13 @@ def perfsuite_in_use(config: pytest.Config) -> bool:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """Collect ``bench_*.py`` files even where ``python_files`` does not name them: in a
-    ``benches`` folder (perfsuite's layout), or anywhere in a session that asked for
-    perfsuite (:func:`perfsuite_in_use`). Otherwise pytest's own rules stand, so a
-    ``bench_*.py`` script beside a project's tests is not imported by a plain run."""
+    """Collect ``bench_*.py`` files even where ``python_files`` does not name them, in a
+    session that asked for perfsuite (:func:`perfsuite_in_use`). In any other run
+    pytest's own rules stand, whatever the folder: a ``bench_*.py`` script in a
+    project is imported only where its ``python_files`` names it."""
     if file_path.suffix != ".py" or not fnmatch.fnmatch(file_path.name, "bench_*.py"):
         return None
-    try:  # the rootdir's own name counts: `pytest benches` may root pytest there
-        folders = file_path.relative_to(parent.config.rootpath.parent).parts[:-1]
-    except ValueError:  # outside the rootdir: its own folders
-        folders = file_path.parent.parts
-    if "benches" not in folders and not perfsuite_in_use(parent.config):
+    if not perfsuite_in_use(parent.config):
         return None
     if parent.session.isinitpath(file_path):
         return None  # named on the command line: pytest collects it already
