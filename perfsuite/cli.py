@@ -36,10 +36,11 @@ the storage (``0004``, ``0004_nightly``, ``Linux-CPython-3.11-64bit/0004``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from perfsuite.errors import PerfsuiteError
 
@@ -285,9 +286,42 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+def _quiet_stdout_if_closed() -> None:
+    """Once standard output's reader has gone (``perfsuite history | head``), send the
+    rest to /dev/null, so the command finishes and exits with its verdict."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+class _PipeSafe:
+    """Standard output that a closed pipe does not stop (:func:`_quiet_stdout_if_closed`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _quiet_stdout_if_closed()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _quiet_stdout_if_closed()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfsuite`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not isinstance(sys.stdout, _PipeSafe) and _is_pipe(sys.stdout):
+        sys.stdout = _PipeSafe(sys.stdout)
     parser = build_parser()
     if argv[:1] == ["ab"]:  # its own -- PYTEST_ARGS tail
         from perfsuite.ab.command import run as run_ab
@@ -304,6 +338,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite {args.command}: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+
+
+def _is_pipe(stream: TextIO) -> bool:
+    """Whether ``stream`` writes to a pipe (not a terminal, a file, or a test's capture)."""
+    import stat
+
+    try:
+        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 if __name__ == "__main__":

@@ -299,12 +299,36 @@ def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
     )
 
 
+def _nightly_entry(entry: Path) -> bool:
+    """Whether a top-level entry of a folder is one a nightly report writes: its
+    ``summary.md`` and its A/B reports' folders (``ab``, ``ab-<run>``)."""
+    if entry.is_symlink():
+        return False
+    if entry.name == "summary.md":
+        return entry.is_file()
+    return entry.is_dir() and (entry.name == "ab" or entry.name.startswith("ab-"))
+
+
+def check_report_folder(out: Path) -> None:
+    """Refuse a ``--report`` that is not a new or empty folder or an earlier nightly
+    report, before anything runs: one line naming it."""
+    from perfsuite.data.fsutil import check_replaceable
+
+    advice = "name a new or empty folder, or an earlier nightly report"
+    try:
+        check_replaceable(out, _nightly_entry, advice)
+    except PerfsuiteError as exc:
+        raise PerfsuiteError(f"--report {exc}") from None
+
+
 def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
     from perfsuite.data.fsutil import atomic_write_text
     from perfsuite.nightly.screen import screen
     from perfsuite.nightly.summary import nightly_markdown
     from perfsuite.suspects import AB_COMMAND
 
+    if args.report is not None:
+        check_report_folder(args.report)
     _root, _machine, runs = _load_history(args)
     screening = screen(runs)
     confirmation: Confirmations | None = None

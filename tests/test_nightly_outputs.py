@@ -1,0 +1,80 @@
+"""Where ``perfsuite nightly`` and ``perfsuite history`` write: a ``--report`` folder
+checked before anything runs, and a closed standard output that never replaces the
+verdict's exit status."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsuite.cli import main
+from perfsuite.exitcodes import ExitCode
+from tests.test_history_data import MACHINE_ID, make_history
+
+#: an A/B that must never start: it leaves a marker beside itself
+AB_MARKER = "import pathlib, sys\npathlib.Path(sys.argv[0] + '.ran').write_text('ran')\n"
+
+
+def _storage(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    make_history(store, nights=15, step_at=14, step=0.3, noise=0.03)
+    return store
+
+
+def test_a_report_folder_holding_other_files_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _storage(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    ab = tmp_path / "ab_standin.py"
+    ab.write_text(AB_MARKER)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.md").write_text("MY OWN NOTES\n")
+    (mine / "notes.txt").write_text("kept\n")
+    code = main(["nightly", "--storage", str(store), "--report", str(mine)])
+    assert code == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert f"--report {mine}: holds notes.txt" in err
+    assert "name a new or empty folder, or an earlier nightly report" in err
+    assert (mine / "summary.md").read_text() == "MY OWN NOTES\n"
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "summary.md"]
+    assert not (tmp_path / "ab_standin.py.ran").exists()
+    assert not (tmp_path / "reports").exists()
+    a_file = tmp_path / "report.txt"
+    a_file.write_text("a file\n")
+    assert main(["nightly", "--storage", str(store), "--report", str(a_file)]) == 2
+    assert f"--report {a_file}: not a folder" in capsys.readouterr().err
+
+
+def test_an_earlier_nightly_report_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _storage(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    report = tmp_path / "nightly"
+    args = ["nightly", "--storage", str(store), "--report", str(report), "--no-confirm"]
+    assert main(args) == ExitCode.NOT_JUDGED  # suspects left unconfirmed
+    (report / "ab").mkdir()  # an earlier A/B's folder is the report's own
+    assert main(args) == ExitCode.NOT_JUDGED
+    assert "UNCONFIRMED" in (report / "summary.md").read_text()
+    assert "error" not in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_early_leaves_the_verdict_s_exit_status(tmp_path: Path) -> None:
+    """``perfsuite history --series | head -1``: the step's exit 1, not an error's 2."""
+    store = _storage(tmp_path)
+    command = [sys.executable, "-m", "perfsuite.cli", "history", "--storage", str(store)]
+    command += ["--machine", MACHINE_ID, "--series"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == ExitCode.REGRESSION, err
+    assert "Broken pipe" not in err
+    assert "error" not in err
