@@ -86,9 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare",
         help="judge CURRENT against BASELINE; exit 1 on a regression",
-        description="Judge each bench of CURRENT against BASELINE. Exit status: 0 no "
-        "regression, 1 regression, 2 bad input, 3 nothing judged (different machine or "
-        "stack, or no bench comparable).",
+        description="Judge each bench of CURRENT against BASELINE. Exit status: 0 at "
+        "least one bench judged and no regression, 1 regression, 2 bad input, 3 nothing "
+        "judged (different machine or stack, or no bench comparable).",
     )
     compare.add_argument("baseline", metavar="BASELINE", help="run file or run id")
     compare.add_argument("current", metavar="CURRENT", help="run file or run id")

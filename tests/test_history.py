@@ -250,3 +250,16 @@ def test_the_report_marks_the_steps(tmp_path: Path) -> None:
     png = history_png(name, runs, runs[-1])
     assert png is not None
     assert png.startswith(b"\x89PNG")
+
+
+def test_a_bench_too_short_to_search_says_so_not_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A series too short for a step search is not searched: its line says so, never
+    ``newest step: none``, and the command judged nothing (exit 3)."""
+    make_history(tmp_path, nights=1, step_at=None)
+    assert history(tmp_path) == 3
+    out = capsys.readouterr().out
+    assert "sum/n1000: 1 run, newest" in out
+    assert "newest step: not searched (a step search needs 8 runs)" in out
+    assert "newest step: none" not in out

@@ -61,8 +61,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "regression step after the last accepted run",
         description="Per bench, the medians (and items/s) over the saved runs of this "
         "machine with commits and dates, and its newest step with its size and commit "
-        "range. Exit status: 0 no failing step, 1 a regression step starts after the last "
-        "accepted run, 2 bad input, 3 no bench has enough runs for a step search.",
+        "range. Exit status: 0 at least one bench searched and no failing step, 1 a "
+        "regression step starts after the last accepted run, 2 bad input, 3 no bench has "
+        "enough runs for a step search.",
     )
     _storage_options(history)
     history.add_argument("-k", dest="keyword", metavar="EXPR", help="only benches matching EXPR")
@@ -80,13 +81,18 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="screen the newest run against the history, confirm suspects with perfsuite ab",
         description="Screen the newest saved run against the history of this machine; "
         "confirm the suspects with `perfsuite ab <base commit> <tonight's commit> -- "
-        "PYTEST_ARGS -k <suspects>`. Exit status: 0 no regression (every suspect "
-        "cleared), 1 a confirmed regression or a risen exact counter, 2 bad input or "
-        "perfsuite ab failed, 3 no bench screened or a suspect left unconfirmed.",
+        "PYTEST_ARGS -k <suspects>`. Exit status: 0 at least one bench screened and no "
+        "regression (every suspect cleared), 1 a confirmed regression or a risen exact "
+        "counter, 2 bad input or perfsuite ab failed, 3 no bench screened or a suspect "
+        "left unconfirmed.",
     )
     _storage_options(nightly)
     nightly.add_argument(
-        "--report", type=Path, metavar="DIR", help="write summary.md (and ab's report) here"
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="write summary.md (and ab's report) here: a new or empty folder, or an "
+        "earlier nightly report",
     )
     nightly.add_argument(
         "--no-confirm", action="store_true", help="list the suspects without running perfsuite ab"
@@ -156,13 +162,15 @@ def run_history(args: argparse.Namespace) -> int:
         failing_total += len(failing)
         newest = steps[-1] if steps else None
         word = "none" if newest is None else newest.describe()
+        if len(series.points) < MIN_POINTS:
+            word = f"not searched (a step search needs {MIN_POINTS} runs)"
         if newest is not None:
             word += ": REGRESSION" if newest.regression else ""
             word += "" if newest in failing or not newest.regression else " (accepted)"
         latest = series.points[-1]
         rate = f", {latest.rate:,.1f} {series.unit}/s" if latest.rate else ""
         print(
-            f"{series.label}: {len(series.points)} runs, newest {latest.median * 1000:.3f} ms"
+            f"{series.label}: {_runs(len(series.points))}, newest {latest.median * 1000:.3f} ms"
             f"{rate}; newest step: {word}"
         )
         for step in failing:
@@ -192,6 +200,10 @@ def run_history(args: argparse.Namespace) -> int:
         return ExitCode.NOT_JUDGED
     print(f"perfsuite history: no regression step in {searched} bench(es) ({note})")
     return ExitCode.OK
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'' if count == 1 else 's'}"
 
 
 def left_out(runs: Sequence[Run]) -> str | None:
