@@ -7,6 +7,7 @@ nightly report of that night.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -18,12 +19,14 @@ from typing import Any
 import pytest
 
 from perfsuite.cli import main
-from perfsuite.dashboard.model import load_dashboard
+from perfsuite.dashboard.abreports import read_ab_report, read_nightly_report
+from perfsuite.dashboard.model import RunInfo, load_dashboard
 from perfsuite.dashboard.site import MARKER
 from perfsuite.verdict.storage import Storage
 from tests.dashboard_data import (
     MACHINE,
     STEPPED,
+    commit_of,
     make_ab_report,
     make_nightly_report,
     make_suite_history,
@@ -344,3 +347,21 @@ def test_a_browser_renders_every_plot_marks_the_step_and_follows_the_links(
     assert browser.title == "perfsuite dashboard"
     assert _severe(browser) == []
     assert time.monotonic() - started < 20
+
+
+def test_a_report_is_shown_with_its_own_run_only(tmp_path: Path) -> None:
+    """A nightly report goes with tonight's run, not every run of its commit; an A/B
+    whose candidate was a working tree goes with the run of uncommitted changes, not
+    the clean run of that commit (its A side)."""
+    nightly = read_nightly_report(make_nightly_report(tmp_path / "n", STEP_AT, ab=False), "n")
+    folder = make_ab_report(tmp_path / "ab", STEP_AT - 1, STEP_AT)
+    side = json.loads((folder / "B.json").read_text())
+    side["commit_info"]["dirty"] = True
+    (folder / "B.json").write_text(json.dumps(side))
+    ab = read_ab_report(folder, "ab")
+    commit = commit_of(STEP_AT)
+    tonight = RunInfo(run_name(STEP_AT), MACHINE, None, commit)
+    later = RunInfo(run_name(STEP_AT + 1), MACHINE, None, commit)  # the same commit again
+    edited = RunInfo(run_name(STEP_AT + 2), MACHINE, None, commit, dirty=True)
+    assert [nightly.belongs_to(r) for r in (tonight, later, edited)] == [True, False, False]
+    assert [ab.belongs_to(r) for r in (tonight, later, edited)] == [False, False, True]

@@ -2,10 +2,11 @@
 
 An A/B report is the folder ``perfsuite ab --report DIR`` writes (``summary.md``,
 ``pairs.json``, ``A.json``/``B.json``, the logs and PNGs). It belongs to the run of its
-candidate's commit (``B.json``'s ``commit_info.id``). A nightly report is the folder
+candidate's commit (``B.json``'s ``commit_info.id``), a run of uncommitted changes
+where the candidate was the working tree. A nightly report is the folder
 ``perfsuite nightly --report DIR`` writes: its ``summary.md`` (tonight's run and commit,
 the suspects and the verdict) and, when suspects were confirmed, the A/B in ``ab/``.
-It belongs to tonight's run. Each report is copied whole into ``ab/<slug>/`` of the
+It belongs to tonight's run alone. Each report is copied whole into ``ab/<slug>/`` of the
 site, beside an ``index.html`` that shows it.
 """
 
@@ -42,6 +43,7 @@ class Report:
     conclusion: str
     commit: str | None  # the candidate's (ab) or tonight's (nightly) commit, maybe a prefix
     run: str | None = None  # tonight's run (nightly)
+    dirty: bool = False  # the candidate was a working tree with uncommitted changes (ab)
     rows: list[dict[str, Any]] = field(default_factory=list)
     inner: Report | None = None  # a nightly's confirming A/B
 
@@ -56,9 +58,13 @@ class Report:
         return f"ab/{self.slug}/index.html"
 
     def belongs_to(self, run: RunInfo) -> bool:
-        if self.run is not None and self.run == run.name:
-            return True
-        return bool(self.commit and run.commit and run.commit.startswith(self.commit))
+        """Whether the report is shown with ``run``: a nightly's with tonight's run; an
+        A/B's with the runs of its candidate's commit, clean or not as the candidate was."""
+        if self.run is not None:
+            return self.run == run.name
+        if not (self.commit and run.commit and run.commit.startswith(self.commit)):
+            return False
+        return run.dirty == self.dirty
 
 
 def _text(path: Path) -> str:
@@ -68,15 +74,17 @@ def _text(path: Path) -> str:
         raise PerfsuiteError(f"{path}: cannot be read ({exc})") from None
 
 
-def _commit_of(side: Path) -> str | None:
-    """The commit a side's pytest-benchmark run records (``None`` without one)."""
+def _commit_of(side: Path) -> tuple[str | None, bool]:
+    """The commit a side's pytest-benchmark run records (``None`` without one), and
+    whether it had uncommitted changes."""
     try:
         document = json.loads(side.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        return None
+        return None, False
     info = document.get("commit_info") if isinstance(document, dict) else None
     commit = info.get("id") if isinstance(info, dict) else None
-    return commit if isinstance(commit, str) and commit else None
+    dirty = bool(info.get("dirty")) if isinstance(info, dict) else False
+    return (commit if isinstance(commit, str) and commit else None), dirty
 
 
 def _folder(path: Path, option: str, what: str) -> Path:
@@ -105,13 +113,15 @@ def read_ab_report(path: Path, slug: str) -> Report:
         rows = [row for row in loaded if isinstance(row, dict)] if isinstance(loaded, list) else []
     title = _TITLE.search(text)
     conclusion = _CONCLUSION.search(text)
+    commit, dirty = _commit_of(path / "B.json")
     return Report(
         kind="ab",
         source=path,
         slug=slug,
         title=title.group("title") if title else f"A/B {path.name}",
         conclusion=conclusion.group("text") if conclusion else "no conclusion recorded",
-        commit=_commit_of(path / "B.json"),
+        commit=commit,
+        dirty=dirty,
         rows=rows,
     )
 
