@@ -16,6 +16,11 @@ For each bench of tonight's run (the newest saved run), over its comparable poin
 
 Suspects are not verdicts: ``perfsuite nightly`` confirms them by an interleaved A/B
 run of the two commits before it fails (:func:`perfsuite.nightly.command.confirm_tonight`).
+The A/B of a suspect starts at the newest run it was screened against whose code is not
+tonight's (:func:`base_point`): a slowdown that landed a few nights ago and kept its
+commit since is still measured against the code before it. Where every run it was
+screened against is tonight's code, or tonight is slower than those of them that are,
+its A/B starts at such a run, and the move is the machine's.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.commits import Commit, same_code
 from perfsuite.verdict.cost import MemoryChange
-from perfsuite.verdict.history import Series, bench_histories
+from perfsuite.verdict.history import Point, Series, bench_histories
 from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.runs import Run
 
@@ -45,6 +51,9 @@ class Suspect:
     reason: str
     change: float
     counter: bool = False  # an exact counter rose: a regression without confirmation
+    #: the points it was screened against: ``series.points[compared_from:-1]``
+    compared_from: int = -2
+    metric: str = "time"  # what made it a suspect: time, cpu/item or memory
 
     @property
     def label(self) -> str:
@@ -90,8 +99,12 @@ def _center(medians: Sequence[float]) -> float:
     return math.exp(center)
 
 
-def _slower(values: Sequence[float], threshold: float, what: str, previous: str) -> str | None:
-    """Why tonight's value (the last) is a suspect of being slower, or ``None``.
+def _slower(
+    values: Sequence[float], threshold: float, what: str, previous: str
+) -> tuple[str, int] | None:
+    """Why tonight's value (the last) is a suspect of being slower, and the index of
+    the first value it was judged against (the rest up to tonight's follow); or
+    ``None``.
 
     Tonight is judged against the runs since the history's last step (a change of
     level, such as an accepted slowdown), so a level the bench has kept since is not
@@ -100,14 +113,14 @@ def _slower(values: Sequence[float], threshold: float, what: str, previous: str)
     """
     newest, earlier = values[-1], values[:-1]
     steps = find_steps(values) if len(earlier) >= MIN_NIGHTLY_HISTORY else []
+    since = max((step.index for step in steps if step.index < len(earlier)), default=0)
     for step in steps:
         if step.index == len(values) - 1 and step.up and step.change > threshold:
             low, high = step.ci
             return (
                 f"a step starts tonight: {what} {step.change * 100:+.1f}% "
                 f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
-            )
-    since = max((step.index for step in steps if step.index < len(earlier)), default=0)
+            ), since
     recent = list(earlier[since:][-HISTORY_RUNS:])
     if len(recent) < MIN_NIGHTLY_HISTORY:
         change = _change(newest, earlier[-1])
@@ -117,7 +130,7 @@ def _slower(values: Sequence[float], threshold: float, what: str, previous: str)
         return (
             f"{what} {change * 100:+.1f}% against the previous run {previous} "
             f"(threshold {threshold * 100:g}%; {counted}, fewer than {MIN_NIGHTLY_HISTORY})"
-        )
+        ), len(earlier) - 1
     band = max(threshold, noise_band(recent) or 0.0)
     change = _change(newest, _center(recent))
     if change <= band:
@@ -125,7 +138,35 @@ def _slower(values: Sequence[float], threshold: float, what: str, previous: str)
     return (
         f"{what} {change * 100:+.1f}% against the median of the last {len(recent)} runs, "
         f"outside their band of {band * 100:.1f}%"
-    )
+    ), len(earlier) - len(recent)
+
+
+def _commit(point: Point) -> Commit:
+    return Commit.of({"id": point.commit, "dirty": point.dirty})
+
+
+def _value(point: Point, metric: str) -> float | None:
+    return point.cpu_per_item if metric == "cpu/item" else point.median
+
+
+def base_point(suspect: Suspect) -> Point:
+    """The point a suspect's A/B starts at: the newest it was screened against whose
+    code is not tonight's. The previous point where none is, or where tonight is slower
+    than its threshold beyond the median of those that are: the same code was faster
+    before, so the move is the machine's (the newest such point then)."""
+    points = suspect.series.points
+    tonight = _commit(points[-1])
+    window = points[suspect.compared_from : -1] or points[-2:-1]
+    same = [p for p in window if same_code(_commit(p), tonight)]
+    other = [p for p in window if p not in same]
+    if not other or suspect.metric == "memory":
+        return points[-2]
+    values = [_value(p, suspect.metric) for p in same]
+    now = _value(points[-1], suspect.metric)
+    known = [v for v in values if v is not None and v > 0]
+    if known and now and _change(now, _center(known)) > suspect.series.threshold:
+        return same[-1]
+    return other[-1]
 
 
 def _outright(series: Series) -> list[str]:
@@ -156,15 +197,19 @@ def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]
     counter = Suspect(series, "; ".join(outright), change, counter=True) if outright else None
     only_previous = len(points) - 1 < MIN_NIGHTLY_HISTORY
     previous = points[-2].run
-    reason = _slower(series.medians, series.threshold, "time", previous)
-    if reason is None:
+    found, metric = _slower(series.medians, series.threshold, "time", previous), "time"
+    if found is None:
         cpu = [p.cpu_per_item for p in points]
         if all(c is not None and c > 0 for c in cpu):
             known = [float(c) for c in cpu if c is not None]
-            reason = _slower(known, series.threshold, "cpu/item", previous)
-    reason = reason if reason is not None else _memory_rose(series)
-    suspect = Suspect(series, reason, change) if reason is not None else None
-    return suspect, counter, only_previous
+            found, metric = _slower(known, series.threshold, "cpu/item", previous), "cpu/item"
+    if found is None:
+        memory = _memory_rose(series)
+        found, metric = (memory, len(points) - 2) if memory else None, "memory"
+    if found is None:
+        return None, counter, only_previous
+    reason, compared_from = found
+    return Suspect(series, reason, change, False, compared_from, metric), counter, only_previous
 
 
 def screen(runs: Sequence[Run]) -> Screening:
@@ -198,6 +243,6 @@ def screen(runs: Sequence[Run]) -> Screening:
     previous = runs[common[0][0]] if common else None
     grouped: dict[int, list[Suspect]] = {}
     for suspect in suspects:  # each was screened, so it has a previous point
-        grouped.setdefault(bases[suspect.series.fullname], []).append(suspect)
+        grouped.setdefault(index[base_point(suspect).run], []).append(suspect)
     groups = [(runs[i], grouped[i]) for i in sorted(grouped)]
     return Screening(tonight, previous, suspects, counters, screened, short, unscreened, groups)
