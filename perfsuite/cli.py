@@ -223,7 +223,7 @@ def run_report(args: argparse.Namespace) -> int:
     folder = storage.beside(current_path)
     saved = folder.runs()
     position = next((i for i, p in enumerate(saved) if p.resolve() == current_path.resolve()), None)
-    earlier = saved[:position] if position is not None else []
+    earlier = saved[:position] if position is not None else folder.before(current_path)
     notes: list[str] = []
     if args.baseline:
         baseline_path: Path | None = storage.find(args.baseline)

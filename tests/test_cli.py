@@ -226,3 +226,25 @@ def test_console_script_runs(storage: Path) -> None:
         check=False,
     )
     assert same.returncode == ExitCode.OK, same.stderr
+
+
+def test_report_of_a_file_outside_the_storage_compares_with_its_newest_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pytest --benchmark-json out.json`` then ``perfsuite report --current out.json``:
+    the baseline is the newest run of this machine in the storage, as for a saved run."""
+    from tests.test_history_data import make_history, run_name
+
+    store = tmp_path / "store"
+    paths = make_history(store, nights=3, step_at=None)
+    document = json.loads(paths[-1].read_text())
+    document["datetime"] = "2031-01-01T00:00:00+00:00"  # taken after every saved run
+    outside = tmp_path / "out.json"
+    outside.write_text(json.dumps(document))
+    out = tmp_path / "report"
+    args = ["report", "--storage", str(store), "--current", str(outside), "--out", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    summary = (out / "summary.md").read_text()
+    assert "No baseline was compared" not in summary
+    assert "no run saved before" not in summary
+    assert run_name(2) in summary

@@ -147,7 +147,12 @@ class Storage:
         return other
 
     def beside(self, path: Path) -> Storage:
-        """The machine folder ``path`` lies in, as a storage (its runs are its history)."""
+        """The machine folder ``path`` lies in, as a storage (its runs are its history);
+        for a file that is no saved run of this storage (``pytest --benchmark-json
+        FILE``), this storage's folder of this machine, or of its ``machine_id``."""
+        saved = RUN_NAME.match(path.name) and path.resolve().parent.parent == self.root.resolve()
+        if not saved:
+            return self.of_machine(self.machine_id or this_machine_id())
         other = Storage(path.parent.parent, path.parent.name)
         other._documents = self._documents
         return other
