@@ -248,3 +248,16 @@ def test_report_of_a_file_outside_the_storage_compares_with_its_newest_run(
     assert "No baseline was compared" not in summary
     assert "no run saved before" not in summary
     assert run_name(2) in summary
+
+
+def test_a_run_number_names_its_run_and_nothing_close_lists_the_newest(
+    storage: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``perfsuite compare 1 3`` is ``0001 0003``, as ``history --accept 1`` reads it;
+    an id close to no saved run lists the newest runs as such, not as closest."""
+    assert compare(storage, "1", "3") == ExitCode.REGRESSION
+    assert compare(storage, "zz", "0001") == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "run 'zz' not found" in err
+    assert "newest: 0001_" in err
+    assert "closest" not in err

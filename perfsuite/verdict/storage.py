@@ -80,6 +80,12 @@ def this_machine_id() -> str:
     return machine_id
 
 
+def _counter(path: Path) -> int | None:
+    """A saved run's counter (``12`` for ``0012_...json``), or None."""
+    found = RUN_NAME.match(path.name)
+    return int(found.group(1)) if found else None
+
+
 def _moment(stamp: Any) -> dt.datetime | None:
     if not isinstance(stamp, str):
         return None
@@ -302,35 +308,42 @@ class Storage:
         """Files matching a run id or glob (pytest-benchmark's rules), oldest first."""
         return self.ordered([p for p in self._query(run_id) if p.is_file()])
 
-    def resolve(self, run_id: str) -> Path:
-        """The one file ``run_id`` names (the newest if a glob matches several).
+    def resolve(self, run_id: str, numbers: bool = False) -> Path:
+        """The one file ``run_id`` names (the newest if a glob matches several); with
+        ``numbers``, a number pytest-benchmark finds nothing for names the run of that
+        counter (``12`` is ``0012_...``), as ``perfsuite history --accept`` reads it.
 
-        A run id that matches nothing raises an error listing the closest stored names.
+        A run id that matches nothing raises an error listing the closest stored names,
+        or the newest where none is close.
         """
         matches = self.query(run_id)
         if matches:
             return matches[-1]
-        names = [p.stem for p in self.runs()]
+        runs = self.runs()
+        if numbers and run_id.isdigit():
+            numbered = [p for p in runs if _counter(p) == int(run_id)]
+            if numbered:
+                return numbered[-1]
+        names = [p.stem for p in runs]
         if not names:
             raise PerfsuiteError(
                 f"run {run_id!r} not found: no saved runs in {self.where} "
                 "(save one with --benchmark-autosave)"
             )
         close = difflib.get_close_matches(run_id, names, n=5, cutoff=0.3)
-        if not close:
-            close = [n for n in names if n.startswith(run_id[:4])][:5] or names[-5:]
-        raise PerfsuiteError(
-            f"run {run_id!r} not found in {self.where}; closest: {', '.join(close)}"
-        )
+        close = close or [n for n in names if n.startswith(run_id[:4])][:5]
+        listed = f"closest: {', '.join(close)}" if close else f"newest: {', '.join(names[-5:])}"
+        raise PerfsuiteError(f"run {run_id!r} not found in {self.where}; {listed}")
 
     def find(self, spec: str) -> Path:
-        """A path to an existing file, or a run id resolved in this storage."""
+        """A path to an existing file, or a run id (or run number) resolved in this
+        storage: the console script's way of naming a run."""
         path = Path(spec)
         if path.is_file():
             return path
         if path.suffix == ".json" and len(path.parts) > 1 and not path.exists():
             raise PerfsuiteError(f"{spec}: no such file")
-        return self.resolve(spec)
+        return self.resolve(spec, numbers=True)
 
 
 def gate_skip_note(storage: Storage, failed: Sequence[Path], chosen: Path | None) -> str:
