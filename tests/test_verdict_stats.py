@@ -356,9 +356,9 @@ def test_noisy_machine_history_widens_the_threshold() -> None:
     assert item.verdict is not Verdict.SLOWER
     assert item.time is not None
     assert item.time.threshold > 0.12
-    assert item.note is not None
-    assert "threshold widened from 5% to" in item.note
-    assert "threshold widened" in "\n".join(text_lines(widened))
+    shown = f"{item.time.threshold * 100:.3g}%"  # the note and the verdict cell agree
+    assert f"threshold widened from 5% to {shown}:" in str(item.note)
+    assert all(x in "\n".join(text_lines(widened)) for x in (f"(>{shown})", "threshold widened"))
 
 
 def test_noisy_history_still_catches_a_change_beyond_the_noise() -> None:

@@ -314,7 +314,7 @@ def judge_bench(
     band = noise_band(history)
     if band is not None and band > threshold:
         note = (
-            f"threshold widened from {threshold * 100:g}% to {band * 100:.0f}%: unchanged runs "
+            f"threshold widened from {threshold * 100:g}% to {band * 100:.3g}%: unchanged runs "
             f"of this bench on this machine spread that much ({len(history)} earlier runs)"
         )
         threshold = band
