@@ -206,12 +206,16 @@ def run_report(args: argparse.Namespace) -> int:
     from perfsuite.verdict.compare import compare_runs
     from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.report import write_report
+    from perfsuite.verdict.storage import root_problem
 
     storage = _storage(args)
     if args.current:
         current_path = storage.find(args.current)
     else:
         latest = storage.latest()
+        why = root_problem(storage.root) if latest is None else None
+        if why:
+            raise PerfsuiteError(f"--storage {storage.root}: {why}")
         if latest is None:
             raise PerfsuiteError(
                 f"{storage.root}: no saved runs to report "

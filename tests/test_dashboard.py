@@ -190,7 +190,7 @@ def test_a_failure_half_way_leaves_the_earlier_site(
     ("case", "named"),
     [
         ("empty storage", "storage: no saved runs"),
-        ("missing storage", "nowhere: no such storage folder"),
+        ("missing storage", "nowhere: no such folder"),
         ("html is a file", "taken.txt: is a file"),
         ("foreign folder", "mine: holds notes.txt"),
         ("not an ab report", "notab: not a perfsuite ab report"),

@@ -78,3 +78,43 @@ def test_a_reader_that_stops_early_leaves_the_verdict_s_exit_status(tmp_path: Pa
     assert proc.wait(timeout=120) == ExitCode.REGRESSION, err
     assert "Broken pipe" not in err
     assert "error" not in err
+
+
+#: every command that reads a storage
+COMMANDS = [
+    ["history"],
+    ["nightly", "--no-confirm"],
+    ["compare", "0001", "0002"],
+    ["report", "--out", "r"],
+    ["report", "--html", "site"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_storage_that_is_no_storage_says_why_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+) -> None:
+    """A machine folder, a file and a missing folder given as ``--storage``: each one
+    line naming it and what is wrong, exit 2 (``compare`` of two run ids reads a
+    machine folder as it is, as pytest-benchmark's storage query does)."""
+    store = _storage(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    machine_folder = store / MACHINE_ID
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("notes\n")
+    cases = {
+        machine_folder: f"holds saved runs itself, so it is one machine's folder: name the "
+        f"folder above it (--storage {store})",
+        a_file: "a file, not a folder of saved runs",
+        tmp_path / "missing": "no such folder",
+    }
+    if command[0] == "compare":
+        del cases[machine_folder]
+    for root, why in cases.items():
+        assert main([*command, "--storage", str(root)]) == ExitCode.BAD_INPUT, root
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0, err
+        assert f"--storage {root}: {why}" in err

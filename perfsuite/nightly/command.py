@@ -104,13 +104,14 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
     """This machine's saved runs (``--machine`` picks another), in the storage's order."""
-    from perfsuite.verdict.storage import Storage, storage_path, this_machine_id
+    from perfsuite.verdict.storage import Storage, root_problem, storage_path, this_machine_id
 
     root = storage_path(args.storage)
     machine = args.machine or this_machine_id()
     folder = root / machine
-    if not root.is_dir():
-        raise PerfsuiteError(f"--storage {root}: no such folder of saved runs")
+    why = root_problem(root)
+    if why:
+        raise PerfsuiteError(f"--storage {root}: {why}")
     if not folder.is_dir():
         others = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
         hint = f" (machine folders: {', '.join(others)}; pick one with --machine)" if others else ""

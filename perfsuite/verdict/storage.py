@@ -80,6 +80,21 @@ def this_machine_id() -> str:
     return machine_id
 
 
+def root_problem(root: Path) -> str | None:
+    """Why ``root`` cannot be a storage (one folder per machine, each holding saved
+    runs), said to the user after ``--storage ROOT``; None when it can."""
+    if not root.exists():
+        return "no such folder"
+    if not root.is_dir():
+        return "a file, not a folder of saved runs"
+    if any(RUN_NAME.match(p.name) for p in root.glob("*.json")):
+        return (
+            f"holds saved runs itself, so it is one machine's folder: name the folder "
+            f"above it (--storage {root.parent})"
+        )
+    return None
+
+
 def _counter(path: Path) -> int | None:
     """A saved run's counter (``12`` for ``0012_...json``), or None."""
     found = RUN_NAME.match(path.name)
@@ -326,8 +341,11 @@ class Storage:
                 return numbered[-1]
         names = [p.stem for p in runs]
         if not names:
+            why = root_problem(self.root)
             raise PerfsuiteError(
-                f"run {run_id!r} not found: no saved runs in {self.where} "
+                f"run {run_id!r} not found: --storage {self.root}: {why}"
+                if why
+                else f"run {run_id!r} not found: no saved runs in {self.where} "
                 "(save one with --benchmark-autosave)"
             )
         close = difflib.get_close_matches(run_id, names, n=5, cutoff=0.3)
