@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import Screening, Suspect
 from perfsuite.outcomes import AbRun
+from perfsuite.verdict.commits import short_sha
 from perfsuite.verdict.table import code_span, markdown_table
 
 
@@ -143,10 +144,10 @@ def _part_lines(part: Confirmation) -> list[str]:
 
 def nightly_markdown(screening: Screening, confirmation: Confirmations | None, status: int) -> str:
     tonight = screening.tonight
-    commit = tonight.commit_info.get("id") or "?"
+    commit = short_sha(tonight.commit_info.get("id"))
     lines = ["# perfsuite nightly", ""]
     lines.append(
-        f"Tonight: {code_span(tonight.name)} (commit {code_span(str(commit)[:10])}, "
+        f"Tonight: {code_span(tonight.name)} (commit {code_span(commit)}, "
         f"{tonight.datetime or '?'}), "
         f"{screening.screened} benches screened"
         + (

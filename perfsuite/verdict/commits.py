@@ -19,8 +19,24 @@ class Commit:
     @classmethod
     def of(cls, commit_info: Mapping[str, Any]) -> Commit:
         sha = commit_info.get("id")
-        usable = isinstance(sha, str) and sha not in ("", "unversioned", "unknown")
+        usable = isinstance(sha, str) and sha not in ("", *NO_COMMIT_WORDS)
         return cls(sha if usable else None, bool(commit_info.get("dirty")))
+
+
+#: what pytest-benchmark records as a run's commit outside a repository it can read
+NO_COMMIT_WORDS = ("unversioned", "unknown")
+
+
+def short_sha(sha: object, length: int = 10) -> str:
+    """A commit id cut to ``length``, for a table; pytest-benchmark's word for a run
+    outside git whole (``unversioned``, not ``unversione``), ``?`` for none.
+
+    >>> short_sha("unversioned"), short_sha("0123456789abcdef"), short_sha(None)
+    ('unversioned', '0123456789', '?')
+    """
+    if not isinstance(sha, str) or not sha:
+        return "?"
+    return sha if sha in NO_COMMIT_WORDS else sha[:length]
 
 
 def same_code(baseline: Commit, current: Commit) -> bool:

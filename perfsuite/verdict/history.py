@@ -27,6 +27,7 @@ from typing import Any
 from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.commits import short_sha
 from perfsuite.verdict.cost import MEMORY_FLOOR_MB, MEMORY_THRESHOLD
 from perfsuite.verdict.judge import DEFAULT_THRESHOLD
 from perfsuite.verdict.machine import machine_mismatch
@@ -54,7 +55,7 @@ class Point:
     def short_commit(self) -> str:
         if not self.commit:
             return "?"
-        return self.commit[:10] + ("+dirty" if self.dirty else "")
+        return short_sha(self.commit) + ("+dirty" if self.dirty else "")
 
 
 @dataclass(frozen=True)
