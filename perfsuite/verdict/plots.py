@@ -74,7 +74,7 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
         if use_rates
         else "seconds per call (lower is better)"
     )
-    axes.set_title(f"{group}: throughput by variant")
+    axes.set_title(f"{group}: {'throughput' if use_rates else 'time per call'} by variant")
     axes.grid(axis="y", alpha=0.3)
     return _png(figure)
 

@@ -103,7 +103,7 @@ def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
 
 GROUP_HEADER = [
     "variant",
-    "median throughput",
+    "median throughput (or time per call)",
     "IQR of per-round throughput",
     *COST_HEADER,
     "speedup over baseline",
