@@ -3,8 +3,8 @@ pytest configuration file, a bench at the root (pytest-benchmark's ``benchmark``
 or perfsuite's ``perf``) is saved, then gated after a commit. A committed slowdown is
 confirmed by an A/B (exit 1); a move with unchanged code is cleared by one (exit 0); on
 one commit and a clean tree no A/B runs (the machine's move, exit 0); a baseline whose
-commit is not in the repository leaves the suspect unconfirmed (exit 3); of many
-suspects whose code did not change, the A/B measures a sample."""
+commit is not in the repository leaves the suspect unconfirmed (exit 3). Many suspects
+of unchanged code: tests/test_gate_confirm_sample.py."""
 
 from __future__ import annotations
 
@@ -361,50 +361,3 @@ def test_a_screen_that_decided_nothing_has_the_ab_decide(repo: Path) -> None:
     assert "perfsuite gate: the screen decided no bench; the A/B decides 1" in out
     assert "cleared by A/B (same)" in out
     assert "perfsuite gate: passed: no regression in 1 judged bench" in out
-
-
-#: four benches of one code: each sleeps the environment's delay (the machine) times a
-#: data file's factor (no code)
-FROM_DATA = """
-import os
-import pathlib
-import time
-
-import pytest
-
-
-@pytest.mark.parametrize("n", range(4))
-def test_scaled(benchmark, n):
-    factor = float((pathlib.Path(__file__).parent / "factor.txt").read_text())
-    benchmark(time.sleep, float(os.environ["GATE_TEST_DELAY"]) * factor)
-"""
-
-
-def test_suspects_of_the_same_code_are_sampled_and_a_data_file_still_fails(
-    tmp_path: Path,
-) -> None:
-    """Four suspects whose code is the same as the baseline's: the A/B measures the 3
-    the screen read slowest. The machine's move clears the fourth with them; a data file
-    that slows them all confirms the 3, and a second A/B measures the fourth."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "gate@example.invalid")
-    git(repo, "config", "user.name", "gate test")
-    commit(repo, "benches", **{"test_data.py": FROM_DATA, "factor.txt": "1.0\n"})
-    save(repo)
-    commit(repo, "docs", **{"README.md": "benches\n"})
-    proc = gate(repo, delay=0.02)  # the machine got slower; neither code nor data changed
-    out = proc.stdout
-    assert proc.returncode == ExitCode.OK, out + proc.stderr
-    assert "the code of 4 suspect(s) is the same as at" in out
-    assert "3 suspect(s) of the screen; confirming in an A/B of" in out
-    assert "not measured: its code is the same as at" in out
-    assert "the other 1 suspect(s)" not in out  # no second A/B
-    assert "; 1 suspect(s) of unchanged code passed with those the A/B measured (" in out
-    commit(repo, "more data", **{"factor.txt": "2.0\n"})
-    slow = gate(repo, delay=0.01)
-    out = slow.stdout
-    assert slow.returncode == ExitCode.REGRESSION, out + slow.stderr
-    assert "the other 1 suspect(s) whose code is the same; confirming" in out
-    assert "perfsuite gate: FAILED: 4 regressions" in out

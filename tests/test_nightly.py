@@ -18,9 +18,8 @@ import pytest
 from perfsuite.cli import build_parser, main
 from perfsuite.nightly.command import run_nightly
 from perfsuite.nightly.keywords import keyword_expression, split_k
-from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen, screen_series
-from perfsuite.verdict.changepoint import find_steps
-from perfsuite.verdict.history import Point, Series
+from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen
+from perfsuite.verdict.history import Series
 from perfsuite.verdict.runs import Run
 from tests.test_history_data import commit_of, make_history, run_name, saved_runs
 
@@ -377,42 +376,6 @@ def test_the_suspects_keyword_selects_them_whatever_their_ids_hold(
     assert result.ret == 0, result.outlines
     collected = {line.split("::", 1)[1] for line in result.outlines if "::" in line}
     assert collected == set(wanted)
-
-
-def constructed(medians: list[float]) -> Series:
-    points = tuple(
-        Point(
-            run=f"{i:04d}_r", position=i, commit=None, dirty=False, date=None, median=m, rate=None
-        )
-        for i, m in enumerate(medians)
-    )
-    return Series("bench_x.py::test_x[v]", "x/v", "images", 0.05, points)
-
-
-def test_a_level_kept_since_an_earlier_step_is_not_a_move() -> None:
-    """After a step (an accepted slowdown), later nights are screened against the runs
-    since it, not the median of both levels; a slowdown beyond that level still is."""
-    wobble = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.01]
-    history = [*wobble, *(2 * v for v in wobble)]
-    kept, _, _ = screen_series(constructed([*history, 2.02]))
-    assert kept is None
-    slower, _, _ = screen_series(constructed([*history, 2.3]))
-    assert slower is not None
-    assert "against the median of the last 10 runs" in slower.reason or "step" in slower.reason
-
-
-def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
-    earlier = [1.0, 1.01, 0.99, 1.02, 0.98]  # an 8.2% band: 3 robust sigmas of these
-    assert find_steps([*earlier, 1.15]) == []  # too short a history to call it a step
-    suspect, counter, only_previous = screen_series(constructed([*earlier, 1.15]))
-    assert suspect is not None
-    assert suspect.reason == (
-        "time +15.0% against the median of the last 5 runs, outside their band of 8.2%"
-    )
-    assert counter is None
-    assert not only_previous
-    inside, _, _ = screen_series(constructed([*earlier, 1.06]))  # past 5%, inside the band
-    assert inside is None
 
 
 def test_the_ab_child_keeps_every_line_it_printed_when_it_is_killed(

@@ -1,9 +1,11 @@
-"""Where a nightly suspect's A/B starts: the newest run it was screened against whose
-code is not tonight's, unless the same code ran faster before (the machine's move)."""
+"""The nightly's screen on constructed series: which nights are suspects, and where a
+suspect's A/B starts (the newest run it was screened against whose code is not
+tonight's, unless the same code ran faster before: the machine's move)."""
 
 from __future__ import annotations
 
 from perfsuite.nightly.screen import Suspect, base_point, screen_series
+from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series
 
 BEFORE = [1.0, 1.01, 0.99, 1.02, 0.98]  # five nights of commit "w"
@@ -49,3 +51,39 @@ def test_a_band_suspect_records_the_runs_it_was_screened_against() -> None:
     assert found.compared_from == 0  # the five runs before tonight
     assert found.metric == "time"
     assert base_point(found).run == "0004_w"
+
+
+def constructed(medians: list[float]) -> Series:
+    points = tuple(
+        Point(
+            run=f"{i:04d}_r", position=i, commit=None, dirty=False, date=None, median=m, rate=None
+        )
+        for i, m in enumerate(medians)
+    )
+    return Series("bench_x.py::test_x[v]", "x/v", "images", 0.05, points)
+
+
+def test_a_level_kept_since_an_earlier_step_is_not_a_move() -> None:
+    """After a step (an accepted slowdown), later nights are screened against the runs
+    since it, not the median of both levels; a slowdown beyond that level still is."""
+    wobble = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.01]
+    history = [*wobble, *(2 * v for v in wobble)]
+    kept, _, _ = screen_series(constructed([*history, 2.02]))
+    assert kept is None
+    slower, _, _ = screen_series(constructed([*history, 2.3]))
+    assert slower is not None
+    assert "against the median of the last 10 runs" in slower.reason or "step" in slower.reason
+
+
+def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
+    earlier = [1.0, 1.01, 0.99, 1.02, 0.98]  # an 8.2% band: 3 robust sigmas of these
+    assert find_steps([*earlier, 1.15]) == []  # too short a history to call it a step
+    suspect, counter, only_previous = screen_series(constructed([*earlier, 1.15]))
+    assert suspect is not None
+    assert suspect.reason == (
+        "time +15.0% against the median of the last 5 runs, outside their band of 8.2%"
+    )
+    assert counter is None
+    assert not only_previous
+    inside, _, _ = screen_series(constructed([*earlier, 1.06]))  # past 5%, inside the band
+    assert inside is None

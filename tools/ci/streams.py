@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 #: the A/B tests and the gate's confirmation tests: their own pytest
-AB_GLOBS = ("tests/test_ab_*.py", "tests/test_gate_confirm.py")
+AB_GLOBS = ("tests/test_ab_*.py", "tests/test_gate_confirm*.py")
 #: pytest's exit status when it collected no test
 NO_TESTS = 5
 #: seconds a stream gets to stop after Ctrl-C before it is killed
