@@ -62,7 +62,7 @@ class Verdicts:
             a = run_a.benches.get(bench.nodeid) if run_a else None
             b = run_b.benches.get(bench.nodeid) if run_b else None
             saved = b or a
-            unit = saved.unit if saved is not None else "items"
+            unit = saved.unit if saved is not None else "calls"
             status = f"skipped ({bench.skipped})" if bench.skipped else None
             rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
         rows += [Row(n, None, status=REMOVED) for n in outcome.removed]

@@ -63,7 +63,9 @@ class Bench:
 
     @property
     def unit(self) -> str:
-        return self.result.unit if self.result is not None else "items"
+        """What one item is: perfsuite's declared unit, else ``calls`` (a bench of
+        pytest-benchmark's ``benchmark`` fixture times calls)."""
+        return self.result.unit if self.result is not None else "calls"
 
     @property
     def label(self) -> str:
