@@ -15,12 +15,10 @@ undecided one (``--suspects undecided``: the first stage could not rule a regres
 out, which on a noisy machine is most benches) is judged at the first stage's
 ``PAIRED_ALPHA``, as the fresh pairs are then its only evidence.
 
-The false-alarm rate holds under this early stopping by Bonferroni's rule: the looks'
-levels add up to ``alpha`` (:func:`look_levels`), so the chance that any look errs is
-at most ``alpha`` whatever the dependence between looks. The first look spends half of
-``alpha`` and the later ones share the rest evenly: the first look's t interval has
-only 2 degrees of freedom, so its level sets how often a clear change is decided in 3
-pairs; a later look, with more degrees of freedom, loses less width to a lower level.
+The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
+the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
+most ``alpha`` whatever the dependence between looks. It costs some power at the last
+look against a single look at ``alpha``, which the extra pairs more than repay.
 
 A look also stops a suspect that the pairs still to come could not decide
 (:func:`perfsuite.verdict.futility.futile`): its t interval, narrowed to what the
@@ -35,7 +33,7 @@ processes would end ``inconclusive`` all the same. It ends ``inconclusive`` ther
 from its first pair of processes; the first look's pairs always run. Once it has run
 out, no further pair of processes starts and the look due then is taken at once on
 the pairs so far, as the last one. It is still one
-of the planned looks, judged at its planned level, so the bound costs power only
+of the planned looks, judged at the same ``alpha / k``, so the bound costs power only
 (a suspect left undecided stays ``inconclusive``), never false alarms.
 """
 
@@ -54,8 +52,6 @@ from perfsuite.verdict.stats import Verdict
 #: the first look of a confirmation: the fewest pairs of processes a t interval of
 #: their medians can be decisive with, at a clear regression
 FIRST_LOOK = 3
-#: the share of a confirmation's alpha that its first look spends
-FIRST_LOOK_SHARE = 0.5
 DECISIVE = (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME)
 
 
@@ -159,18 +155,16 @@ def _decisive(row: Row, cpu: Collection[str]) -> bool:
     return found is not None and found.verdict in DECISIVE
 
 
-def _stop_if_futile(row: Row, can_have: int, last_level: float) -> bool:
+def _stop_if_futile(row: Row, can_have: int) -> bool:
     """Whether ``row``'s suspect could not be decided in ``can_have`` pairs of processes
-    in all, at the last look's level ``last_level``; if so, its result is marked
-    ``futile``."""
+    in all; if so, its result is marked ``futile``."""
     run = row.run
     if run is None or run.result is None:
         return False
     n = len(run.sessions)
     if can_have <= n:
         return False  # the budget's own rule ends it
-    width = t_half_width(run.result, n, can_have, last_level)
-    if not futile(run.result, width, t_margin(n)):
+    if not futile(run.result, t_half_width(run.result, n, can_have), t_margin(n)):
         return False
     run.result = replace(run.result, futile=True)
     return True
@@ -198,20 +192,6 @@ def _memory_settled(
     return all(n in calm for n in left)
 
 
-def look_levels(count: int, alpha: float) -> list[float]:
-    """The level of each of ``count`` looks at a confirmation of level ``alpha``: the
-    first spends ``FIRST_LOOK_SHARE`` of it, the others share the rest evenly, so they
-    add up to ``alpha``.
-
-    >>> look_levels(3, 0.05), look_levels(1, 0.05)
-    ([0.025, 0.0125, 0.0125], [0.05])
-    """
-    if count == 1:
-        return [alpha]
-    rest = (1 - FIRST_LOOK_SHARE) * alpha / (count - 1)
-    return [FIRST_LOOK_SHARE * alpha, *[rest] * (count - 1)]
-
-
 def confirm_in_fresh_pairs(
     session: Callable[[int], Verdicts],
     suspects: Sequence[str],
@@ -226,9 +206,8 @@ def confirm_in_fresh_pairs(
 
     ``session(i)`` runs the ``i``-th fresh pair of processes over ``suspects`` and
     returns its verdicts. Pairs are added up to each look of :func:`looks`; at a look,
-    every suspect not yet decided is judged on all pairs so far at that look's share of
-    its ``alpha`` (one for all, or one per node id; :func:`look_levels`), and kept if
-    decisive,
+    every suspect not yet decided is judged on all pairs so far at its ``alpha`` (one
+    for all, or one per node id) divided by the number of looks, and kept if decisive,
     futile (the pairs still to come could not decide it), or at the last look,
     whatever it is. The confirmation stops as soon as every
     suspect is kept. Once ``seconds`` (by ``clock``) have passed and the first look is
@@ -243,7 +222,7 @@ def confirm_in_fresh_pairs(
     start = clock()
     runs: list[Verdicts] = []
     kept: dict[str, Row] = {}
-    for index, look in enumerate(plan):
+    for look in plan:
         spent = False
         while len(runs) < look and not spent:
             spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
@@ -251,10 +230,9 @@ def confirm_in_fresh_pairs(
                 runs.append(session(len(runs)))
                 if _memory_settled(runs, suspects, kept, memory):
                     break
-        levels = {a: look_levels(len(plan), a) for a in {alphas[n] for n in suspects}}
         pooled = {
-            a: {row.nodeid: row for row in Verdicts.pool(runs, level[index]).rows}
-            for a, level in levels.items()
+            a: {row.nodeid: row for row in Verdicts.pool(runs, a / len(plan)).rows}
+            for a in {alphas[n] for n in suspects}
         }
         found = [pooled[alphas[n]].get(n) for n in suspects]
         measured = [row for row in found if row and row.run and row.run.result]
@@ -263,7 +241,7 @@ def confirm_in_fresh_pairs(
             if row.nodeid in kept:
                 continue
             ends = _decisive(row, cpu) or look == plan[-1] or spent or row.nodeid in memory
-            if ends or _stop_if_futile(row, can_have, levels[alphas[row.nodeid]][-1]):
+            if ends or _stop_if_futile(row, can_have):
                 kept[row.nodeid] = row
         if all(row.nodeid in kept for row in measured):
             break

@@ -134,31 +134,26 @@ def sign_half_width(log_ratios: Sequence[float], alpha: float, pairs: int) -> fl
     return float(np.min(d[width - 1 :] - d[: d.size - width + 1])) / 2
 
 
-def t_narrowing(n: int, reachable: int, alpha: float, alpha_then: float | None = None) -> float:
-    """How a ``1 - alpha`` t interval of ``n`` estimates scales at ``reachable``, judged
-    then at ``1 - alpha_then`` (``alpha`` when None): the fall of Student's quantile
-    (fewer degrees of freedom lost, the level changed) times ``sqrt(n / reachable)``,
-    the spread taken as it is (1 when no more can be had).
+def t_narrowing(n: int, reachable: int, alpha: float) -> float:
+    """How a ``1 - alpha`` t interval of ``n`` estimates scales at ``reachable``: the
+    fall of Student's quantile (fewer degrees of freedom lost) times ``sqrt(n /
+    reachable)``, the spread taken as it is (1 when no more can be had).
 
-    >>> round(t_narrowing(3, 12, 0.01 / 3), 2), round(t_narrowing(3, 12, 0.005, 0.0025), 2)
-    (0.11, 0.14)
+    >>> round(t_narrowing(3, 12, 0.01 / 3), 2)
+    0.11
     """
     from scipy.stats import t as student_t
 
     if n < 2 or reachable <= n:
         return 1.0
-    now = student_t.ppf(1 - alpha / 2, n - 1)
-    then = student_t.ppf(1 - (alpha if alpha_then is None else alpha_then) / 2, reachable - 1)
-    return float(then / now) * math.sqrt(n / reachable)
+    quantile = student_t.ppf(1 - alpha / 2, [n - 1, reachable - 1])
+    return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
 
 
-def t_half_width(
-    result: Estimate, n: int, reachable: int, alpha_then: float | None = None
-) -> float:
+def t_half_width(result: Estimate, n: int, reachable: int) -> float:
     """The half-width (in log-ratio) that ``result``'s t interval of ``n`` estimates
-    would have with ``reachable`` of them, judged then at ``alpha_then`` (its own level
-    when None), its spread taken as it is (:func:`t_narrowing`); ``inf`` when it has no
-    interval.
+    would have with ``reachable`` of them, its spread taken as it is
+    (:func:`t_narrowing`); ``inf`` when it has no interval.
 
     >>> from perfsuite.verdict.paired import PairedResult
     >>> from perfsuite.verdict.stats import Verdict
@@ -170,7 +165,7 @@ def t_half_width(
     if result.ci is None:
         return math.inf
     half = (math.log1p(result.ci[1]) - math.log1p(result.ci[0])) / 2
-    return half * t_narrowing(n, reachable, result.alpha, alpha_then)
+    return half * t_narrowing(n, reachable, result.alpha)
 
 
 def t_margin(n: int) -> float:
