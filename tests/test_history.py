@@ -194,9 +194,7 @@ def test_a_storage_that_does_not_exist_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert history(tmp_path / "nowhere") == 2
-    assert f"--storage {tmp_path / 'nowhere'}: no such folder" in (
-        capsys.readouterr().err
-    )
+    assert f"--storage {tmp_path / 'nowhere'}: no such folder" in (capsys.readouterr().err)
 
 
 @pytest.mark.parametrize(
