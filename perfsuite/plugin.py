@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from perfsuite import hookspecs
+from perfsuite.ab.protocol import COLLECT_OUT_ENV as AB_LISTING_ENV
 from perfsuite.ab.protocol import SIDE_PLUGIN as AB_SIDE_PLUGIN
 from perfsuite.ab.protocol import SOCKET_ENV as AB_SOCKET_ENV
 from perfsuite.bench.frameworks import MARKER_MODULES, install_hint, is_installed
@@ -116,9 +117,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def perfsuite_in_use(config: pytest.Config) -> bool:
     """Whether this session asked for perfsuite: one of its ``--perf-*`` options (from
-    the command line or ``addopts``), a ``perf_*`` ini key, or a side of ``perfsuite ab``."""
-    if os.environ.get(AB_SOCKET_ENV) or any(
-        config.getoption(spec.dest, None) is not None for spec in OPTIONS
+    the command line or ``addopts``), a ``perf_*`` ini key, or a side of ``perfsuite ab``
+    (measuring, or listing the bench files it would collect)."""
+    if (
+        os.environ.get(AB_SOCKET_ENV)
+        or os.environ.get(AB_LISTING_ENV)
+        or any(config.getoption(spec.dest, None) is not None for spec in OPTIONS)
     ):
         return True
     return any(config.getini(s.ini) != (False if s.is_flag else s.default) for s in OPTIONS)

@@ -20,13 +20,12 @@ from typing import Any
 
 import pytest
 
+from perfsuite.ab.protocol import COLLECT_OUT_ENV
 from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.data.fsutil import atomic_write_text
 
 #: how long one side's file listing (``pytest --collect-only``) may take
 COLLECT_TIMEOUT_S = 600.0
-#: where this module, loaded as a pytest plugin by :func:`collect_files`, lists the files
-COLLECT_OUT_ENV = "PERFSUITE_AB_COLLECT_OUT"
 #: pytest's exit codes for "collected" and "collected nothing"
 COLLECTED = (0, 5)
 

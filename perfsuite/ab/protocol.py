@@ -59,6 +59,9 @@ PROTOCOL = 1
 SOCKET_ENV = "PERFSUITE_AB_SOCKET"
 SIDE_ENV = "PERFSUITE_AB_SIDE"
 FILES_ENV = "PERFSUITE_AB_FILES"
+#: where a side's pytest, listing the bench files it would collect, writes them
+#: (:func:`perfsuite.ab.isolate.collect_files`)
+COLLECT_OUT_ENV = "PERFSUITE_AB_COLLECT_OUT"
 #: the name a side's plugin (:class:`perfsuite.ab.remote.LockstepSide`) is registered
 #: under in its pytest, where ``perf.measure`` finds it
 SIDE_PLUGIN = "perfsuite-ab-side"
