@@ -242,8 +242,8 @@ def test_suspects_screened_against_different_runs_get_an_ab_each(
         (commit_of(13), commit_of(14), str(report / "ab-0014"), "test_sum[small]"),
     ]
     summary = (report / "summary.md").read_text()
-    assert f"Screened against `{run_name(12)}`: sum/n4000." in summary
-    assert f"Screened against `{run_name(13)}`: sum/n1000." in summary
+    assert f"From `{run_name(12)}`: sum/n4000." in summary
+    assert f"From `{run_name(13)}`: sum/n1000." in summary
     assert "passed: 2 suspects, perfsuite ab found no regression" in summary
 
 

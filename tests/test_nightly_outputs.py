@@ -117,4 +117,4 @@ def test_a_storage_that_is_no_storage_says_why_in_one_line(
         assert main([*command, "--storage", str(root)]) == ExitCode.BAD_INPUT, root
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0, err
-        assert f"--storage {root}: {why}" in err
+        assert f"{root}: {why}" in err

@@ -211,7 +211,7 @@ def test_unknown_compare_id_is_pytest_benchmarks_warning_plus_one_line(
         line for line in out.splitlines() if "perfsuite: baseline run '0002' not found" in line
     ]
     assert len(notes) == 1
-    assert "closest: 0001_" in notes[0]
+    assert "newest: 0001_" in notes[0]  # no saved id is close to 0002
 
 
 def test_unknown_compare_id_under_perf_gate_is_a_usage_error(bench: pytest.Pytester) -> None:
@@ -220,7 +220,7 @@ def test_unknown_compare_id_under_perf_gate_is_a_usage_error(bench: pytest.Pytes
     result = run(bench, f"--benchmark-storage={store}", "--benchmark-compare=0002", "--perf-gate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ERROR: perfsuite: baseline run '0002' not found in" in result.stderr.str()
-    assert "closest: 0001_" in result.stderr.str()
+    assert "newest: 0001_" in result.stderr.str()
 
 
 def test_saved_runs_keep_raw_timings_of_perfsuite_benches_only(bench: pytest.Pytester) -> None:

@@ -303,7 +303,7 @@ def test_unknown_run_id_lists_the_closest(tmp_path: Path) -> None:
         Storage(tmp_path, "m1").resolve("0004_nightly")
     assert "closest: " in str(info.value)
     assert "0002_nightly" in str(info.value)
-    with pytest.raises(PerfsuiteError, match="no saved runs"):
+    with pytest.raises(PerfsuiteError, match="empty: no such folder"):
         Storage(tmp_path / "empty", "m1").resolve("0001")
 
 

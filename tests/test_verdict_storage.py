@@ -137,9 +137,12 @@ def test_a_missing_storage_is_not_created(tmp_path: Path) -> None:
     storage = Storage.from_option(f"file://{missing}")
     assert storage.runs() == []
     assert storage.latest() is None
-    with pytest.raises(PerfsuiteError, match="no saved runs"):
+    with pytest.raises(PerfsuiteError, match="missing: no such folder"):
         storage.resolve("0001")
     assert not missing.exists()
+    (missing / "m1").mkdir(parents=True)  # a storage with no run yet
+    with pytest.raises(PerfsuiteError, match="no saved runs"):
+        Storage.from_option(missing, "m1").resolve("0001")
 
 
 def test_other_storages_are_refused() -> None:

@@ -16,7 +16,7 @@ from perfsuite.verdict.table import code_span, markdown_table
 
 @dataclass(frozen=True)
 class Confirmation:
-    """How the suspects screened against one run (``base``) were confirmed: the A/B
+    """How the suspects whose A/B starts at one run (``base``) were confirmed: the A/B
     that ran (with its report's ``summary.md``), or why none ran (``machine``: both runs
     are of one commit on a clean tree, so a move is the machine's)."""
 
@@ -186,6 +186,6 @@ def nightly_markdown(screening: Screening, confirmation: Confirmations | None, s
             for part in confirmation.parts:
                 if len(confirmation.parts) > 1:
                     names = ", ".join(part.suspects)
-                    lines.extend([f"Screened against {code_span(part.base)}: {names}.", ""])
+                    lines.extend([f"From {code_span(part.base)}: {names}.", ""])
                 lines.extend(_part_lines(part))
     return "\n".join(lines)

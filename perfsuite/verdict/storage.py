@@ -343,7 +343,7 @@ class Storage:
         if not names:
             why = root_problem(self.root)
             raise PerfsuiteError(
-                f"run {run_id!r} not found: --storage {self.root}: {why}"
+                f"run {run_id!r} not found: {self.root}: {why}"
                 if why
                 else f"run {run_id!r} not found: no saved runs in {self.where} "
                 "(save one with --benchmark-autosave)"
