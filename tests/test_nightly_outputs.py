@@ -45,6 +45,10 @@ def test_a_report_folder_holding_other_files_is_refused_before_anything_runs(
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "summary.md"]
     assert not (tmp_path / "ab_standin.py.ran").exists()
     assert not (tmp_path / "reports").exists()
+    (mine / "notes.txt").unlink()  # a summary.md of the user's own alone is refused too
+    assert main(["nightly", "--storage", str(store), "--report", str(mine)]) == 2
+    assert f"--report {mine}: holds summary.md" in capsys.readouterr().err
+    assert (mine / "summary.md").read_text() == "MY OWN NOTES\n"
     a_file = tmp_path / "report.txt"
     a_file.write_text("a file\n")
     assert main(["nightly", "--storage", str(store), "--report", str(a_file)]) == 2

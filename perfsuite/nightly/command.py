@@ -314,12 +314,21 @@ def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
 
 def _nightly_entry(entry: Path) -> bool:
     """Whether a top-level entry of a folder is one a nightly report writes: its
-    ``summary.md`` and its A/B reports' folders (``ab``, ``ab-<run>``)."""
+    ``summary.md`` (which starts with the report's heading) and its A/B reports'
+    folders (``ab``, ``ab-<run>``)."""
     if entry.is_symlink():
         return False
     if entry.name == "summary.md":
-        return entry.is_file()
+        return entry.is_file() and _starts_with(entry, "# perfsuite nightly")
     return entry.is_dir() and (entry.name == "ab" or entry.name.startswith("ab-"))
+
+
+def _starts_with(path: Path, heading: str) -> bool:
+    try:
+        with path.open(encoding="utf-8") as text:
+            return text.read(len(heading)) == heading
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def check_report_folder(out: Path) -> None:
