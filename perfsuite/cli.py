@@ -206,17 +206,15 @@ def run_report(args: argparse.Namespace) -> int:
     from perfsuite.verdict.compare import compare_runs
     from perfsuite.verdict.judge import DEFAULT_THRESHOLD, HISTORY_RUNS
     from perfsuite.verdict.report import write_report
-    from perfsuite.verdict.storage import root_problem
+    from perfsuite.verdict.storage import check_storage_root
 
     storage = _storage(args)
     if args.current:
         current_path = storage.find(args.current)
     else:
         latest = storage.latest()
-        why = root_problem(storage.root) if latest is None else None
-        if why:
-            raise PerfsuiteError(f"--storage {storage.root}: {why}")
         if latest is None:
+            check_storage_root(storage.root)
             raise PerfsuiteError(
                 f"{storage.root}: no saved runs to report "
                 "(save one with pytest --benchmark-autosave, or pass --current)"

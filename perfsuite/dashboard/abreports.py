@@ -22,10 +22,11 @@ from typing import Any
 
 from perfsuite.dashboard.model import RunInfo
 from perfsuite.errors import PerfsuiteError
+from perfsuite.nightly.summary import HEADING
 
 #: the first lines of each kind's summary.md
 AB_HEADING = "## perfsuite ab"
-NIGHTLY_HEADING = "# perfsuite nightly"
+NIGHTLY_HEADING = HEADING
 _TONIGHT = re.compile(r"^Tonight: `(?P<run>[^`]+)` \(commit `(?P<commit>[^`]+)`", re.M)
 _VERDICT = re.compile(r"^Verdict: (?P<verdict>.+)$", re.M)
 _CONCLUSION = re.compile(r"^\*\*(?P<text>[^*].*)\*\*$", re.M)

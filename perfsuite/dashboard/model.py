@@ -34,7 +34,7 @@ from perfsuite.verdict.history import (
     steps_of,
 )
 from perfsuite.verdict.runs import Bench, Run, parse_run
-from perfsuite.verdict.storage import Storage, root_problem
+from perfsuite.verdict.storage import Storage, check_storage_root
 
 #: the resource columns plotted where a bench records them, with their axis titles
 RESOURCE_KEYS: dict[str, str] = {
@@ -329,9 +329,7 @@ def load_dashboard(storage: Storage) -> Dashboard:
     Raises :class:`PerfsuiteError` when the storage holds no readable run.
     """
     root = storage.root
-    why = root_problem(root)
-    if why:
-        raise PerfsuiteError(f"--storage {root}: {why}")
+    check_storage_root(root)
     by_machine: dict[str, list[Path]] = {}
     for path in storage.runs():
         by_machine.setdefault(path.parent.name, []).append(path)

@@ -104,14 +104,17 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _load_history(args: argparse.Namespace) -> tuple[Path, str, list[Run]]:
     """This machine's saved runs (``--machine`` picks another), in the storage's order."""
-    from perfsuite.verdict.storage import Storage, root_problem, storage_path, this_machine_id
+    from perfsuite.verdict.storage import (
+        Storage,
+        check_storage_root,
+        storage_path,
+        this_machine_id,
+    )
 
     root = storage_path(args.storage)
     machine = args.machine or this_machine_id()
     folder = root / machine
-    why = root_problem(root)
-    if why:
-        raise PerfsuiteError(f"--storage {root}: {why}")
+    check_storage_root(root)
     if not folder.is_dir():
         others = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
         hint = f" (machine folders: {', '.join(others)}; pick one with --machine)" if others else ""
@@ -163,9 +166,9 @@ def run_history(args: argparse.Namespace) -> int:
         failing_total += len(failing)
         newest = steps[-1] if steps else None
         word = "none" if newest is None else newest.describe()
-        if len(series.points) < MIN_POINTS:
+        if len(series.points) < MIN_POINTS:  # no step search ran: never "none"
             word = f"not searched (a step search needs {MIN_POINTS} runs)"
-        if newest is not None:
+        elif newest is not None:
             word += ": REGRESSION" if newest.regression else ""
             word += "" if newest in failing or not newest.regression else " (accepted)"
         latest = series.points[-1]
@@ -316,14 +319,17 @@ def _nightly_entry(entry: Path) -> bool:
     """Whether a top-level entry of a folder is one a nightly report writes: its
     ``summary.md`` (which starts with the report's heading) and its A/B reports'
     folders (``ab``, ``ab-<run>``)."""
+    from perfsuite.nightly.summary import HEADING
+
     if entry.is_symlink():
         return False
     if entry.name == "summary.md":
-        return entry.is_file() and _starts_with(entry, "# perfsuite nightly")
+        return entry.is_file() and _starts_with(entry, HEADING)
     return entry.is_dir() and (entry.name == "ab" or entry.name.startswith("ab-"))
 
 
 def _starts_with(path: Path, heading: str) -> bool:
+    """Whether the text file ``path`` starts with ``heading``."""
     try:
         with path.open(encoding="utf-8") as text:
             return text.read(len(heading)) == heading

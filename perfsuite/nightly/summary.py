@@ -13,6 +13,9 @@ from perfsuite.outcomes import AbRun
 from perfsuite.verdict.commits import short_sha
 from perfsuite.verdict.table import code_span, markdown_table
 
+#: the first line of a nightly's summary.md, by which its report folder is known
+HEADING = "# perfsuite nightly"
+
 
 @dataclass(frozen=True)
 class Confirmation:
@@ -145,7 +148,7 @@ def _part_lines(part: Confirmation) -> list[str]:
 def nightly_markdown(screening: Screening, confirmation: Confirmations | None, status: int) -> str:
     tonight = screening.tonight
     commit = short_sha(tonight.commit_info.get("id"))
-    lines = ["# perfsuite nightly", ""]
+    lines = [HEADING, ""]
     lines.append(
         f"Tonight: {code_span(tonight.name)} (commit {code_span(commit)}, "
         f"{tonight.datetime or '?'}), "

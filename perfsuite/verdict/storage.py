@@ -95,6 +95,14 @@ def root_problem(root: Path) -> str | None:
     return None
 
 
+def check_storage_root(root: Path) -> None:
+    """Refuse ``root`` as a storage, in one line naming it, where :func:`root_problem`
+    finds it cannot be one."""
+    why = root_problem(root)
+    if why:
+        raise PerfsuiteError(f"--storage {root}: {why}")
+
+
 def _counter(path: Path) -> int | None:
     """A saved run's counter (``12`` for ``0012_...json``), or None."""
     found = RUN_NAME.match(path.name)
