@@ -14,23 +14,19 @@ from perfsuite.cli import main
 from perfsuite.exitcodes import ExitCode
 from tests.test_history_data import MACHINE_ID, make_history
 
-#: an A/B that must never start: it leaves a marker beside itself
-AB_MARKER = "import pathlib, sys\npathlib.Path(sys.argv[0] + '.ran').write_text('ran')\n"
 
-
-def _storage(tmp_path: Path) -> Path:
-    store = tmp_path / "store"
-    make_history(store, nights=15, step_at=14, step=0.3, noise=0.03)
-    return store
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A 15-night history whose last night is 30% slower; the test runs in ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
+    saved = tmp_path / "store"
+    make_history(saved, nights=15, step_at=14, step=0.3, noise=0.03)
+    return saved
 
 
 def test_a_report_folder_holding_other_files_is_refused_before_anything_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store = _storage(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    ab = tmp_path / "ab_standin.py"
-    ab.write_text(AB_MARKER)
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "summary.md").write_text("MY OWN NOTES\n")
@@ -43,7 +39,7 @@ def test_a_report_folder_holding_other_files_is_refused_before_anything_runs(
     assert "name a new or empty folder, or an earlier nightly report" in err
     assert (mine / "summary.md").read_text() == "MY OWN NOTES\n"
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "summary.md"]
-    assert not (tmp_path / "ab_standin.py.ran").exists()
+    assert not (mine / "ab").exists()  # no A/B started: it would report into DIR/ab
     assert not (tmp_path / "reports").exists()
     (mine / "notes.txt").unlink()  # a summary.md of the user's own alone is refused too
     assert main(["nightly", "--storage", str(store), "--report", str(mine)]) == 2
@@ -56,10 +52,8 @@ def test_a_report_folder_holding_other_files_is_refused_before_anything_runs(
 
 
 def test_an_earlier_nightly_report_is_replaced(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store = _storage(tmp_path)
-    monkeypatch.chdir(tmp_path)
     report = tmp_path / "nightly"
     args = ["nightly", "--storage", str(store), "--report", str(report), "--no-confirm"]
     assert main(args) == ExitCode.NOT_JUDGED  # suspects left unconfirmed
@@ -69,9 +63,8 @@ def test_an_earlier_nightly_report_is_replaced(
     assert "error" not in capsys.readouterr().err
 
 
-def test_a_reader_that_stops_early_leaves_the_verdict_s_exit_status(tmp_path: Path) -> None:
+def test_a_reader_that_stops_early_leaves_the_verdict_s_exit_status(store: Path) -> None:
     """``perfsuite history --series | head -1``: the step's exit 1, not an error's 2."""
-    store = _storage(tmp_path)
     command = [sys.executable, "-m", "perfsuite.cli", "history", "--storage", str(store)]
     command += ["--machine", MACHINE_ID, "--series"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -96,16 +89,11 @@ COMMANDS = [
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_storage_that_is_no_storage_says_why_in_one_line(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    command: list[str],
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     """A machine folder, a file and a missing folder given as ``--storage``: each one
     line naming it and what is wrong, exit 2 (``compare`` of two run ids reads a
     machine folder as it is, as pytest-benchmark's storage query does)."""
-    store = _storage(tmp_path)
-    monkeypatch.chdir(tmp_path)
     machine_folder = store / MACHINE_ID
     a_file = tmp_path / "notes.txt"
     a_file.write_text("notes\n")
