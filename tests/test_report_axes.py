@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from perfsuite.verdict.plots import HISTORY_TICKS, history_figure, history_png
@@ -24,7 +25,8 @@ def test_history_ticks_are_short_dates_and_commits_and_nothing_is_clipped(
     assert 2 <= len(labels) <= HISTORY_TICKS
     assert all(len(label) <= 20 for label in labels), labels
     assert not any(run.name in label for run in runs for label in labels)
-    assert labels[-1] == "11-25 " + runs[-1].commit_info["id"][:7]
+    newest = runs[-1]
+    assert labels[-1] == "Nov 25\n" + newest.commit_info["id"][:8]  # as the dashboard's
     legend = [t.get_text() for t in axes.get_legend().get_texts()]
     assert any(text.startswith("step time +") for text in legend), legend
     assert not any(run.name in text for run in runs for text in legend)
@@ -37,6 +39,9 @@ def test_history_ticks_are_short_dates_and_commits_and_nothing_is_clipped(
         assert inside, f"{text.get_text()!r} cut off at the side"
         inside = page.y0 - 1 <= box.y0 <= box.y1 <= page.y1 + 1
         assert inside, f"{text.get_text()!r} cut off at the top or bottom"
+    boxes = [t.get_window_extent(renderer) for t in labelled.get_xticklabels()]
+    for left, right in itertools.pairwise(boxes):
+        assert left.x1 < right.x0, "two run labels overlap"
     assert figure.get_size_inches()[0] <= 12
     png = history_png(fullname, runs, runs[-1])
     assert png is not None

@@ -9,10 +9,11 @@ in a panel below.
 
 from __future__ import annotations
 
+import contextlib
 import io
-import re
 import statistics
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from perfsuite.verdict.runs import Bench, Run
@@ -106,23 +107,28 @@ HISTORY_TICKS = 12
 
 
 def run_label(run: Run) -> str:
-    """A run's name on an axis: its date and short commit, else its counter.
+    """A run's name on an axis, as the dashboard names it: its date (``Nov 25``) over its
+    8-character commit (``+`` when saved from uncommitted changes), else its counter.
 
     >>> from perfsuite.verdict.runs import Run
     >>> run_label(Run("0007_eb1eee44f501ef5545_20261125_060117.json", {},
-    ...               commit_info={"id": "eb1eee44f501ef5545"}, datetime="2026-11-25T06:01:17"))
-    '11-25 eb1eee4'
+    ...               commit_info={"id": "eb1eee44f501ef5545", "dirty": True},
+    ...               datetime="2026-11-25T06:01:17"))
+    'Nov 25\\neb1eee44+'
     >>> run_label(Run("0007_nightly.json", {}))
     '0007'
     """
     parts = []
-    stamp = run.datetime or ""
-    if re.match(r"\d{4}-\d{2}-\d{2}", stamp):  # ISO, as pytest-benchmark saves it
-        parts.append(stamp[5:10])
+    with contextlib.suppress(ValueError):
+        parts.append(datetime.fromisoformat(run.datetime or "").strftime("%b %d"))
     commit = run.commit_info.get("id")
     if isinstance(commit, str) and commit:
-        parts.append(commit[:7])
-    return " ".join(parts) or run.name.split("_")[0][:20]
+        parts.append(commit[:8] + ("+" if run.commit_info.get("dirty") is True else ""))
+    return "\n".join(parts) or run.name.split("_")[0][:20]
+
+
+def _one_line(label: str) -> str:
+    return label.replace("\n", " ")
 
 
 def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | None:
@@ -196,7 +202,7 @@ def history_figure(fullname: str, history: Sequence[Run], current: Run) -> Any:
     if with_cost:
         axes.tick_params(labelbottom=False)
         axes = _cost_panel(figure.add_subplot(2, 1, 2, sharex=axes), xs, costs, unit)
-    axes.set_xticks(shown, [labels[i] for i in shown], rotation=30, ha="right", fontsize=7)
+    axes.set_xticks(shown, [labels[i] for i in shown], fontsize=7)
     axes.set_xlabel("run (date, commit)", fontsize=8)
     return figure
 
@@ -241,5 +247,5 @@ def _mark_steps(
             where - 0.5,
             color="#e63946" if step.regression else "#8d99ae",
             linestyle="--",
-            label=f"step {size} at {labels[where] if labels else step.after.run}",
+            label=f"step {size} at {_one_line(labels[where]) if labels else step.after.run}",
         )
