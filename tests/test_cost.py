@@ -346,3 +346,8 @@ def test_gpu_peak_memory_is_recorded(tmp_path: Path) -> None:
     spent = Cost.from_dict(bench["extra_info"]["perfsuite"]["cost"], "test_gpu_alloc")
     assert spent.gpu_peak_mb is not None
     assert 64 <= spent.gpu_peak_mb <= 80  # 64 MB held a round, the allocator's rounding on top
+
+
+def test_a_peak_under_10_mb_is_shown_to_a_tenth_not_rounded_to_0_and_1() -> None:
+    assert str(MemoryChange(0.2, 0.6, 0.1)) == "peak 0.2 -> 0.6 MB"
+    assert str(MemoryChange(730.4, 731.0, 0.1)) == "peak 730 -> 731 MB"

@@ -206,7 +206,17 @@ class MemoryChange:
         over = f" (median of {self.pairs} pairs)" if self.pairs > 1 else ""
         if self.median_rose and not self.rose:
             over = f" (median of {self.pairs} pairs; rose in {self.pairs_rose} of them)"
-        return f"peak {self.baseline_mb:.0f} -> {self.current_mb:.0f} MB{over}{words}"
+        return f"peak {_mb(self.baseline_mb)} -> {_mb(self.current_mb)} MB{over}{words}"
+
+
+def _mb(value: float) -> str:
+    """Megabytes as a row shows them: whole above 10 MB, to 0.1 MB below, so that a rise
+    of under 1 MB does not read as 0 -> 1.
+
+    >>> _mb(730.4), _mb(0.44), _mb(0.6), _mb(9.96)
+    ('730', '0.4', '0.6', '10')
+    """
+    return f"{value:.0f}" if round(abs(value), 1) >= 10 else f"{value:.1f}"
 
 
 def memory_change(
