@@ -114,3 +114,21 @@ def test_report_without_baseline_or_items(tmp_path: Path) -> None:
 def test_safe_names_are_distinct() -> None:
     assert safe_name("a/b [x]") != safe_name("a/b [y]")
     assert "/" not in safe_name("decode/pil", "bench.py::test[pil]")
+
+
+def test_a_run_saved_without_raw_data_shows_the_rounds_its_stats_count() -> None:
+    from perfsuite.verdict.runs import parse_bench
+
+    entry = {
+        "fullname": "test_io.py::test_read",
+        "name": "test_read",
+        "group": None,
+        "extra_info": {},
+        "stats": {"median": 0.002, "rounds": 57},  # saved without --benchmark-save-data
+    }
+    (row,) = group_rows([parse_bench(entry, "0001.json", 0)])
+    assert row[1] == "2.000 ms/call"
+    assert row[-1] == "57"
+    entry["stats"] = {"median": 0.002, "rounds": 57, "data": [0.002, 0.002, 0.002]}
+    (row,) = group_rows([parse_bench(entry, "0001.json", 0)])
+    assert row[-1] == "3"  # the raw samples that were kept

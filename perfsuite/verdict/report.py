@@ -95,7 +95,7 @@ def group_rows(benches: Sequence[Bench]) -> list[list[str]]:
                 spread,
                 *cost_cells(bench.cost, bench.items, bench.unit),
                 speedup,
-                str(len(bench.data)) if bench.data else "-",
+                str(bench.rounds) if bench.rounds else "-",
             ]
         )
     return rows

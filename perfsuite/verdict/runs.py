@@ -49,6 +49,13 @@ class Bench:
     cost: Cost | None = None
     #: the bench's full name, where another bench of its run has the same label
     ambiguous: bool = False
+    #: the rounds pytest-benchmark's stats count (also where no raw data was saved)
+    stats_rounds: int | None = None
+
+    @property
+    def rounds(self) -> int | None:
+        """How many rounds were measured: the raw samples, else the stats' count."""
+        return len(self.data) if self.data else self.stats_rounds
 
     @property
     def threshold(self) -> float | None:
@@ -255,7 +262,12 @@ def parse_bench(entry: Any, source: str, index: int) -> Bench:
         plain=plain_counters(extra) if result is None else (),
         plain_threshold=_threshold_of(extra) if result is None else None,
         cost=cost,
+        stats_rounds=_count(stats.get("rounds")),
     )
+
+
+def _count(value: Any) -> int | None:
+    return value if _integer(value) and value > 0 else None
 
 
 def _threshold_of(extra_info: dict[str, Any]) -> float | None:
