@@ -282,10 +282,14 @@ def test_malformed_address_is_a_usage_error(pytester: pytest.Pytester) -> None:
 def test_normal_run_leaves_no_process_or_port(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, data_dir: Path
 ) -> None:
-    result, record = _run_bench(pytester, monkeypatch, data_dir, RECORDING_CONFTEST)
-    result.assert_outcomes(passed=3 + 2 * len(tfservice.local_worker_counts()))
-    names = [name for name, _pid, _port in record["history"]]
+    # every worker count of one mode, and a transfer bench on the cluster they grew; the
+    # benches' own run at smoke scale runs the rest
+    result, record = _run_bench(
+        pytester, monkeypatch, data_dir, RECORDING_CONFTEST, "-k", "parallel_epochs or float32"
+    )
     workers = len(tfservice.local_worker_counts())
+    result.assert_outcomes(passed=workers + 1)
+    names = [name for name, _pid, _port in record["history"]]
     assert names == ["dispatcher"] + [f"worker {i}" for i in range(1, workers + 1)]
     _assert_nothing_left(record)
 

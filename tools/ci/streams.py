@@ -25,8 +25,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-#: the A/B tests and the gate's confirmation tests: their own pytest
-AB_GLOBS = ("tests/test_ab_*.py", "tests/test_gate_confirm*.py")
+#: the A/B tests and the gate's confirmation tests: their own pytest; with them, so that
+#: the two streams take about as long, the gate's tests of a run's selection
+AB_GLOBS = ("tests/test_ab_*.py", "tests/test_gate_confirm*.py", "tests/test_gate_selection.py")
 #: pytest's exit status when it collected no test
 NO_TESTS = 5
 #: seconds a stream gets to stop after Ctrl-C before it is killed
