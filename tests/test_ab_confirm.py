@@ -12,7 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsuite.ab.confirm import confirm_in_fresh_pairs, either_way, looks, pick_suspects
+from perfsuite.ab.confirm import (
+    confirm_in_fresh_pairs,
+    either_way,
+    interval_alphas,
+    looks,
+    pick_suspects,
+)
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
 from perfsuite.ab.protocol import pair_orders
@@ -337,3 +343,17 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     overruled = first.confirmed([check], how)
     assert overruled.rows[0].verdict is Verdict.INCONCLUSIVE
     assert not overruled.regressed
+
+
+def test_a_suspect_held_to_its_lean_is_tested_one_sided_and_an_open_one_two_sided() -> None:
+    slow = Row("b.py::slow", bench_run("b.py::slow", [0.1 + 0.001 * i for i in range(24)]))
+    wide = [-0.15 + 0.34 * i / 24 for i in range(25)]
+    open_row = Row("b.py::open", bench_run("b.py::open", [-d for d in wide]))
+    first = Verdicts([slow, open_row], [], 1, [])
+    alphas = pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA)
+    assert alphas == {"b.py::slow": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
+    either = either_way(first, list(alphas), "undecided")
+    assert interval_alphas(first, alphas, either) == {
+        "b.py::slow": 2 * ALPHA_CONFIRM,  # one-sided at its rate: only `slower` counts
+        "b.py::open": PAIRED_ALPHA,  # taken whichever way: two-sided
+    }

@@ -148,6 +148,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         confirm_in_fresh_pairs,
         cpu_only,
         either_way,
+        interval_alphas,
         looks,
         memory_only,
         pick_suspects,
@@ -264,6 +265,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         memory = memory_only(verdicts, suspects, suspect_kind)
         cpu = cpu_only(verdicts, suspects, suspect_kind)
         open_ids = either_way(verdicts, suspects, suspect_kind)
+        alphas = interval_alphas(verdicts, alphas, open_ids)
         # with --processes N every verdict already stands on fresh pairs of processes
         if args.confirm and args.processes == 1 and suspects:
             plan = ", ".join(str(k) for k in looks(args.confirm))

@@ -13,7 +13,9 @@ A suspect that only leans (slower or faster, or beyond the threshold) is judged 
 ``CONFIRM_ALPHA``: a false alarm needs the first stage to have erred that way too. An
 undecided one (``--suspects undecided``: the first stage could not rule a regression
 out, which on a noisy machine is most benches) is judged at the first stage's
-``PAIRED_ALPHA``, as the fresh pairs are then its only evidence.
+``PAIRED_ALPHA``, as the fresh pairs are then its only evidence. The test is one-sided,
+in the direction the first estimate leaned, except for an undecided suspect taken
+whichever way it points (:func:`interval_alphas`).
 
 The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
 the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
@@ -106,6 +108,30 @@ def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) 
     if kind == "undecided" and row.undecided:
         return undecided_alpha
     return None
+
+
+def interval_alphas(
+    verdicts: Verdicts, alphas: Mapping[str, float], either: Collection[str]
+) -> dict[str, float]:
+    """The two-sided level of each suspect's t intervals, from its error rate in ``alphas``.
+
+    A confirmation counts only in the direction the suspect's first estimate leaned
+    (:attr:`Row.suspicion`): a check the other way is `inconclusive`
+    (:meth:`Verdicts.confirmed`). Its test is then one-sided, so its interval is the
+    two-sided one at twice its rate. The lower bound alone decides `slower` (the upper
+    alone `faster`), and both bounds decide `same` as two one-sided tests. Each claim errs
+    with at most the suspect's rate. A suspect in ``either``
+    (:func:`either_way`: taken whichever way it points), or whose first estimate is
+    exactly 0, keeps the two-sided interval at its rate.
+    """
+    rows = {row.nodeid: row for row in verdicts.rows}
+    found: dict[str, float] = {}
+    for nodeid, alpha in alphas.items():
+        row = rows.get(nodeid)
+        lead = row.suspicion if row is not None else None
+        one_way = nodeid not in either and lead is not None and lead.change != 0
+        found[nodeid] = 2 * alpha if one_way else alpha
+    return found
 
 
 def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
