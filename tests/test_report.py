@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -119,7 +120,7 @@ def test_safe_names_are_distinct() -> None:
 def test_a_run_saved_without_raw_data_shows_the_rounds_its_stats_count() -> None:
     from perfsuite.verdict.runs import parse_bench
 
-    entry = {
+    entry: dict[str, Any] = {
         "fullname": "test_io.py::test_read",
         "name": "test_read",
         "group": None,
