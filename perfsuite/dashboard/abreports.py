@@ -24,9 +24,8 @@ from perfsuite.dashboard.model import RunInfo
 from perfsuite.errors import PerfsuiteError
 from perfsuite.nightly.summary import HEADING
 
-#: the first lines of each kind's summary.md
+#: the first line of an A/B report's summary.md (a nightly's: :data:`HEADING`)
 AB_HEADING = "## perfsuite ab"
-NIGHTLY_HEADING = HEADING
 _TONIGHT = re.compile(r"^Tonight: `(?P<run>[^`]+)` \(commit `(?P<commit>[^`]+)`", re.M)
 _VERDICT = re.compile(r"^Verdict: (?P<verdict>.+)$", re.M)
 _CONCLUSION = re.compile(r"^\*\*(?P<text>[^*].*)\*\*$", re.M)
@@ -100,7 +99,7 @@ def read_ab_report(path: Path, slug: str) -> Report:
     _folder(path, "--ab-report", "perfsuite ab --report")
     summary, pairs = path / "summary.md", path / "pairs.json"
     text = _text(summary) if summary.is_file() else ""
-    if not pairs.is_file() and not text.startswith("## perfsuite ab"):
+    if not pairs.is_file() and not text.startswith(AB_HEADING):
         raise PerfsuiteError(
             f"{path}: not a perfsuite ab report (no pairs.json, and no summary.md of an "
             "A/B); --ab-report names the folder perfsuite ab --report wrote"
@@ -132,10 +131,10 @@ def read_nightly_report(path: Path, slug: str) -> Report:
     _folder(path, "--nightly-report", "perfsuite nightly --report")
     summary = path / "summary.md"
     text = _text(summary) if summary.is_file() else ""
-    if not text.startswith(NIGHTLY_HEADING):
+    if not text.startswith(HEADING):
         raise PerfsuiteError(
             f"{path}: not a perfsuite nightly report (no summary.md starting "
-            f"{NIGHTLY_HEADING!r}); --nightly-report names the folder perfsuite nightly "
+            f"{HEADING!r}); --nightly-report names the folder perfsuite nightly "
             "--report wrote"
         )
     tonight, verdict = _TONIGHT.search(text), _VERDICT.search(text)

@@ -24,6 +24,7 @@ from typing import Any
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.changepoint import MIN_POINTS
+from perfsuite.verdict.commits import commit_label, day_label
 from perfsuite.verdict.history import (
     HistoryStep,
     Series,
@@ -68,7 +69,7 @@ class RunInfo:
 
     @property
     def short_commit(self) -> str:
-        return (self.commit or "?")[:8] + ("+" if self.dirty else "")
+        return commit_label(self.commit, self.dirty)
 
     @property
     def moment(self) -> datetime | None:
@@ -81,7 +82,7 @@ class RunInfo:
     def day(self) -> str:
         """``Nov 25`` (the run's date), else its counter."""
         moment = self.moment
-        return moment.strftime("%b %d") if moment else self.name.split("_")[0]
+        return day_label(moment) if moment else self.name.split("_")[0]
 
     @property
     def when(self) -> str:

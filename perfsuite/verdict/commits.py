@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from perfsuite.verdict.judge import MACHINE, Confirmed
@@ -37,6 +38,21 @@ def short_sha(sha: object, length: int = 10) -> str:
     if not isinstance(sha, str) or not sha:
         return "?"
     return sha if sha in NO_COMMIT_WORDS else sha[:length]
+
+
+def commit_label(sha: object, dirty: bool) -> str:
+    """A run's commit as a plot's axis names it: 8 characters, ``+`` when the run was
+    saved from uncommitted changes, ``?`` for none.
+
+    >>> commit_label("eb1eee44f501ef5545", True), commit_label(None, False)
+    ('eb1eee44+', '?')
+    """
+    return short_sha(sha, 8) + ("+" if dirty else "")
+
+
+def day_label(moment: datetime) -> str:
+    """A run's date as a plot's axis names it: ``Nov 25``."""
+    return moment.strftime("%b %d")
 
 
 def same_code(baseline: Commit, current: Commit) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from perfsuite.verdict.commits import commit_label, day_label
 from perfsuite.verdict.runs import Bench, Run
 
 
@@ -120,10 +121,10 @@ def run_label(run: Run) -> str:
     """
     parts = []
     with contextlib.suppress(ValueError):
-        parts.append(datetime.fromisoformat(run.datetime or "").strftime("%b %d"))
+        parts.append(day_label(datetime.fromisoformat(run.datetime or "")))
     commit = run.commit_info.get("id")
     if isinstance(commit, str) and commit:
-        parts.append(commit[:8] + ("+" if run.commit_info.get("dirty") is True else ""))
+        parts.append(commit_label(commit, run.commit_info.get("dirty") is True))
     return "\n".join(parts) or run.name.split("_")[0][:20]
 
 
