@@ -26,8 +26,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 #: the A/B tests and the gate's confirmation tests: their own pytest; with them, so that
-#: the two streams take about as long, the gate's tests of a run's selection
-AB_GLOBS = ("tests/test_ab_*.py", "tests/test_gate_confirm*.py", "tests/test_gate_selection.py")
+#: the two streams take about as long, the gate's tests of a run's selection and the
+#: tests across pytest-benchmark's versions (which run an A/B too)
+AB_GLOBS = (
+    "tests/test_ab_*.py",
+    "tests/test_gate_confirm*.py",
+    "tests/test_gate_selection.py",
+    "tests/test_pytest_benchmark_versions.py",
+)
 #: pytest's exit status when it collected no test
 NO_TESTS = 5
 #: seconds a stream gets to stop after Ctrl-C before it is killed
