@@ -54,10 +54,12 @@ class Sessions:
 
     def __init__(self, effects: dict[str, float], offsets: list[float]) -> None:
         self.effects, self.offsets, self.calls = effects, offsets, 0
+        self.asked: list[list[str]] = []  # the suspects each pair was asked to measure
 
-    def __call__(self, i: int) -> Verdicts:
+    def __call__(self, i: int, ids: list[str]) -> Verdicts:
         assert i == self.calls  # pairs of processes are asked for in order, once each
         self.calls += 1
+        self.asked.append(list(ids))
         offset = self.offsets[i % len(self.offsets)]
         return _session({n: e + offset for n, e in self.effects.items()}, i)
 
@@ -150,6 +152,8 @@ def test_each_suspect_keeps_the_look_that_decided_it() -> None:
     counts = {row.nodeid: len(row.run.sessions) for row in rows if row.run}
     assert counts == {"b.py::slow": 6, "b.py::pil": 12}  # slow: decided at the second look
     assert [row.verdict for row in rows] == [Verdict.SLOWER, Verdict.SLOWER]
+    # a kept suspect is final: the pairs after its look measure only the one still open
+    assert sessions.asked == [["b.py::slow", "b.py::pil"]] * 6 + [["b.py::pil"]] * 6
 
 
 def test_each_suspect_is_judged_at_its_own_error_rate() -> None:

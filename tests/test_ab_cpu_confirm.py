@@ -76,7 +76,7 @@ def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:
     cpu = [0.15, -0.12, 0.01, 0.0, 0.01, -0.01, 0.0, 0.01, -0.01, 0.0, 0.0, 0.01]
     calls: list[int] = []
 
-    def session(i: int) -> Verdicts:
+    def session(i: int, ids: list[str]) -> Verdicts:
         calls.append(i)
         return _session(0.0, math.log1p(cpu[i]), i)
 
@@ -88,7 +88,7 @@ def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:
     assert not row.regressed
     plain: list[int] = []
 
-    def again(i: int) -> Verdicts:
+    def again(i: int, ids: list[str]) -> Verdicts:
         plain.append(i)
         return _session(0.0, math.log1p(cpu[i]), i)
 

@@ -35,7 +35,7 @@ def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdict
     """``first`` with its suspects confirmed in fresh pairs whose peaks are ``later``."""
     asked: list[int] = []
 
-    def session(i: int) -> Verdicts:
+    def session(i: int, ids: list[str]) -> Verdicts:
         asked.append(i)
         return _session(0.0, later[i % len(later)], 100 + i)
 
@@ -140,7 +140,7 @@ def test_a_check_that_sent_no_peaks_leaves_the_row_as_it_was() -> None:
     alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
     memory = memory_only(first, list(alphas), "leaning")
 
-    def session(i: int) -> Verdicts:
+    def session(i: int, ids: list[str]) -> Verdicts:
         part = _session(0.0, (1.0, 1.0), 200 + i)
         assert part.rows[0].run is not None
         part.rows[0].run.peak_mb = {}  # a side that sent no peak memory

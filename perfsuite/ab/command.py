@@ -278,10 +278,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             )
 
             def check(only: list[str] | None, ids: list[str]) -> Verdicts:
-                def again(i: int) -> Verdicts:
+                def again(i: int, left: list[str]) -> Verdicts:
                     last = i + 1 >= args.confirm
                     return pairs.session(
-                        key(only, 1000 + i), ids, None if last else key(only, 1001 + i)
+                        key(only, 1000 + i), left, None if last else key(only, 1001 + i)
                     )
 
                 try:

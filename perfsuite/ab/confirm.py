@@ -219,7 +219,7 @@ def _memory_settled(
 
 
 def confirm_in_fresh_pairs(
-    session: Callable[[int], Verdicts],
+    session: Callable[[int, list[str]], Verdicts],
     suspects: Sequence[str],
     most: int,
     alpha: float | Mapping[str, float],
@@ -230,8 +230,9 @@ def confirm_in_fresh_pairs(
 ) -> Verdicts:
     """The suspects of one bench file, each judged at its first decisive look.
 
-    ``session(i)`` runs the ``i``-th fresh pair of processes over ``suspects`` and
-    returns its verdicts. Pairs are added up to each look of :func:`looks`; at a look,
+    ``session(i, ids)`` runs the ``i``-th fresh pair of processes over ``ids``, the
+    suspects not yet kept, and returns its verdicts: a kept suspect's verdict is final,
+    so it is not measured again. Pairs are added up to each look of :func:`looks`; at a look,
     every suspect not yet decided is judged on all pairs so far at its ``alpha`` (one
     for all, or one per node id) divided by the number of looks, and kept if decisive,
     futile (the pairs still to come could not decide it), or at the last look,
@@ -253,11 +254,13 @@ def confirm_in_fresh_pairs(
         while len(runs) < look and not spent:
             spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
             if not spent:
-                runs.append(session(len(runs)))
+                runs.append(session(len(runs), [n for n in suspects if n not in kept]))
                 if _memory_settled(runs, suspects, kept, memory):
                     break
+        # the open suspects were measured in every pair so far; the kept ones are final
+        open_runs = [run.limited([n for n in suspects if n not in kept]) for run in runs]
         pooled = {
-            a: {row.nodeid: row for row in Verdicts.pool(runs, a / len(plan)).rows}
+            a: {row.nodeid: row for row in Verdicts.pool(open_runs, a / len(plan)).rows}
             for a in {alphas[n] for n in suspects}
         }
         found = [pooled[alphas[n]].get(n) for n in suspects]

@@ -149,6 +149,12 @@ class Verdicts:
             runs.append(pooled)
         return cls(rows, sessions[0].specs, sessions[0].seed, runs)
 
+    def limited(self, nodeids: Collection[str]) -> Verdicts:
+        """These verdicts with only the rows of ``nodeids`` (and their runs)."""
+        rows = [row for row in self.rows if row.nodeid in nodeids]
+        runs = [run for run in self.runs if run.nodeid in nodeids]
+        return Verdicts(rows, self.specs, self.seed, runs)
+
     @property
     def regressed(self) -> bool:
         return any(row.regressed for row in self.rows)
