@@ -251,14 +251,15 @@ def confirm_in_fresh_pairs(
     kept: dict[str, Row] = {}
     for look in plan:
         spent = False
+        # kept suspects are final; the open ones were measured in every pair so far
+        left = [n for n in suspects if n not in kept]
         while len(runs) < look and not spent:
             spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
             if not spent:
-                runs.append(session(len(runs), [n for n in suspects if n not in kept]))
+                runs.append(session(len(runs), left))
                 if _memory_settled(runs, suspects, kept, memory):
                     break
-        # the open suspects were measured in every pair so far; the kept ones are final
-        open_runs = [run.limited([n for n in suspects if n not in kept]) for run in runs]
+        open_runs = [run.limited(left) for run in runs]
         pooled = {
             a: {row.nodeid: row for row in Verdicts.pool(open_runs, a / len(plan)).rows}
             for a in {alphas[n] for n in suspects}
