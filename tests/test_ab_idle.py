@@ -213,3 +213,26 @@ def test_stopping_a_side_lets_its_git_remove_the_lock_it_holds(
     deaf.stop()  # deaf to SIGTERM: killed after the grace
     assert deaf.proc.returncode == -signal.SIGKILL
     assert time.monotonic() - started < 5
+
+
+def test_a_side_stopped_between_vfork_and_exec_counts_as_frozen(tmp_path: Path) -> None:
+    """``sh`` starts each command with ``vfork``: a stop that lands on the child before
+    its ``exec`` leaves the parent waiting in the kernel (``D``), unable to run until the
+    child is continued. Freezing counts it as stopped instead of waiting out its limit."""
+    from perfsuite.ab import sidemanage
+    from perfsuite.ab.revisions import Revision
+
+    side = sidemanage.SideProcess(sidemanage.SideSpec("A", Revision("x", None), tmp_path), tmp_path)
+    side.proc = subprocess.Popen(
+        ["sh", "-c", "while :; do /bin/true; done"], start_new_session=True
+    )
+    try:
+        time.sleep(0.1)
+        frozen = []
+        for _ in range(40):  # each lands somewhere in the loop's vfork, exec and wait
+            frozen.append(side.freeze())
+            side.thaw()
+            time.sleep(0.005)
+        assert frozen == [True] * 40
+    finally:
+        side.stop()

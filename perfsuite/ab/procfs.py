@@ -41,13 +41,39 @@ def cpu_seconds(pid: int) -> float | None:
     return total / 1e9
 
 
+#: ``PF_FORKNOEXEC`` in a ``stat`` file's flags: forked and not yet exec'd
+_FORKED_NOT_EXECED = 0x40
+_STOPPED = ("T", "t", "Z", "X")
+
+
+def _held_by_stopped_vfork_child(task: Path) -> bool:
+    """Whether ``task`` waits (``D``) in ``vfork`` on a child that is stopped before its
+    ``exec``: it cannot run again until that child does, so it is as good as stopped.
+    ``sh`` and Python's ``subprocess`` start commands with ``vfork``; a stop that reaches
+    the child between the ``vfork`` and the ``exec`` leaves its parent there."""
+    try:
+        kids = [int(p) for p in (task / "children").read_text().split()]
+    except (OSError, ValueError):
+        return False
+    for kid in kids:
+        fields = _stat_fields(Path(f"/proc/{kid}/stat")) or []
+        stopped = len(fields) > 6 and fields[0] in ("T", "t")
+        if stopped and int(fields[6]) & _FORKED_NOT_EXECED:
+            return True
+    return False
+
+
 def all_stopped(pids: Iterable[int]) -> bool:
-    """Whether every thread of every process in ``pids`` is stopped (state ``T``), or gone."""
+    """Whether every thread of every process in ``pids`` is stopped (state ``T``), gone,
+    or held in ``vfork`` by a stopped child that has not yet run its ``exec``."""
     for pid in pids:
         for task in _tasks(pid) or []:
             fields = _stat_fields(task / "stat")
-            if fields and fields[0] not in ("T", "t", "Z", "X"):
-                return False
+            if not fields or fields[0] in _STOPPED:
+                continue
+            if fields[0] == "D" and _held_by_stopped_vfork_child(task):
+                continue
+            return False
     return True
 
 
