@@ -232,6 +232,50 @@ def test_the_memory_threshold_and_floor() -> None:
     assert MemoryChange(10, 10 + MEMORY_FLOOR_MB + 1, 0.25).rose
 
 
+#: peaks of unchanged runs of a bench with worker processes: they move by half
+NOISY_PEAKS = [100, 170, 110, 180, 120, 175]
+
+
+@pytest.mark.parametrize(
+    ("peaks", "current", "rose"),
+    [
+        (NOISY_PEAKS, 350, False),  # +100% on 175 MB: inside what they spread (293%)
+        (NOISY_PEAKS, 900, True),  # +414%: past it
+        ([120, 121, 119, 120, 122, 120], 200, True),  # a steady history keeps 25%
+        (NOISY_PEAKS[:4], 300, True),  # under 5 earlier runs: the bench's own threshold
+    ],
+)
+def test_the_history_of_a_peak_widens_its_memory_threshold(
+    peaks: list[float], current: float, rose: bool
+) -> None:
+    history = [_run(f"{i:04d}", TIMES, _cost(p, CPU)) for i, p in enumerate(peaks)]
+    baseline, new = history[-1], _run("cur", TIMES, _cost(current, CPU))
+    [item] = compare_runs(baseline, new, history=history).verdicts
+    assert item.memory_rose is rose
+    widened = item.note is not None and "peak-memory threshold widened from 25%" in item.note
+    assert widened is (len(peaks) >= 5 and peaks is NOISY_PEAKS)
+
+
+def test_a_nightly_peak_inside_its_history_band_is_no_suspect() -> None:
+    from perfsuite.nightly.screen import screen_series
+    from perfsuite.verdict.history import Point, Series
+
+    def night(peaks: list[float]) -> Series:
+        points = tuple(
+            Point(f"{i:04d}_r", i, None, False, None, 0.01, None, peak_mb=p)
+            for i, p in enumerate(peaks)
+        )
+        return Series("bench_x.py::test_x", "x", "calls", 0.05, points)
+
+    found, _, _ = screen_series(night([*NOISY_PEAKS, 350]))  # +100% on 175
+    assert found is None
+    found, _, _ = screen_series(night([*NOISY_PEAKS, 900]))
+    assert found is not None
+    assert found.metric == "memory"
+    assert "ROSE" in found.reason
+    assert "(threshold 293%)" in found.reason
+
+
 def test_more_cpu_per_item_is_a_suspect_judged_by_the_rank_test() -> None:
     more = [c * 1.3 for c in CPU]
     comparison = _judged(_cost(100, CPU), _cost(100, more))

@@ -4,7 +4,8 @@ For each bench of tonight's run (the newest saved run), over its comparable poin
 
 * an exact counter that rose since the previous point is a **regression outright**;
 * a peak memory that rose past the bench's memory threshold (and 64 MB) since the
-  previous point makes the bench a **suspect**, where its time and CPU did not;
+  previous point makes the bench a **suspect**, where its time and CPU did not; the
+  noise band of the earlier points' peaks widens that threshold, as it does the time's;
 * with at least ``MIN_NIGHTLY_HISTORY`` earlier points, the bench is a **suspect** when a
   slowing step (:mod:`perfsuite.verdict.changepoint`) starts at tonight's point, or when
   tonight's median lies above the band of the recent runs: their median plus
@@ -179,12 +180,16 @@ def _outright(series: Series) -> list[str]:
 
 def _memory_rose(series: Series) -> str | None:
     """Peak memory past the bench's memory threshold since the previous point: a
-    suspect, since a process's peak moves between sessions of unchanged code."""
+    suspect, since a process's peak moves between sessions of unchanged code. The
+    threshold is at least the noise band of the earlier points' peaks (the last
+    ``HISTORY_RUNS``), as the gate's is (:func:`perfsuite.verdict.judge.judge_bench`)."""
     newest, before = series.points[-1], series.points[-2]
     if newest.peak_mb is None or before.peak_mb is None:
         return None
-    memory = MemoryChange(before.peak_mb, newest.peak_mb, series.memory_threshold)
-    return f"{memory} (threshold {series.memory_threshold * 100:g}%)" if memory.rose else None
+    earlier = [p.peak_mb for p in series.points[:-1][-HISTORY_RUNS:] if p.peak_mb]
+    threshold = max(series.memory_threshold, noise_band(earlier) or 0.0)
+    memory = MemoryChange(before.peak_mb, newest.peak_mb, threshold)
+    return f"{memory} (threshold {threshold * 100:.3g}%)" if memory.rose else None
 
 
 def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]:

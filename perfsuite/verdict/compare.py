@@ -18,6 +18,7 @@ from perfsuite.verdict.judge import (
     BenchVerdict,
     CounterChange,
     history_medians,
+    history_peaks,
     judge_bench,
     noise_band,
 )
@@ -94,7 +95,14 @@ def compare_runs(
     """
     comparable = [run for run in history if not machine_mismatch(run, current)]
     verdicts = [
-        judge_bench(b, c, default_threshold, history_medians(comparable, c), threshold_override)
+        judge_bench(
+            b,
+            c,
+            default_threshold,
+            history_medians(comparable, c),
+            threshold_override,
+            history_peaks(comparable, c),
+        )
         for b, c in pairs(baseline, current)
     ]
     added = [n for n in current.benches if n not in baseline.benches]

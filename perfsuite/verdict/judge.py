@@ -18,7 +18,10 @@ history (a change of code, data or machine between two runs) is one large differ
 which the median passes over, and never reads as noise. A change inside that band is
 what this machine does between unchanged runs, so it is never called slower or
 faster; the table says when a threshold was widened, and by how much. A quiet,
-dedicated runner has a small band and keeps the bench's threshold.
+dedicated runner has a small band and keeps the bench's threshold. The same band of
+the earlier runs' peak memory sets a floor under the bench's memory threshold: a
+peak that moves by half between unchanged runs (a bench with worker processes) is
+not a rise until it moves by more.
 """
 
 from __future__ import annotations
@@ -255,19 +258,34 @@ def noise_band(medians: Sequence[float]) -> float | None:
     return math.exp(NOISE_SIGMAS * sigma) - 1
 
 
+def _comparable(history: Sequence[Run], current: Bench) -> list[Bench]:
+    """``current``'s bench in the newest earlier runs it is comparable with, oldest first."""
+    found = []
+    for run in history[-HISTORY_RUNS:]:
+        bench = run.benches.get(current.fullname)
+        if bench is not None and _not_comparable(bench, current) is None:
+            found.append(bench)
+    return found
+
+
 def history_medians(history: Sequence[Run], current: Bench) -> list[float]:
     """Median times of ``current``'s bench in earlier runs it is comparable with."""
     medians = []
-    for run in history[-HISTORY_RUNS:]:
-        bench = run.benches.get(current.fullname)
-        if bench is None or _not_comparable(bench, current) is not None:
-            continue
-        median = bench.median if bench.median is not None else None
-        if bench.data:
-            median = _median(bench.data)
+    for bench in _comparable(history, current):
+        median = _median(bench.data) if bench.data else bench.median
         if median is not None and median > 0:
             medians.append(median)
     return medians
+
+
+def history_peaks(history: Sequence[Run], current: Bench) -> list[float]:
+    """Peak memory (MB) of ``current``'s bench in earlier runs it is comparable with."""
+    peaks = []
+    for bench in _comparable(history, current):
+        peak = bench.cost.peak_rss_mb if bench.cost is not None else None
+        if peak is not None and peak > 0:
+            peaks.append(peak)
+    return peaks
 
 
 def judge_bench(
@@ -276,16 +294,22 @@ def judge_bench(
     default_threshold: float = DEFAULT_THRESHOLD,
     history: Sequence[float] = (),
     threshold_override: float | None = None,
+    peaks: Sequence[float] = (),
 ) -> BenchVerdict:
     """Compare one bench: rank test on raw samples, else medians; counters exactly.
 
-    ``history`` holds the bench's median times in earlier comparable runs: their
-    spread can widen the threshold (see the module docstring). ``threshold_override``
-    replaces the thresholds the runs recorded (``perfsuite compare --threshold``).
+    ``history`` holds the bench's median times in earlier comparable runs, ``peaks``
+    its peak memory there: their spread can widen the time and memory thresholds (see
+    the module docstring). ``threshold_override`` replaces the thresholds the runs
+    recorded (``perfsuite compare --threshold``).
     """
     counters = _counters(baseline, current)
-    note = None
+    notes: list[str] = []
     memory_threshold = current.memory_threshold or baseline.memory_threshold or MEMORY_THRESHOLD
+    memory_band = noise_band(peaks)
+    if memory_band is not None and memory_band > memory_threshold:
+        notes.append(_widened("peak-memory threshold", memory_threshold, memory_band, peaks))
+        memory_threshold = memory_band
     memory = memory_change(baseline.cost, current.cost, memory_threshold)
     cpu: Comparison | None = None
 
@@ -302,7 +326,7 @@ def judge_bench(
             unit=current.unit,
             counters=counters,
             not_comparable=reason,
-            note=note,
+            note="; ".join(notes) or None,
             cpu=cpu,
             memory=memory if reason is None else None,
         )
@@ -313,10 +337,7 @@ def judge_bench(
     threshold = _threshold(baseline, current, default_threshold, threshold_override)
     band = noise_band(history)
     if band is not None and band > threshold:
-        note = (
-            f"threshold widened from {threshold * 100:g}% to {band * 100:.3g}%: unchanged runs "
-            f"of this bench on this machine spread that much ({len(history)} earlier runs)"
-        )
+        notes.insert(0, _widened("threshold", threshold, band, history))
         threshold = band
     try:
         time = _compare_times(baseline, current, threshold)
@@ -330,6 +351,13 @@ def judge_bench(
     if old_rate and new_rate:
         rate_change = new_rate / old_rate - 1
     return verdict(time, rate_change)
+
+
+def _widened(what: str, threshold: float, band: float, history: Sequence[float]) -> str:
+    return (
+        f"{what} widened from {threshold * 100:g}% to {band * 100:.3g}%: unchanged runs "
+        f"of this bench on this machine spread that much ({len(history)} earlier runs)"
+    )
 
 
 def _compare_cpu(baseline: Bench, current: Bench, threshold: float) -> Comparison | None:
