@@ -51,11 +51,7 @@ def _held_by_stopped_vfork_child(task: Path) -> bool:
     ``exec``: it cannot run again until that child does, so it is as good as stopped.
     ``sh`` and Python's ``subprocess`` start commands with ``vfork``; a stop that reaches
     the child between the ``vfork`` and the ``exec`` leaves its parent there."""
-    try:
-        kids = [int(p) for p in (task / "children").read_text().split()]
-    except (OSError, ValueError):
-        return False
-    for kid in kids:
+    for kid in _task_children(task):
         fields = _stat_fields(Path(f"/proc/{kid}/stat")) or []
         stopped = len(fields) > 6 and fields[0] in ("T", "t")
         if stopped and int(fields[6]) & _FORKED_NOT_EXECED:
@@ -83,15 +79,17 @@ def process_group(pid: int) -> int | None:
     return int(fields[2]) if fields and len(fields) > 2 else None
 
 
+def _task_children(task: Path) -> list[int]:
+    """The processes one thread started and that still run (its ``children``)."""
+    try:
+        return [int(p) for p in (task / "children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def children(pid: int) -> set[int]:
     """The processes ``pid``'s threads started and that still run (``task/*/children``)."""
-    found: set[int] = set()
-    for task in _tasks(pid) or []:
-        try:
-            found.update(int(p) for p in (task / "children").read_text().split())
-        except (OSError, ValueError):
-            continue
-    return found
+    return {kid for task in _tasks(pid) or [] for kid in _task_children(task)}
 
 
 def descendants(pid: int) -> set[int]:
