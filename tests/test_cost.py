@@ -243,6 +243,7 @@ NOISY_PEAKS = [100, 170, 110, 180, 120, 175]
         (NOISY_PEAKS, 900, True),  # +414%: past it
         ([120, 121, 119, 120, 122, 120], 200, True),  # a steady history keeps 25%
         (NOISY_PEAKS[:4], 300, True),  # under 5 earlier runs: the bench's own threshold
+        ([10, 14, 10, 15, 10, 14], 50, False),  # a 192% band under the 64 MB floor: no note
     ],
 )
 def test_the_history_of_a_peak_widens_its_memory_threshold(

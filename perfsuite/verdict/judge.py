@@ -270,22 +270,14 @@ def _comparable(history: Sequence[Run], current: Bench) -> list[Bench]:
 
 def history_medians(history: Sequence[Run], current: Bench) -> list[float]:
     """Median times of ``current``'s bench in earlier runs it is comparable with."""
-    medians = []
-    for bench in _comparable(history, current):
-        median = _median(bench.data) if bench.data else bench.median
-        if median is not None and median > 0:
-            medians.append(median)
-    return medians
+    medians = (_median(b.data) if b.data else b.median for b in _comparable(history, current))
+    return [m for m in medians if m is not None and m > 0]
 
 
 def history_peaks(history: Sequence[Run], current: Bench) -> list[float]:
     """Peak memory (MB) of ``current``'s bench in earlier runs it is comparable with."""
-    peaks = []
-    for bench in _comparable(history, current):
-        peak = bench.cost.peak_rss_mb if bench.cost is not None else None
-        if peak is not None and peak > 0:
-            peaks.append(peak)
-    return peaks
+    peaks = (b.cost.peak_rss_mb for b in _comparable(history, current) if b.cost is not None)
+    return [p for p in peaks if p is not None and p > 0]
 
 
 def judge_bench(
@@ -304,13 +296,15 @@ def judge_bench(
     recorded (``perfsuite compare --threshold``).
     """
     counters = _counters(baseline, current)
-    notes: list[str] = []
-    memory_threshold = current.memory_threshold or baseline.memory_threshold or MEMORY_THRESHOLD
-    memory_band = noise_band(peaks)
-    if memory_band is not None and memory_band > memory_threshold:
-        notes.append(_widened("peak-memory threshold", memory_threshold, memory_band, peaks))
-        memory_threshold = memory_band
+    time_note: str | None = None
+    memory_threshold, memory_note = _banded(
+        "peak-memory threshold",
+        current.memory_threshold or baseline.memory_threshold or MEMORY_THRESHOLD,
+        peaks,
+    )
     memory = memory_change(baseline.cost, current.cost, memory_threshold)
+    if memory is None or memory_threshold * memory.baseline_mb <= memory.floor_mb:
+        memory_note = None  # the floor still rules: the band changed nothing
     cpu: Comparison | None = None
 
     def verdict(
@@ -326,7 +320,7 @@ def judge_bench(
             unit=current.unit,
             counters=counters,
             not_comparable=reason,
-            note="; ".join(notes) or None,
+            note="; ".join(n for n in (time_note, memory_note) if n) or None,
             cpu=cpu,
             memory=memory if reason is None else None,
         )
@@ -334,11 +328,9 @@ def judge_bench(
     reason = _not_comparable(baseline, current)
     if reason is not None:
         return verdict(None, reason=reason)
-    threshold = _threshold(baseline, current, default_threshold, threshold_override)
-    band = noise_band(history)
-    if band is not None and band > threshold:
-        notes.insert(0, _widened("threshold", threshold, band, history))
-        threshold = band
+    threshold, time_note = _banded(
+        "threshold", _threshold(baseline, current, default_threshold, threshold_override), history
+    )
     try:
         time = _compare_times(baseline, current, threshold)
     except ValueError as exc:  # zero or negative timings: nothing sound to judge
@@ -353,9 +345,15 @@ def judge_bench(
     return verdict(time, rate_change)
 
 
-def _widened(what: str, threshold: float, band: float, history: Sequence[float]) -> str:
-    return (
-        f"{what} widened from {threshold * 100:g}% to {band * 100:.3g}%: unchanged runs "
+def _banded(what: str, threshold: float, history: Sequence[float]) -> tuple[float, str | None]:
+    """``threshold`` widened to the noise band of ``history`` where that is wider, and the
+    note that says so (None where it is not)."""
+    band = noise_band(history)
+    if band is None or band <= threshold:
+        return threshold, None
+    shown = f"{band * 100:.3g}" if band < 10 else f"{band * 100:.0f}"
+    return band, (
+        f"{what} widened from {threshold * 100:g}% to {shown}%: unchanged runs "
         f"of this bench on this machine spread that much ({len(history)} earlier runs)"
     )
 
