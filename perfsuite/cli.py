@@ -133,9 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dashboard_arguments(report)
     from perfsuite.ab.parser import add_parser as add_ab_parser
+    from perfsuite.results.command import add_parser as add_results_parser
     from perfsuite.system import add_parser as add_system_parser
 
     add_ab_parser(commands)
+    add_results_parser(commands)
     add_system_parser(commands)
     return parser
 
@@ -271,6 +273,13 @@ def run_nightly(args: argparse.Namespace) -> int:
     return command.run_nightly(args)
 
 
+def run_results(args: argparse.Namespace) -> int:
+    """``perfsuite results`` (perfsuite/results/command.py)."""
+    from perfsuite.results import command
+
+    return command.run(args)
+
+
 def run_system(args: argparse.Namespace) -> int:
     """``perfsuite system`` (perfsuite/system.py)."""
     from perfsuite import system
@@ -284,6 +293,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": run_report,
     "history": run_history,
     "nightly": run_nightly,
+    "results": run_results,
     "system": run_system,
 }
 

@@ -288,13 +288,19 @@ def accepted_position(runs: Sequence[Run], record: dict[str, Any] | None) -> int
 
 def accept(root: Path, machine_id: str, run: Run) -> None:
     """Record ``run`` as this machine's accepted state, atomically."""
-    document = _read_accepted(root)
-    document[machine_id] = {
+    record = {
         "run": run.name,
         "datetime": run.datetime,
         "commit": run.commit_info.get("id"),
         "accepted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    write_accepted(root, machine_id, record)
+
+
+def write_accepted(root: Path, machine_id: str, record: dict[str, Any]) -> None:
+    """Set the accepted record of one machine folder (:func:`accept`'s), atomically."""
+    document = _read_accepted(root)
+    document[machine_id] = record
     atomic_write_text(accepted_path(root), json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 

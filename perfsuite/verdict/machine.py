@@ -59,7 +59,7 @@ class Difference:
         return f"{self.key} {show(self.baseline)} -> {show(self.current)}"
 
 
-def _python_minor(machine_info: dict[str, Any]) -> str | None:
+def python_minor(machine_info: dict[str, Any]) -> str | None:
     version = machine_info.get("python_version")
     return ".".join(str(version).split(".")[:2]) if version else None
 
@@ -74,8 +74,14 @@ def _machine_view(run: Run, plain: bool = False) -> dict[str, Any]:
     if plain or not facts:  # pytest-benchmark's own record of the machine
         cpu = run.machine_info.get("cpu")
         cpu = cpu if isinstance(cpu, dict) else {}
-        shown = (cpu.get("brand_raw"), cpu.get("count"), _python_minor(run.machine_info))
+        shown = (cpu.get("brand_raw"), cpu.get("count"), python_minor(run.machine_info))
         return dict(zip(PLAIN_KEYS, shown, strict=True))
+    return stack_view(facts, python_minor(run.machine_info))
+
+
+def stack_view(facts: dict[str, Any], python: str | None) -> dict[str, Any]:
+    """The facts that define "the same machine and stack", from perfsuite's machine
+    facts and the Python minor version (``3.11``)."""
     view: dict[str, Any] = {key: facts.get(key) for key in MACHINE_KEYS}
     versions = facts.get("versions")
     versions = versions if isinstance(versions, dict) else {}
@@ -83,7 +89,7 @@ def _machine_view(run: Run, plain: bool = False) -> dict[str, Any]:
     extra = facts.get("extra")
     if isinstance(extra, dict):
         view.update({f"extra.{k}": v for k, v in extra.items()})
-    view["python"] = _python_minor(run.machine_info)
+    view["python"] = python
     return view
 
 
