@@ -133,11 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dashboard_arguments(report)
     from perfsuite.ab.parser import add_parser as add_ab_parser
+    from perfsuite.prcomment import add_parser as add_comment_parser
     from perfsuite.results.command import add_parser as add_results_parser
     from perfsuite.system import add_parser as add_system_parser
 
     add_ab_parser(commands)
     add_results_parser(commands)
+    add_comment_parser(commands)
     add_system_parser(commands)
     return parser
 
@@ -273,6 +275,13 @@ def run_nightly(args: argparse.Namespace) -> int:
     return command.run_nightly(args)
 
 
+def run_comment(args: argparse.Namespace) -> int:
+    """``perfsuite comment`` (perfsuite/prcomment.py)."""
+    from perfsuite import prcomment
+
+    return prcomment.run(args)
+
+
 def run_results(args: argparse.Namespace) -> int:
     """``perfsuite results`` (perfsuite/results/command.py)."""
     from perfsuite.results import command
@@ -294,6 +303,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "history": run_history,
     "nightly": run_nightly,
     "results": run_results,
+    "comment": run_comment,
     "system": run_system,
 }
 

@@ -30,10 +30,17 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+#: names a class of machines whose runs are kept apart from others' of the same
+#: hardware and stack (runner pools a model name does not tell apart)
+MACHINE_CLASS_ENV = "PERFSUITE_MACHINE_CLASS"
+
+
 def machine_facts(gpu: GPUInfo | None = None) -> dict[str, Any]:
-    """CPU, GPU, driver, CUDA/cuDNN and framework versions, as saved in ``machine_info``."""
+    """CPU, GPU, driver, CUDA/cuDNN and framework versions, as saved in ``machine_info``,
+    and the machine class ``$PERFSUITE_MACHINE_CLASS`` names (None where unset)."""
     gpu = gpu if gpu is not None else detect_gpu()
     return {
+        "machine_class": os.environ.get(MACHINE_CLASS_ENV) or None,
         "cpu_model": cpu_model(),
         "cpu_count": usable_cpus(),
         "gpu_name": gpu.name,

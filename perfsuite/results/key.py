@@ -1,6 +1,7 @@
 """The machine key: which runs on the results branch are one machine's history.
 
-The key is a readable name (the GPU model, else the CPU model, and the CPU count)
+The key is a readable name (the machine class where ``$PERFSUITE_MACHINE_CLASS`` names
+one, then the GPU model and count, else the CPU model and count)
 followed by a hash of the facts that make two runs comparable
 (:func:`perfsuite.verdict.machine.stack_view`: CPU, GPU, driver, CUDA, cuDNN, the
 measured stack's versions and the Python minor version). Identical runners share one
@@ -38,6 +39,8 @@ def machine_key(facts: dict[str, Any], python: str | None) -> str:
         label = f"{gpu}-x{count}"
     else:
         label = f"cpu-{facts.get('cpu_model') or 'unknown'}-x{facts.get('cpu_count') or 0}"
+    if facts.get("machine_class"):
+        label = f"{facts['machine_class']}-{label}"
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", label).strip("-.")[:48]
     return f"{slug}-{digest[:10]}"
 

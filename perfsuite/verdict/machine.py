@@ -1,6 +1,7 @@
 """What makes two runs comparable: the same machine and the same measured stack.
 
-``machine_mismatch`` compares the same CPU model and usable CPU count, the same GPU
+``machine_mismatch`` compares the same machine class (``$PERFSUITE_MACHINE_CLASS``,
+for runner pools that the hardware does not tell apart), the same CPU model and usable CPU count, the same GPU
 model and count, GPU driver, CUDA and cuDNN, the same Python minor version, and the
 same versions of the measured stack (TensorFlow, PyTorch, DALI, NumPy, Pillow,
 pytest-benchmark). perfsuite's own version is left out on purpose: a perfsuite change
@@ -25,6 +26,7 @@ from perfsuite.verdict.runs import Run
 
 #: perfsuite machine facts that define "the same machine and stack"
 MACHINE_KEYS: tuple[str, ...] = (
+    "machine_class",
     "cpu_model",
     "cpu_count",
     "gpu_name",
