@@ -1,10 +1,10 @@
 """What makes two runs comparable: the same machine and the same measured stack.
 
 ``machine_mismatch`` compares the same machine class (``$PERFSUITE_MACHINE_CLASS``,
-for runner pools that the hardware does not tell apart), the same CPU model and usable CPU count, the same GPU
-model and count, GPU driver, CUDA and cuDNN, the same Python minor version, and the
-same versions of the measured stack (TensorFlow, PyTorch, DALI, NumPy, Pillow,
-pytest-benchmark). perfsuite's own version is left out on purpose: a perfsuite change
+for runner pools that the hardware does not tell apart), the same CPU model and usable
+CPU count, the same GPU model and count, GPU driver, CUDA and cuDNN, the same Python
+minor version, and the same versions of the measured stack (TensorFlow, PyTorch, DALI,
+NumPy, Pillow, pytest-benchmark). perfsuite's own version is left out on purpose: a perfsuite change
 is what a comparison is often meant to judge. GPU memory size is left out too: the GPU
 model already fixes it. A plugin can add facts through
 ``pytest_perfsuite_update_machine_facts``; those under the ``extra`` key of the facts
