@@ -26,7 +26,7 @@ def machine_key(facts: dict[str, Any], python: str | None) -> str:
     """The key of a machine with perfsuite's machine ``facts`` running Python ``python``
     (its minor version, ``3.11``).
 
-    >>> machine_key({"cpu_model": "AMD EPYC 7B13", "cpu_count": 2}, "3.11")[:22]
+    >>> machine_key({"cpu_model": "AMD EPYC 7B13", "cpu_count": 2}, "3.11")[:21]
     'cpu-AMD-EPYC-7B13-x2-'
     """
     from perfsuite.verdict.machine import stack_view
