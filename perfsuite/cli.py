@@ -133,11 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dashboard_arguments(report)
     from perfsuite.ab.parser import add_parser as add_ab_parser
+    from perfsuite.bisect.command import add_parser as add_bisect_parser
     from perfsuite.prcomment import add_parser as add_comment_parser
     from perfsuite.results.command import add_parser as add_results_parser
     from perfsuite.system import add_parser as add_system_parser
 
     add_ab_parser(commands)
+    add_bisect_parser(commands)
     add_results_parser(commands)
     add_comment_parser(commands)
     add_system_parser(commands)
@@ -345,12 +347,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not isinstance(sys.stdout, _PipeSafe) and _is_pipe(sys.stdout):
         sys.stdout = _PipeSafe(sys.stdout)
     parser = build_parser()
-    if argv[:1] == ["ab"]:  # its own -- PYTEST_ARGS tail
+    if argv[:1] in (["ab"], ["bisect"]):  # their own -- PYTEST_ARGS tail
         from perfsuite.ab.command import run as run_ab
         from perfsuite.ab.command import split_argv
+        from perfsuite.bisect.command import run as run_bisect
 
         own, pytest_args = split_argv(argv[1:])
-        return run_ab(parser.parse_args(["ab", *own]), pytest_args)
+        run_tail = run_ab if argv[0] == "ab" else run_bisect
+        return run_tail(parser.parse_args([argv[0], *own]), pytest_args)
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -9,6 +9,11 @@ class PerfsuiteError(Exception):
     """Bad input or environment: the message is one line naming the thing at fault and the fix."""
 
 
+class CannotMeasure(PerfsuiteError):
+    """A revision cannot be measured here (its side failed, its pins differ): for a
+    bisection, a commit to skip rather than a mistake of the user's."""
+
+
 def unknown_choice(what: str, value: object, choices: Iterable[str]) -> PerfsuiteError:
     """The one-line error for a name that is not one of ``choices``.
 

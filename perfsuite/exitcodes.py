@@ -11,6 +11,10 @@ and ``perfsuite system``, which judges nothing, exits ``OK``.
   the line says why and what would judge it;
 * ``INTERRUPTED`` (130).
 
+``perfsuite ab --bisect-exit`` speaks ``git bisect run``'s language instead: 0 good, 1
+bad, ``BISECT_SKIP`` (125) for a verdict that decided nothing or a revision that cannot
+be measured, ``BISECT_ABORT`` (128, which stops the bisection) for bad input.
+
 A verdict that judged nothing never exits 0.
 """
 
@@ -30,4 +34,6 @@ class ExitCode(enum.IntEnum):
     REGRESSION = 1
     BAD_INPUT = 2
     NOT_JUDGED = 3
+    BISECT_SKIP = 125
+    BISECT_ABORT = 128
     INTERRUPTED = 130

@@ -252,3 +252,6 @@ def test_wheel_ships_the_builtin_recipes(tmp_path: Path, project: dict[str, Any]
     for recipe in ("imagenet-like", "fixed-224", "variable-shapes"):
         assert f"perfsuite/recipe_files/{recipe}.toml" in names
     assert "perfsuite/py.typed" in names
+    # every subpackage of the source tree is in the wheel
+    for package in sorted(p.parent for p in (root / "perfsuite").rglob("__init__.py")):
+        assert f"{package.relative_to(root).as_posix()}/__init__.py" in names

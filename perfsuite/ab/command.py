@@ -28,7 +28,7 @@ from perfsuite.ab.budget import (
     session_budget,
     suspects_for,
 )
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import CannotMeasure, PerfsuiteError
 from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
@@ -132,15 +132,32 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     """``perfsuite ab`` with its parsed arguments and the pytest arguments after ``--``
     (:func:`split_argv`); returns the exit status (messages on stdout, errors on
     stderr)."""
+    measurable = True
     try:
         with _terminate_as_interrupt():
-            return _run(args, pytest_args)
+            status = _run(args, pytest_args)
     except KeyboardInterrupt:
         print("perfsuite ab: interrupted; both sides stopped", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except (PerfsuiteError, OSError) as exc:
         print(f"perfsuite ab: error: {exc}", file=sys.stderr)
-        return ExitCode.BAD_INPUT
+        status, measurable = ExitCode.BAD_INPUT, not isinstance(exc, CannotMeasure)
+    return bisect_status(status, measurable) if args.bisect_exit else status
+
+
+def bisect_status(status: int, measurable: bool = True) -> int:
+    """``--bisect-exit``: the status ``git bisect run`` reads (good 0, bad 1, skip 125 for
+    a verdict that decided nothing or a revision that cannot be measured here, and 128,
+    which stops the bisection, for bad input).
+
+    >>> [int(bisect_status(s)) for s in (0, 1, 3, 2)], int(bisect_status(2, measurable=False))
+    ([0, 1, 125, 128], 125)
+    """
+    if status == ExitCode.BAD_INPUT:
+        return ExitCode.BISECT_SKIP if not measurable else ExitCode.BISECT_ABORT
+    if status == ExitCode.NOT_JUDGED:
+        return ExitCode.BISECT_SKIP
+    return status
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
@@ -181,7 +198,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     base, candidate = resolve(root, args.base), resolve(root, args.candidate)
     problem = pin_difference(root, base, candidate)
     if problem:
-        raise PerfsuiteError(f"{problem}; perfsuite ab runs both sides in this environment")
+        raise CannotMeasure(f"{problem}; perfsuite ab runs both sides in this environment")
     confirming = {
         "--confirm": args.confirm or None,
         "--suspects": args.suspects,

@@ -115,6 +115,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
     ab.add_argument("--cache-dir", type=Path, metavar="DIR",
                     help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
+    ab.add_argument(
+        "--bisect-exit",
+        action="store_true",
+        help="exit as git bisect run reads it: 0 good, 1 bad, 125 undecided or a revision "
+        "that cannot be measured (skip), 128 bad input (stop)",
+    )
     ab.add_argument("--clean", action="store_true",
                     help="remove this repository's cached worktrees and the scratch "
                     "folders of killed runs, and exit")  # fmt: skip

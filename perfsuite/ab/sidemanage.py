@@ -34,7 +34,7 @@ from perfsuite.ab.pytest_args import missing_files, own_paths
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rootdir import rooted
 from perfsuite.ab.sidefacts import FACTS_ENV
-from perfsuite.errors import PerfsuiteError
+from perfsuite.errors import CannotMeasure, PerfsuiteError
 
 PR_SET_PDEATHSIG = 1
 PAD_ENV = "PERFSUITE_AB_PAD"
@@ -53,7 +53,7 @@ ENDING_S = 5.0
 STOP_GRACE_S = 2.0
 
 
-class SideFault(PerfsuiteError):
+class SideFault(CannotMeasure):
     """A side failed: the message names the side, its revision and the error."""
 
 

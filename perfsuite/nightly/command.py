@@ -33,6 +33,7 @@ from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.keywords import keyword_expression, keyword_matcher, split_k
 
 if TYPE_CHECKING:
+    from perfsuite.bisect.command import Outcome as BisectOutcome
     from perfsuite.nightly.screen import Screening, Suspect
     from perfsuite.nightly.summary import Confirmation, Confirmations
     from perfsuite.verdict.commits import Commit
@@ -96,6 +97,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     nightly.add_argument(
         "--no-confirm", action="store_true", help="list the suspects without running perfsuite ab"
+    )
+    nightly.add_argument(
+        "--bisect-seconds",
+        type=float,
+        metavar="S",
+        help="bisect a confirmed regression's commits to its culprit (perfsuite bisect), "
+        "starting no A/B after S seconds (default: no limit; 0 or less: no bisection)",
     )
     nightly.add_argument(
         "pytest_args", nargs="*", metavar="PYTEST_ARGS", help="after --: passed to perfsuite ab"
@@ -293,7 +301,46 @@ def _confirm_group(
     ab = run_ab(base, [], selection, Path.cwd(), report, None, revisions, ab_command, None)
     summary_file = report / "summary.md"
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
-    return replace(part, ab=ab, summary=summary)
+    return replace(
+        part,
+        ab=ab,
+        summary=summary,
+        base_sha=base.sha,
+        candidate=candidate,
+        selection=tuple(selection),
+    )
+
+
+def bisect_tonight(
+    confirmation: Confirmations, folder: Path, seconds: float | None
+) -> BisectOutcome | str:
+    """The culprit of tonight's first confirmed regression, bisected between the base
+    run's commit and tonight's (:mod:`perfsuite.bisect`) within ``seconds``; or why
+    there is none to look for."""
+    from perfsuite.bisect.command import bisect, first_parent_range, resolve
+
+    part = next(p for p in confirmation.parts if p.confirmed)
+    if part.base_sha is None:
+        return "no commit of the base run to bisect from"
+    root = Path.cwd()
+    tonight = part.candidate or "HEAD"
+    try:
+        commits = first_parent_range(root, resolve(root, part.base_sha), resolve(root, tonight))
+        if len(commits) == 1:
+            return f"one commit in the range: {commits[0][:10]} is the culprit"
+        print(f"perfsuite nightly: bisecting {len(commits)} commits to the culprit", flush=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        return bisect(
+            root,
+            part.base_sha,
+            tonight,
+            list(part.selection),
+            folder,
+            budget=seconds,
+            confirmed=part.ab,
+        )
+    except PerfsuiteError as exc:
+        return f"could not bisect: {exc}"
 
 
 def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
@@ -374,7 +421,13 @@ def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = Non
         status = ExitCode.BAD_INPUT
     if screening.counters or (confirmation is not None and confirmation.confirmed):
         status = ExitCode.REGRESSION
-    text = nightly_markdown(screening, confirmation, status)
+    bisection = None
+    if confirmation is not None and confirmation.confirmed:
+        seconds = args.bisect_seconds
+        if seconds is None or seconds > 0:
+            folder = (args.report or Path("reports/nightly")) / "bisect"
+            bisection = bisect_tonight(confirmation, folder, seconds)
+    text = nightly_markdown(screening, confirmation, status, bisection)
     if args.report is not None:
         atomic_write_text(args.report / "summary.md", text + "\n")
     print(text)

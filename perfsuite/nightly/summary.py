@@ -6,12 +6,16 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import Screening, Suspect
 from perfsuite.outcomes import AbRun
 from perfsuite.verdict.commits import short_sha
 from perfsuite.verdict.table import code_span, markdown_table
+
+if TYPE_CHECKING:
+    from perfsuite.bisect.command import Outcome as BisectOutcome
 
 #: the first line of a nightly's summary.md, by which its report folder is known
 HEADING = "# perfsuite nightly"
@@ -29,6 +33,11 @@ class Confirmation:
     machine: bool = False
     base: str = ""
     suspects: tuple[str, ...] = ()  # their labels
+    #: what a bisection of a confirmed regression needs: the base run's commit, the
+    #: revision measured as tonight's, and the pytest arguments selecting the suspects
+    base_sha: str | None = None
+    candidate: str | None = None
+    selection: tuple[str, ...] = ()
 
     @property
     def confirmed(self) -> bool:
@@ -145,7 +154,38 @@ def _part_lines(part: Confirmation) -> list[str]:
     return [*lines, ""]
 
 
-def nightly_markdown(screening: Screening, confirmation: Confirmations | None, status: int) -> str:
+def culprit_words(bisection: BisectOutcome | str | None) -> str:
+    """What the verdict line says of the bisection: the culprit(s), or the range."""
+    if bisection is None or isinstance(bisection, str):
+        return ""
+    result = bisection.result
+    if result.culprits:
+        named = ", ".join(
+            f"{bisection.infos[c.commit].short} {bisection.infos[c.commit].subject!r}"
+            for c in result.culprits
+        )
+        return f"; culprit{'s' if len(result.culprits) > 1 else ''}: {named}"
+    if result.range is not None:
+        return f"; the first bad commit lies in {result.range[0][:10]}..{result.range[1][:10]}"
+    return ""
+
+
+def _bisection_lines(bisection: BisectOutcome | str) -> list[str]:
+    """The ``## Culprit`` section: every step and the conclusion, or why none ran."""
+    from perfsuite.bisect.command import markdown
+
+    if isinstance(bisection, str):
+        return ["## Culprit", "", f"Not bisected: {bisection}.", ""]
+    text = markdown(bisection.result, bisection.infos, bisection.lines)
+    return ["## Culprit", "", text.replace("## perfsuite bisect\n", "").strip(), ""]
+
+
+def nightly_markdown(
+    screening: Screening,
+    confirmation: Confirmations | None,
+    status: int,
+    bisection: BisectOutcome | str | None = None,
+) -> str:
     tonight = screening.tonight
     commit = short_sha(tonight.commit_info.get("id"))
     lines = [HEADING, ""]
@@ -169,7 +209,8 @@ def nightly_markdown(screening: Screening, confirmation: Confirmations | None, s
             f"{len(screening.short_history)} benches have too little history for a noise band "
             "and were screened against the previous run only."
         )
-    lines.extend(["", "Verdict: " + verdict_line(screening, confirmation, status), ""])
+    verdict = verdict_line(screening, confirmation, status) + culprit_words(bisection)
+    lines.extend(["", "Verdict: " + verdict, ""])
     header = ["bench", "change", "why", "recent medians"]
     if screening.counters:
         lines.extend(["## Exact counters that rose (regressions)", ""])
@@ -191,4 +232,6 @@ def nightly_markdown(screening: Screening, confirmation: Confirmations | None, s
                     names = ", ".join(part.suspects)
                     lines.extend([f"From {code_span(part.base)}: {names}.", ""])
                 lines.extend(_part_lines(part))
+    if bisection is not None:
+        lines.extend(_bisection_lines(bisection))
     return "\n".join(lines)
