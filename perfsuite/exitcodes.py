@@ -1,5 +1,6 @@
 """The exit statuses of every perfsuite command (:class:`ExitCode`): ``--perf-gate``,
-``perfsuite compare``, ``ab``, ``nightly`` and ``history`` end their verdicts with them,
+``perfsuite compare``, ``ab``, ``bisect``, ``nightly`` and ``history`` end their
+verdicts with them,
 and ``perfsuite system``, which judges nothing, exits ``OK``.
 
 * ``OK`` (0): at least one bench was judged, and none regressed;
@@ -9,11 +10,12 @@ and ``perfsuite system``, which judges nothing, exits ``OK``.
 * ``NOT_JUDGED`` (3): no verdict could be reached: nothing was judged on both sides, the
   runs come from different machines or stacks, or a suspect could not be confirmed;
   the line says why and what would judge it;
+* ``BISECT_SKIP`` (125): only under ``perfsuite ab --bisect-exit``, which speaks ``git
+  bisect run``'s language (0 good, 1 bad): nothing was judged, or a revision cannot be
+  measured here (a side failed, the pins differ), so git skips the commit;
+* ``BISECT_ABORT`` (128): only under ``--bisect-exit``: bad input, which stops git's
+  bisection;
 * ``INTERRUPTED`` (130).
-
-``perfsuite ab --bisect-exit`` speaks ``git bisect run``'s language instead: 0 good, 1
-bad, ``BISECT_SKIP`` (125) for a verdict that decided nothing or a revision that cannot
-be measured, ``BISECT_ABORT`` (128, which stops the bisection) for bad input.
 
 A verdict that judged nothing never exits 0.
 """

@@ -330,7 +330,7 @@ def bisect_tonight(
             return f"one commit in the range: {commits[0][:10]} is the culprit"
         print(f"perfsuite nightly: bisecting {len(commits)} commits to the culprit", flush=True)
         folder.mkdir(parents=True, exist_ok=True)
-        return bisect(
+        found = bisect(
             root,
             part.base_sha,
             tonight,
@@ -341,6 +341,9 @@ def bisect_tonight(
         )
     except PerfsuiteError as exc:
         return f"could not bisect: {exc}"
+    for line in found.lines:
+        print(f"perfsuite nightly: {line}", flush=True)
+    return found
 
 
 def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
