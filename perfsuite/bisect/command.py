@@ -21,7 +21,7 @@ from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import ExitCode
 
 if TYPE_CHECKING:
-    from perfsuite.bisect.search import Bisection, Step
+    from perfsuite.bisect.search import Bisection, Measure, Step
     from perfsuite.outcomes import AbRun
 
 
@@ -313,31 +313,45 @@ class Outcome:
     lines: list[str]
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What every step of a bisection runs with: the pytest arguments (the selection
+    and ``--perf-scale``), ``perfsuite ab``'s own options, each A/B's seconds per bench,
+    the whole budget, and whether a merge culprit is bisected into."""
+
+    pytest_args: tuple[str, ...]
+    ab_options: tuple[str, ...] = ()
+    max_seconds: float | None = None
+    budget: float | None = None
+    into_merges: bool = False
+
+
 def bisect(
     root: Path,
     good_spec: str,
     bad_spec: str,
-    pytest_args: list[str],
+    settings: Settings,
     folder: Path,
-    ab_options: Sequence[str] = (),
-    max_seconds: float | None = None,
-    budget: float | None = None,
-    into_merges: bool = False,
     confirmed: AbRun | None = None,
+    measure: Measure | None = None,
 ) -> Outcome:
     """Run a bisection (the command's work, also the nightly's); its outcome.
-    ``confirmed``: an A/B of GOOD against BAD already run, which takes step 1's place."""
+    ``confirmed``: an A/B of GOOD against BAD already run, which takes step 1's place;
+    ``measure``: how a step is measured (default: a ``perfsuite ab`` child, in
+    ``folder``)."""
     from perfsuite.ab.budget import BUDGETS, scale_of
     from perfsuite.bisect.search import search
 
     good, bad = resolve(root, good_spec), resolve(root, bad_spec)
     commits = first_parent_range(root, good, bad)
     started = time.monotonic()
+    pytest_args = list(settings.pytest_args)
     scale = scale_of(pytest_args)
     if scale not in BUDGETS:
         raise PerfsuiteError(f"--perf-scale={scale}: choose one of {', '.join(BUDGETS)}")
-    seconds = max_seconds or BUDGETS[scale].max_seconds
-    steps = AbSteps(root, pytest_args, list(ab_options), folder, seconds)
+    seconds = settings.max_seconds or BUDGETS[scale].max_seconds
+    steps = measure or AbSteps(root, pytest_args, list(settings.ab_options), folder, seconds)
+    budget = settings.budget
 
     def out_of_time() -> bool:
         return budget is not None and time.monotonic() - started > budget
@@ -349,7 +363,7 @@ def bisect(
     )
     known = step_of(confirmed, good, bad) if confirmed is not None else None
     result = search(commits, good, steps, out_of_time, known)
-    if into_merges and result.culprits and not out_of_time():
+    if settings.into_merges and result.culprits and not out_of_time():
         merge = result.culprits[-1].commit
         parents = _parents(root, merge)
         if len(parents) > 1:
@@ -384,17 +398,10 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="perfsuite-bisect-") as scratch:
             folder = Path(args.report) if args.report is not None else Path(scratch)
             folder.mkdir(parents=True, exist_ok=True)
-            outcome = bisect(
-                root,
-                args.good,
-                args.bad,
-                pytest_args,
-                folder,
-                options,
-                args.max_seconds,
-                args.budget,
-                args.into_merges,
+            settings = Settings(
+                tuple(pytest_args), tuple(options), args.max_seconds, args.budget, args.into_merges
             )
+            outcome = bisect(root, args.good, args.bad, settings, folder)
             if args.report is not None:
                 text = markdown(outcome.result, outcome.infos, outcome.lines)
                 (folder / "bisect.md").write_text(text, encoding="utf-8")

@@ -317,7 +317,7 @@ def bisect_tonight(
     """The culprit of tonight's first confirmed regression, bisected between the base
     run's commit and tonight's (:mod:`perfsuite.bisect`) within ``seconds``; or why
     there is none to look for."""
-    from perfsuite.bisect.command import bisect, first_parent_range, resolve
+    from perfsuite.bisect.command import Settings, bisect, first_parent_range, resolve
 
     part = next(p for p in confirmation.parts if p.confirmed)
     if part.base_sha is None:
@@ -330,15 +330,8 @@ def bisect_tonight(
             return f"one commit in the range: {commits[0][:10]} is the culprit"
         print(f"perfsuite nightly: bisecting {len(commits)} commits to the culprit", flush=True)
         folder.mkdir(parents=True, exist_ok=True)
-        found = bisect(
-            root,
-            part.base_sha,
-            tonight,
-            list(part.selection),
-            folder,
-            budget=seconds,
-            confirmed=part.ab,
-        )
+        settings = Settings(part.selection, budget=seconds)
+        found = bisect(root, part.base_sha, tonight, settings, folder, confirmed=part.ab)
     except PerfsuiteError as exc:
         return f"could not bisect: {exc}"
     for line in found.lines:
