@@ -83,3 +83,21 @@ def test_a_merge_culprit_is_stepped_into_with_into_merges(tmp_path: Path) -> Non
     report = markdown(found.result, found.infos, found.lines)
     assert "| feature: decode twice |" in report
     assert found.status == 1
+
+
+def test_the_dashboard_reads_the_culprit_a_nightly_named(tmp_path: Path) -> None:
+    from perfsuite.dashboard.abreports import read_nightly_report
+    from perfsuite.nightly.summary import HEADING
+
+    folder = tmp_path / "night"
+    folder.mkdir()
+    verdict = (
+        "Verdict: **FAILED**: perfsuite ab confirmed a regression; culprit: 7d7bbb1bad "
+        "'decode twice'"
+    )
+    (folder / "summary.md").write_text(
+        f"{HEADING}\n\nTonight: `0002_x` (commit `abc`, d)\n\n{verdict}\n"
+    )
+    report = read_nightly_report(folder, "nightly-01")
+    assert report.culprit == "culprit: 7d7bbb1bad 'decode twice'"
+    assert report.failed

@@ -28,6 +28,8 @@ from perfsuite.nightly.summary import HEADING
 AB_HEADING = "## perfsuite ab"
 _TONIGHT = re.compile(r"^Tonight: `(?P<run>[^`]+)` \(commit `(?P<commit>[^`]+)`", re.M)
 _VERDICT = re.compile(r"^Verdict: (?P<verdict>.+)$", re.M)
+#: what a nightly's verdict line says its bisection named (perfsuite.nightly.summary)
+_CULPRIT = re.compile(r"; (?P<culprit>(?:culprits?: |the first bad commit lies in ).+)$")
 _CONCLUSION = re.compile(r"^\*\*(?P<text>[^*].*)\*\*$", re.M)
 _TITLE = re.compile(r"^(?P<title>A = .+), blocks alternated", re.M)
 
@@ -46,6 +48,7 @@ class Report:
     dirty: bool = False  # the candidate was a working tree with uncommitted changes (ab)
     rows: list[dict[str, Any]] = field(default_factory=list)
     inner: Report | None = None  # a nightly's confirming A/B
+    culprit: str | None = None  # the commit(s) a nightly's bisection named
 
     @property
     def failed(self) -> bool:
@@ -150,6 +153,9 @@ def read_nightly_report(path: Path, slug: str) -> Report:
         commit=tonight.group("commit") if tonight else None,
         run=tonight.group("run") if tonight else None,
         inner=inner,
+        culprit=culprit.group("culprit")
+        if verdict and (culprit := _CULPRIT.search(verdict.group("verdict")))
+        else None,
     )
 
 

@@ -190,8 +190,10 @@ def _steps(history: History, reports: Sequence[Report]) -> str:
         css = "bad" if word == "regression" else ("muted" if word == "accepted" else "good")
         links = _report_links(reports, run, "../") if run is not None else ""
         anchor = f' <a href="../index.html#{escape(run.anchor)}">run</a>' if run else ""
+        named = [r.culprit for r in reports if r.culprit and run is not None and r.belongs_to(run)]
         items.append(
             f'<li><span class="{css}">{escape(word)}</span>: {escape(mark.text)}{anchor}'
+            + "".join(f" · {escape(culprit)}" for culprit in named)
             + (f" · reports: {links}" if links else "")
             + "</li>"
         )
