@@ -162,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "status": found.status,
                     "seconds": round(found.seconds, 1),
                     "steps": found.steps,
+                    "lines": [line for line in found.lines if line.startswith("perfsuite bisect:")],
                 }
             )
             print(
