@@ -132,6 +132,8 @@ class Runner:
             PERFSUITE_ACT_CACHE=str(self.cache),
             PERFSUITE_ACT_ARTIFACTS=str(self.artifacts),
             TF_CPP_MIN_LOG_LEVEL="2",
+            # one thread per framework: the jobs share this machine with other tests
+            OMP_NUM_THREADS="1",
         )
         started = time.monotonic()
         proc = subprocess.run(

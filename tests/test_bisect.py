@@ -21,8 +21,9 @@ FIRST_MIDDLE = 7
 def test_the_culprit_is_named_and_a_commit_that_fails_to_collect_is_skipped(
     tmp_path: Path,
 ) -> None:
-    history = build_history(tmp_path / "repo", seed=3, broken=[FIRST_MIDDLE])
-    found = run_bisect(history)
+    # +30% at a 15% threshold: quick steps; the 10% case is measured by bisect_check.py
+    history = build_history(tmp_path / "repo", seed=3, parts=(0.30,), broken=[FIRST_MIDDLE])
+    found = run_bisect(history, ["--threshold", "0.15"])
     culprit = history.culprits[0][:10]
     assert found.status == 1, "\n".join(found.lines[-30:])
     assert found.named == [culprit], "\n".join(found.lines[-30:])
@@ -52,7 +53,7 @@ def test_bad_input_is_one_line_and_exit_2(
 
 
 def test_git_bisect_run_drives_perfsuite_ab(tmp_path: Path) -> None:
-    history = build_history(tmp_path / "repo", seed=5, commits=6)
+    history = build_history(tmp_path / "repo", seed=5, parts=(0.30,), commits=4)
     root, good = history.root, history.shas[0]
 
     def git(*args: str) -> str:
@@ -60,13 +61,13 @@ def test_git_bisect_run_drives_perfsuite_ab(tmp_path: Path) -> None:
         return proc.stdout
 
     git("bisect", "start", history.shas[-1], good)
-    ab = [sys.executable, "-m", "perfsuite.cli", "ab", good, "--bisect-exit"]
+    ab = [sys.executable, "-m", "perfsuite.cli", "ab", good, "--bisect-exit", "--threshold", "0.15"]
     out = git("bisect", "run", *ab, "--", "test_decode.py")
     assert f"{history.culprits[0]} is the first bad commit" in out, out[-3000:]
 
 
 def test_the_nightly_bisects_a_regression_that_came_in_over_two_commits(tmp_path: Path) -> None:
-    history = build_history(tmp_path / "repo", seed=2, parts=(0.12, 0.12), commits=7)
+    history = build_history(tmp_path / "repo", seed=2, parts=(0.25, 0.25), commits=3)
     root = history.root
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

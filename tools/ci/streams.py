@@ -26,13 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 #: the A/B tests and the gate's confirmation tests: their own pytest; with them, so that
-#: the two streams take about as long, the gate's tests of a run's selection, the
-#: tests across pytest-benchmark's versions and the bisection's (which run A/Bs too)
+#: the two streams take about as long, the gate's tests of a run's selection and the
+#: bisection's (which run A/Bs too)
 AB_GLOBS = (
     "tests/test_ab_*.py",
     "tests/test_gate_confirm*.py",
     "tests/test_gate_selection.py",
-    "tests/test_pytest_benchmark_versions.py",
     "tests/test_bisect.py",
 )
 #: pytest's exit status when it collected no test

@@ -78,14 +78,11 @@ def build_history(
     positions drawn from ``seed``; two others touch only README.md. The bench files of
     each commit numbered in ``broken`` do not import; the next commit mends them."""
     rng = random.Random(seed)
-    after = max((b + 1 for b in broken), default=0)
-    free = [n for n in range(after + 1, commits) if n not in broken]
+    free = [n for n in range(1, commits) if n not in broken and n - 1 not in broken]
     positions = rng.sample(free, len(parts))
     at = dict(zip(positions, parts, strict=True))
-    others = [
-        n for n in range(1, commits) if n not in at and n not in broken and n - 1 not in broken
-    ]
-    readme_only = set(rng.sample(others, 2))
+    rest = [n for n in free if n not in at]
+    readme_only = set(rng.sample(rest, min(2, len(rest))))
     root.mkdir(parents=True)
     _git(root, "init", "-q", "-b", "main")
     extra = 0.0
