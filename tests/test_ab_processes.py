@@ -102,7 +102,8 @@ def test_processes_runs_fresh_pairs_and_judges_across_them(tmp_path: Path) -> No
     # a regression is a slower time or a cost that rose (twice the work: CPU per call)
     cpu, memory = entry.get("cpu") or {}, entry.get("memory") or {}
     regressed = verdict == "slower" or cpu.get("verdict") == "slower" or memory.get("rose")
-    assert result.code == (1 if regressed else 0), result.out + result.err
+    expected = 1 if regressed else (3 if verdict == "inconclusive" else 0)  # nothing judged
+    assert result.code == expected, result.out + result.err
     for side in ("A", "B"):
         saved = json.loads((report / f"{side}.json").read_text())
         assert [b["name"] for b in saved["benchmarks"]] == ["test_work[one]"]
@@ -273,7 +274,8 @@ def test_confirm_measures_a_suspect_again_in_fresh_processes(tmp_path: Path) -> 
     # a regression is a slower time or a cost that rose (twice the work: CPU per call)
     cpu, memory = entry.get("cpu") or {}, entry.get("memory") or {}
     regressed = verdict == "slower" or cpu.get("verdict") == "slower" or memory.get("rose")
-    assert result.code == (1 if regressed else 0), result.out + result.err
+    expected = 1 if regressed else (3 if verdict == "inconclusive" else 0)  # nothing judged
+    assert result.code == expected, result.out + result.err
     _assert_pairs_started_ahead_never_beside_timed_work(read_log(log))
 
 
