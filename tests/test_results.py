@@ -278,3 +278,12 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
         push(
             ResultsBranch(repo, "origin", "perfsuite-results"), repo / ".benchmarks", MACHINE, None
         )
+
+
+def test_a_night_without_a_report_still_saves_its_run(tmp_path: Path, remote: Path) -> None:
+    repo = clone(tmp_path, remote, "repo")
+    save(repo / ".benchmarks", document(1, GPU_A), "0001_n.json")
+    branch = ResultsBranch(repo, "origin", "perfsuite-results")
+    lines = push(branch, repo / ".benchmarks", MACHINE, tmp_path / "no-verdict")
+    assert "no summary.md there; pushing the runs alone" in lines[0]
+    assert [f for f in branch_files(remote) if f.startswith("runs/")]

@@ -199,7 +199,7 @@ def step_of(ab: AbRun, reference: str, commit: str, again: bool = False) -> Step
         change,
         ci,
         bench=row.get("nodeid") if row else None,
-        note=ab.why_not or (ab.last_line if outcome in ("skip", "undecided") else ""),
+        note=ab.why_not or (ab.last_line if outcome == "skip" else ""),
         seconds=ab.seconds,
         again=again,
     )

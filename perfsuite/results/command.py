@@ -50,7 +50,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or a fault (nothing saved here is lost).",
     )
     actions = results.add_subparsers(dest="action", required=True, metavar="ACTION")
-    key = actions.add_parser("key", help="print this machine's key (hardware and stack)")
+    actions.add_parser("key", help="print this machine's key (hardware and stack)")
     pull = actions.add_parser("pull", help="fill the storage with this machine's runs")
     push = actions.add_parser("push", help="publish the runs saved here, and tonight's report")
     site = actions.add_parser("site", help="write the dashboard of every machine on the branch")
@@ -92,7 +92,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="pushes tried, each on the branch's newest tip, before giving up (default: 5)",
     )
-    del key
 
 
 def run(args: argparse.Namespace) -> int:
