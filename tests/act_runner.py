@@ -201,3 +201,16 @@ def branch_files(remote: Path, branch: str = "perfsuite-results") -> list[str]:
 def schedule() -> dict[str, Any]:
     """A cron night's event payload: no ``repository``, as GitHub sends it."""
     return {"schedule": "17 2 * * *"}
+
+
+def pull_request(repo: Path, branch: str, number: int, fork: bool = False) -> dict[str, Any]:
+    """A pull_request event's payload: ``branch`` of ``repo`` proposed onto main."""
+    head = git(repo, "rev-parse", branch)
+    return {
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "head": {"sha": head, "ref": branch, "repo": {"fork": fork}},
+            "base": {"ref": "main"},
+        },
+    }

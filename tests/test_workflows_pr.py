@@ -6,11 +6,10 @@ on a suite whose A/B decides within the check's budget.)"""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.act_runner import ActRun, Runner, git, project_copy
+from tests.act_runner import ActRun, Runner, git, project_copy, pull_request
 
 WORKFLOW = ".github/workflows/perf-pr.yml"
 BENCH = "benches/bench_warmup.py"
@@ -32,18 +31,6 @@ THRICE = (
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("pr")
     return project_copy(base / "repo", base / "remote.git")
-
-
-def pull_request(repo: Path, branch: str, number: int) -> dict[str, Any]:
-    head = git(repo, "rev-parse", branch)
-    return {
-        "number": number,
-        "pull_request": {
-            "number": number,
-            "head": {"sha": head, "ref": branch, "repo": {"fork": False}},
-            "base": {"ref": "main"},
-        },
-    }
 
 
 def propose(repo: Path, branch: str, path: str, old: str, new: str) -> None:

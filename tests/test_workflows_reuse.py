@@ -7,11 +7,17 @@ changes nothing measured passes."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.act_runner import Runner, branch_files, git, new_repository, schedule
+from tests.act_runner import (
+    Runner,
+    branch_files,
+    git,
+    new_repository,
+    pull_request,
+    schedule,
+)
 from tools.validation.user_suite import benchmark_sources
 
 NIGHTLY = """name: nightly
@@ -75,18 +81,6 @@ def test_two_nights_of_a_users_suite_and_the_second_is_judged(
     print(f"act, a user's nightly: {first.seconds:.1f} s, {second.seconds:.1f} s")
 
 
-def pull_request(repo: Path, branch: str, number: int) -> dict[str, Any]:
-    head = git(repo, "rev-parse", branch)
-    return {
-        "number": number,
-        "pull_request": {
-            "number": number,
-            "head": {"sha": head, "ref": branch, "repo": {"fork": True}},
-            "base": {"ref": "main"},
-        },
-    }
-
-
 def propose(repo: Path, branch: str, extra: float) -> None:
     """A branch from main whose benches decode ``extra`` of the images a second time."""
     git(repo, "checkout", "-q", "-b", branch, "main")
@@ -103,7 +97,7 @@ def test_a_pull_request_that_adds_work_fails_and_one_that_does_not_passes(
     workflow = ".github/workflows/perf.yml"
     propose(repo, "slower", 0.25)
     slower = Runner(tmp_path / "a").run(
-        repo, workflow, "pull_request", pull_request(repo, "slower", 3)
+        repo, workflow, "pull_request", pull_request(repo, "slower", 3, fork=True)
     )
     assert slower.returncode != 0, slower.output[-6000:]
     assert slower.lines("perfsuite ab: REGRESSION in 2 bench(es)"), slower.output[-6000:]
@@ -115,7 +109,9 @@ def test_a_pull_request_that_adds_work_fails_and_one_that_does_not_passes(
     assert "SLOWER" in row, row
 
     propose(repo, "same", 0.0)
-    same = Runner(tmp_path / "b").run(repo, workflow, "pull_request", pull_request(repo, "same", 4))
+    same = Runner(tmp_path / "b").run(
+        repo, workflow, "pull_request", pull_request(repo, "same", 4, fork=True)
+    )
     assert same.returncode == 0, same.output[-6000:]
     assert same.lines("perfsuite ab: no regression in 2 judged bench(es)"), same.output[-6000:]
     print(f"act, a user's pull request: slower {slower.seconds:.1f} s, same {same.seconds:.1f} s")

@@ -9,7 +9,7 @@ from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
 
 
-def _positive_int(value: str) -> int:
+def positive_int(value: str) -> int:
     try:
         number = int(value)
     except ValueError:
@@ -25,7 +25,7 @@ def _count(value: str) -> int:
     return int(value)
 
 
-def _positive_float(value: str) -> float:
+def positive_seconds(value: str) -> float:
     try:
         number = float(value)
     except ValueError:
@@ -57,23 +57,23 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument("--threshold", type=parse_threshold, default=0.05, metavar="FRACTION",
                     help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
-    ab.add_argument("--block-rounds", type=_positive_int, metavar="K",
+    ab.add_argument("--block-rounds", type=positive_int, metavar="K",
                     help="timed rounds per block (default 2, or 1 when a block starts "
                     "with no untimed round)")  # fmt: skip
     ab.add_argument("--block-warmup", type=_count, default=None, metavar="N",
                     help="least untimed rounds starting each block (default 1; 0 for a "
                     "bench timed by pytest-benchmark's benchmark fixture under --idle "
                     "freeze); more while a pipeline empties what it prefetched")  # fmt: skip
-    ab.add_argument("--min-pairs", type=_positive_int, metavar="N",
+    ab.add_argument("--min-pairs", type=positive_int, metavar="N",
                     help="first look at a bench, and all a session judged across pairs "
                     "of processes runs (default by --perf-scale: 10/12/16; raised to the "
                     "fewest pairs that can decide)")  # fmt: skip
-    ab.add_argument("--max-pairs", type=_positive_int, metavar="N",
+    ab.add_argument("--max-pairs", type=positive_int, metavar="N",
                     help="most pairs per bench (default by --perf-scale: 20/480/960)")  # fmt: skip
-    ab.add_argument("--max-seconds", type=_positive_float, metavar="S",
+    ab.add_argument("--max-seconds", type=positive_seconds, metavar="S",
                     help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
-    ab.add_argument("--processes", type=_positive_int, default=1, metavar="N",
+    ab.add_argument("--processes", type=positive_int, default=1, metavar="N",
                     help="fresh pairs of processes per bench file, judged across the "
                     "pairs (t interval of their medians): cancels an offset that one "
                     "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
@@ -97,7 +97,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "could not rule out, judged on the fresh pairs alone at the first "
                     "stage's error rate); default by --perf-scale: smoke leaning-slower, "
                     "default and full undecided")  # fmt: skip
-    ab.add_argument("--confirm-seconds", type=_positive_float, metavar="S",
+    ab.add_argument("--confirm-seconds", type=positive_seconds, metavar="S",
                     help="the most seconds a bench file's confirmation goes on, counted "
                     "from its first pair of processes (the first look's pairs always run); "
                     "then the look due is taken on the pairs so far "

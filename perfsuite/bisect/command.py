@@ -25,18 +25,9 @@ if TYPE_CHECKING:
     from perfsuite.outcomes import AbRun
 
 
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"invalid seconds {value!r} (a number > 0)")
-    return number
-
-
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bisect`` on the ``perfsuite`` command line."""
+    from perfsuite.ab.parser import positive_seconds
     from perfsuite.options import parse_threshold
 
     bisect = commands.add_parser(
@@ -58,14 +49,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     bisect.add_argument(
         "--max-seconds",
-        type=_seconds,
+        type=positive_seconds,
         metavar="S",
         help="each A/B's time per bench (perfsuite ab's default by --perf-scale); an "
         "undecided step is measured again with twice it",
     )
     bisect.add_argument(
         "--budget",
-        type=_seconds,
+        type=positive_seconds,
         metavar="S",
         help="start no A/B after S seconds; the result is then the narrowest range reached",
     )

@@ -29,18 +29,10 @@ DEFAULT_BRANCH = "perfsuite-results"
 DEFAULT_REMOTE = "origin"
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
-    return number
-
-
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``results`` and its actions on the ``perfsuite`` command line."""
+    from perfsuite.ab.parser import positive_int
+
     results = commands.add_parser(
         "results",
         help="pull and push saved runs and nightly reports on a git branch runners share",
@@ -79,7 +71,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     push.add_argument(
         "--keep",
-        type=_positive,
+        type=positive_int,
         default=60,
         metavar="N",
         help="saved runs kept per machine key, besides those an unaccepted regression "
@@ -87,7 +79,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     push.add_argument(
         "--attempts",
-        type=_positive,
+        type=positive_int,
         default=5,
         metavar="N",
         help="pushes tried, each on the branch's newest tip, before giving up (default: 5)",
