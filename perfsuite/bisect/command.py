@@ -97,15 +97,13 @@ def _git(root: Path, *args: str) -> list[str]:
 
 
 def resolve(root: Path, spec: str) -> str:
-    """The commit ``spec`` names; a one-line error where it names none."""
-    from perfsuite.changed import git_lines
+    """The commit ``spec`` names (perfsuite ab's reading of a revision)."""
+    from perfsuite.ab.revisions import resolve as resolve_revision
 
-    found = git_lines(root, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
-    if not found:
-        raise PerfsuiteError(
-            f"revision {spec!r}: not a commit of {root}; name a commit, a branch or a tag"
-        )
-    return found[0]
+    sha = resolve_revision(root, spec).sha
+    if sha is None:  # only the working tree has none, and a spec never names it
+        raise PerfsuiteError(f"revision {spec!r}: not a commit")
+    return sha
 
 
 def first_parent_range(root: Path, good: str, bad: str) -> list[str]:
