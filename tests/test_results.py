@@ -163,7 +163,9 @@ def test_a_push_rejected_once_is_rebuilt_on_the_new_tip(tmp_path: Path, remote: 
     assert keys == {machine_key(GPU_A, "3.11"), machine_key(GPU_B, "3.11")}
 
 
-def test_a_push_that_gives_up_says_so_and_loses_nothing(tmp_path: Path, remote: Path) -> None:
+def test_a_push_that_gives_up_says_so_and_loses_nothing(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = clone(tmp_path, remote, "repo")
     saved = save(repo / ".benchmarks", document(1, GPU_A), "0001_n.json")
     hook = remote / "hooks" / "pre-receive"
@@ -178,6 +180,7 @@ def test_a_push_that_gives_up_says_so_and_loses_nothing(tmp_path: Path, remote: 
             attempts=2,
         )
     assert saved.is_file()  # still under its own name: the next push sends it
+    monkeypatch.chdir(repo)
     status = main(["results", "push", "--attempts", "1", "--storage", str(repo / ".benchmarks")])
     assert status == 2
 
