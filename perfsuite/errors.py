@@ -10,7 +10,7 @@ class PerfsuiteError(Exception):
 
 
 class CannotMeasure(PerfsuiteError):
-    """A revision cannot be measured here (its side failed, its pins differ): for a
+    """A revision cannot be measured here (its side failed, its pins cannot be installed): for a
     bisection, a commit to skip rather than a mistake of the user's."""
 
 

@@ -12,7 +12,7 @@ and ``perfsuite system``, which judges nothing, exits ``OK``.
   the line says why and what would judge it;
 * ``BISECT_SKIP`` (125): only under ``perfsuite ab --bisect-exit``, which speaks ``git
   bisect run``'s language (0 good, 1 bad): nothing was judged, or a revision cannot be
-  measured here (a side failed, the pins differ), so git skips the commit;
+  measured here (a side failed, its pins cannot be installed), so git skips the commit;
 * ``BISECT_ABORT`` (128): only under ``--bisect-exit``: bad input, which stops git's
   bisection;
 * ``INTERRUPTED`` (130).

@@ -87,6 +87,12 @@ time.perf_counter = _clock
 """
 
 
+def uv_cache() -> Path:
+    """The folder uv keeps its cache in, as it finds it in this environment."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("UV_CACHE_DIR") or Path(base) / "uv")
+
+
 @dataclass
 class Repo:
     """A git repository in a temporary folder, with helpers to commit and run perfsuite ab."""
@@ -117,6 +123,8 @@ class Repo:
 
     def env(self, log: Path | None = None) -> dict[str, str]:
         env = dict(os.environ)
+        # uv's own cache stays where it is: environments built from pins link its files
+        env.setdefault("UV_CACHE_DIR", str(uv_cache()))
         env["XDG_CACHE_HOME"] = str(self.cache)
         env["PYTHONPATH"] = str(PERFSUITE_ROOT)
         env.pop("PYTEST_ADDOPTS", None)

@@ -22,8 +22,9 @@ from perfsuite.ab.budget import (
 )
 from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
-from perfsuite.ab.revisions import Revision, WorktreeCache, _git, pin_difference, resolve
+from perfsuite.ab.revisions import Revision, WorktreeCache, _git, resolve
 from perfsuite.ab.sidemanage import side_pythonpath
+from perfsuite.envs.pins import Pins, pin_difference, read_pins, tree_files
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.paired import Budget, Sequential
 from perfsuite.verdict.signtest import min_pairs_for
@@ -197,19 +198,25 @@ def _commit(root: Path, files: dict[str, str]) -> str:
 
 def test_pyproject_pins_are_compared_as_dependencies(tmp_path: Path) -> None:
     root = _repo(tmp_path)
+
+    def pins(rev: Revision) -> Pins:
+        return read_pins(tree_files(root, rev.sha), rev.label)
+
+    def difference(old: Revision, new: Revision) -> str | None:
+        return pin_difference(pins(old), pins(new), old.label, new.label)
+
     project = '[project]\nname = "x"\ndependencies = ["numpy>=1.26"]\n'
-    a = _commit(root, {"pyproject.toml": project})
+    a = resolve(root, _commit(root, {"pyproject.toml": project}))
     b = _commit(root, {"pyproject.toml": project + "\n[tool.ruff]\nline-length = 99\n"})
-    assert pin_difference(root, resolve(root, a), resolve(root, b)) is None
-    c = _commit(root, {"pyproject.toml": project.replace("1.26", "2.0")})
-    problem = pin_difference(root, resolve(root, a), resolve(root, c))
-    assert problem is not None
-    assert problem.startswith("pyproject.toml pins differ")
-    assert "-dependencies: numpy>=1.26; +dependencies: numpy>=2.0" in problem
+    assert difference(a, resolve(root, b)) is None
+    c = resolve(root, _commit(root, {"pyproject.toml": project.replace("1.26", "2.0")}))
+    assert difference(a, c) == (
+        f"pins differ between {a.label} and {c.label}: -requires numpy>=1.26; +requires numpy>=2.0"
+    )
     (root / "constraints.txt").write_text("scipy==1.0\n")  # uncommitted: the working tree
-    worktree = pin_difference(root, resolve(root, c), Revision("working tree", None))
-    assert worktree is not None
-    assert worktree.startswith("constraints.txt pins differ")
+    assert difference(c, Revision("working tree", None)) == (
+        f"pins differ between {c.label} and working tree: +constrains scipy==1.0"
+    )
 
 
 def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:

@@ -177,10 +177,14 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.pytest_args import names_paths
     from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import check_report_dir, write_report
-    from perfsuite.ab.revisions import WorktreeCache, pin_difference, repo_root, resolve
+    from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve
+    from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
     from perfsuite.ab.sidemanage import SideProcess, SideSpec, check_sides, peered
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
+    from perfsuite.envs.build import changes, changes_text
+    from perfsuite.envs.build import clean as clean_environments
+    from perfsuite.envs.pins import pin_difference, read_pins, tree_files
     from perfsuite.verdict.paired import PAIRED_ALPHA
 
     root = repo_root(Path.cwd())
@@ -188,6 +192,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     if args.clean:
         removed = cache.clean()
         print(f"perfsuite ab: removed {len(removed)} cached worktree(s) from {cache.folder}")
+        environments = clean_environments()
+        if environments:
+            print(f"perfsuite ab: removed {environments} environment(s) built from pins")
         swept = sweep(scratch_parent())
         if swept:
             where = swept[0].parent
@@ -196,9 +203,14 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     if args.base is None:
         raise PerfsuiteError("BASE is required: perfsuite ab BASE [CANDIDATE] [-- PYTEST_ARGS]")
     base, candidate = resolve(root, args.base), resolve(root, args.candidate)
-    problem = pin_difference(root, base, candidate)
-    if problem:
-        raise CannotMeasure(f"{problem}; perfsuite ab runs both sides in this environment")
+    pins = [read_pins(tree_files(root, rev.sha), rev.label) for rev in (base, candidate)]
+    problem = pin_difference(pins[0], pins[1], base.label, candidate.label)
+    if problem and args.env == "shared":
+        raise CannotMeasure(
+            f"{problem}; --env shared runs both sides in this environment: drop it, and "
+            "each side runs in an environment of its own pins"
+        )
+    own_envs = args.env == "per-side" or (args.env == "auto" and problem is not None)
     confirming = {
         "--confirm": args.confirm or None,
         "--suspects": args.suspects,
@@ -238,6 +250,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         ])  # fmt: skip
         check_sides(specs, chosen)
         workdir = stack.enter_context(run_folder())
+        resolved = resolve_sides(specs, pins, workdir) if own_envs else []
+        differs = ""
+        if resolved:
+            differs = f"; pins differ: {changes_text(changes(resolved[0], resolved[1]))}"
+            differs += " (each side in an environment of its own pins)"
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
         default = ["(its default: testpaths, else the root)"]
@@ -246,12 +263,15 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if first_budget.min_pairs == first_budget.max_pairs:
             pair_counts = str(first_budget.min_pairs)
         print(
-            f"perfsuite ab: A = {base.label}, B = {candidate.label}; "
+            f"perfsuite ab: A = {base.label}, B = {candidate.label}{differs}; "
             f"pytest {' '.join([shlex.join(chosen), *default]).strip()}; "
             f"seed {seed}; budget {pair_counts} pairs of {blocks}, "
             f"{budget.max_seconds:g} s per bench",
             flush=True,
         )
+        env_lines: list[str] = []
+        if resolved:
+            specs, env_lines = in_own_environments(specs, resolved, workdir)
         args_for_sides = side_args(chosen, args.threshold)
         groups = [None] if args.isolate == "session" else sessions(specs, args_for_sides, workdir)
         if len(groups) > 1 or args.processes > 1:
@@ -317,8 +337,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             )
         print("\n".join(verdicts.text_lines()))
         load = measured(start)
-        notes = [load.line()] if load else []
-        for note in notes:
+        notes = [*env_lines, *([load.line()] if load else [])]
+        for note in notes[len(env_lines) :]:
             print(f"perfsuite ab: {note}")
         if args.report is not None:
             side_json = [workdir / f"{name}.json" for name in "AB"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,7 +60,7 @@ def _listing_command(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) 
     """The side's listing; pytest-benchmark's storage (which it makes on start) is the
     run's scratch folder, never the user's."""
     return [
-        sys.executable, "-m", "pytest", "-p", "perfsuite.ab.isolate",
+        spec.python, "-m", "pytest", "-p", "perfsuite.ab.isolate",
         *spec.pytest_args(pytest_args), "--collect-only", "-q",
         f"--benchmark-storage={workdir / 'listing-storage'}",
     ]  # fmt: skip

@@ -113,6 +113,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "(faster to start)")  # fmt: skip
     ab.add_argument("--report", type=Path, metavar="DIR",
                     help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
+    ab.add_argument(
+        "--env",
+        choices=["auto", "shared", "per-side"],
+        default="auto",
+        help="auto (default): both sides in this environment, unless their pins differ "
+        "(requirements*.txt, constraints*.txt, pyproject.toml; [tool.perfsuite.env] "
+        "narrows them): then each side in an environment built by uv from its own pins, "
+        "cached by the resolved pins; per-side: always so; shared: never (differing pins "
+        "are refused)",
+    )
     ab.add_argument("--cache-dir", type=Path, metavar="DIR",
                     help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
     ab.add_argument(
@@ -122,5 +132,5 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "that cannot be measured (skip), 128 bad input (stop)",
     )
     ab.add_argument("--clean", action="store_true",
-                    help="remove this repository's cached worktrees and the scratch "
-                    "folders of killed runs, and exit")  # fmt: skip
+                    help="remove this repository's cached worktrees, the environments "
+                    "built from pins and the scratch folders of killed runs, and exit")  # fmt: skip

@@ -12,11 +12,9 @@ uncommitted changes included) runs in the repository root.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,9 +26,9 @@ from typing import IO
 from perfsuite.errors import PerfsuiteError
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    pass  # type: ignore[import-not-found,unused-ignore]
 
 WORKTREE = "working tree"
 
@@ -190,59 +188,3 @@ class WorktreeCache:
             _git(self.root, "worktree", "prune", check=False)
         shutil.rmtree(self.folder, ignore_errors=True)
         return removed
-
-
-# -- dependency pins -------------------------------------------------------------
-
-PIN_GLOBS = ("requirements*.txt", "constraints*.txt", "*.lock", "pyproject.toml")
-
-
-def _tree_files(root: Path, sha: str | None) -> dict[str, str]:
-    """Pin files at the top of one revision: name -> text."""
-    found: dict[str, str] = {}
-    if sha is None:
-        for pattern in PIN_GLOBS:
-            for path in root.glob(pattern):
-                if path.is_file():
-                    found[path.name] = path.read_text(errors="replace")
-        return found
-    names = _git(root, "ls-tree", "--name-only", sha).stdout.split("\n")
-    for name in names:
-        if any(Path(name).match(pattern) for pattern in PIN_GLOBS):
-            found[name] = _git(root, "show", f"{sha}:{name}").stdout
-    return found
-
-
-def _pyproject_pins(text: str) -> list[str]:
-    try:
-        project = tomllib.loads(text).get("project", {})
-    except tomllib.TOMLDecodeError:
-        return text.splitlines()
-    lines = [f"dependencies: {dep}" for dep in project.get("dependencies", [])]
-    for extra, deps in sorted(project.get("optional-dependencies", {}).items()):
-        lines.extend(f"optional-dependencies.{extra}: {dep}" for dep in deps)
-    return lines
-
-
-def _pins(name: str, text: str) -> list[str]:
-    if name == "pyproject.toml":
-        return _pyproject_pins(text)
-    lines = (re.sub(r"\s+#.*$", "", line).strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
-
-
-def pin_difference(root: Path, base: Revision, candidate: Revision) -> str | None:
-    """One line naming the first pin file whose pins differ, or None when they agree."""
-    old, new = _tree_files(root, base.sha), _tree_files(root, candidate.sha)
-    for name in sorted(set(old) | set(new)):
-        a, b = _pins(name, old.get(name, "")), _pins(name, new.get(name, ""))
-        if a == b:
-            continue
-        diff = [
-            line
-            for line in difflib.unified_diff(a, b, lineterm="", n=0)
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))
-        ]
-        shown = "; ".join(diff[:6]) + ("; ..." if len(diff) > 6 else "")
-        return f"{name} pins differ between {base.label} and {candidate.label}: {shown}"
-    return None

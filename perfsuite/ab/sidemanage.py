@@ -76,11 +76,13 @@ def _die_with_parent() -> Callable[[], None]:
     return preexec
 
 
-def side_pythonpath(root: Path, inherited: str | None) -> str:
-    """The side's root (and ``src/`` where present) first, so its own package wins."""
+def side_pythonpath(root: Path, inherited: str | None, after: Sequence[Path] = ()) -> str:
+    """The side's root (and ``src/`` where present) first, so its own package wins; then
+    ``after`` (the controller's perfsuite, in an environment of the side's own)."""
     parts = [str(root)]
     if (root / "src").is_dir():
         parts.append(str(root / "src"))
+    parts.extend(str(path) for path in after)
     if inherited:
         parts.append(inherited)
     return os.pathsep.join(parts)
@@ -137,6 +139,20 @@ class SideSpec:
     root: Path
     subdir: Path = Path()  # where pytest starts, relative to the root (PYTEST_ARGS' base)
     peers: tuple[Path, ...] = ()  # the other sides' folders (:meth:`cwd`)
+    #: the side's own environment (:mod:`perfsuite.envs.build`) and the folder through
+    #: which it finds the controller's perfsuite; None: this process's environment
+    environment: Path | None = None
+    shim: Path | None = None
+    #: the packages whose versions differ from the base side's environment ("numpy
+    #: 1.26.4 -> 2.0.0"): the candidate side's, where each side has its own
+    upgrade: tuple[str, ...] = ()
+
+    @property
+    def python(self) -> str:
+        """The interpreter the side's pytest runs in."""
+        if self.environment is None:
+            return sys.executable
+        return str(self.environment / "bin" / "python")
 
     @property
     def cwd(self) -> Path:
@@ -171,9 +187,15 @@ class SideSpec:
         return [*rooted(self.cwd, self.root, kept), *kept]
 
     def env(self) -> dict[str, str]:
-        """This environment, with the side's own code first on ``PYTHONPATH``."""
+        """This environment, with the side's own code first on ``PYTHONPATH``; in an
+        environment of the side's own, that environment activated."""
         env = dict(os.environ)
-        env["PYTHONPATH"] = side_pythonpath(self.root, os.environ.get("PYTHONPATH"))
+        after = [self.shim] if self.shim is not None else []
+        env["PYTHONPATH"] = side_pythonpath(self.root, os.environ.get("PYTHONPATH"), after)
+        if self.environment is not None:
+            env["VIRTUAL_ENV"] = str(self.environment)
+            env["PATH"] = os.pathsep.join([str(self.environment / "bin"), env.get("PATH", "")])
+            env.pop("PYTHONHOME", None)
         return env
 
 
@@ -232,7 +254,7 @@ class SideProcess:
         if self.facts is not None:
             env[FACTS_ENV] = str(self.facts)
         args = [
-            sys.executable,
+            self.spec.python,
             "-m",
             "pytest",
             *self.spec.pytest_args(pytest_args),

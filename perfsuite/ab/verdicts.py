@@ -19,6 +19,7 @@ from perfsuite.ab.outcome import BenchRun, SessionOutcome
 from perfsuite.ab.rows import HEADER, Row, against, pct
 from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.bench.summary import format_table
+from perfsuite.envs.build import changes_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
@@ -200,7 +201,8 @@ class Verdicts:
 
     def title(self) -> str:
         a, b = self.specs
-        return f"A = {a.revision.label}, B = {b.revision.label}"
+        title = f"A = {a.revision.label}, B = {b.revision.label}"
+        return f"{title} ({changes_text(b.upgrade)})" if b.upgrade else title
 
     def conclusion(self) -> str:
         bad = [row.nodeid for row in self.rows if row.regressed]

@@ -1,0 +1,221 @@
+"""What a revision pins: the requirements and constraints its environment is built from.
+
+A revision's pins are read from the files at the top of its tree:
+
+* ``requirements*.txt``, installed with ``-r``;
+* ``constraints*.txt``, applied with ``-c``;
+* ``pyproject.toml``'s ``[project] dependencies``, with the extras that
+  ``[tool.perfsuite.env] extras`` names (the project's own extras it lists, as in
+  ``all = ["proj[tf,torch]"]``, expanded in place).
+
+``[tool.perfsuite.env]`` in that revision's ``pyproject.toml`` may narrow the files:
+``requirements = [...]`` and ``constraints = [...]`` list them by name (an empty list
+reads none). A project whose constraint files contradict each other (a lowest-versions
+file beside the pinned one) names the one its environment is built with.
+
+Comments, blank lines and the project itself (``.``, ``-e .``, ``.[extra]``: its code
+is put on the side's path, never installed) are left out; option lines
+(``--find-links DIR``) are kept.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsuite.errors import PerfsuiteError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+REQUIREMENTS, CONSTRAINTS, PYPROJECT = "requirements*.txt", "constraints*.txt", "pyproject.toml"
+#: the project itself, as a requirements file names it: never installed (see module doc)
+_SELF = re.compile(r"^(-e\s+|--editable\s+)?(\.|file:\.)/?(\[(?P<extras>[^\]]*)\])?$")
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[(?P<extras>[^\]]*)\])?")
+
+
+def normalize(name: str) -> str:
+    """A distribution's name as PEP 503 compares it.
+
+    >>> normalize("Pillow"), normalize("nvidia_dali.cuda120")
+    ('pillow', 'nvidia-dali-cuda120')
+    """
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Pins:
+    """One revision's pins: ``requirements`` and ``constraints`` lines, and the files
+    they came from (name: text), all in a stable order."""
+
+    requirements: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def lines(self) -> list[str]:
+        """Every pin, labelled by what it is, to compare two revisions by."""
+        return [
+            *(f"requires {line}" for line in self.requirements),
+            *(f"constrains {line}" for line in self.constraints),
+        ]
+
+
+def tree_files(root: Path, sha: str | None) -> dict[str, str]:
+    """The files at the top of a revision (``sha`` None: the working tree) that may hold
+    pins: name -> text."""
+    patterns = (REQUIREMENTS, CONSTRAINTS, PYPROJECT)
+    if sha is None:
+        return {
+            path.name: path.read_text(errors="replace")
+            for pattern in patterns
+            for path in sorted(root.glob(pattern))
+            if path.is_file()
+        }
+    listed = _git(root, "ls-tree", "--name-only", sha).split("\n")
+    return {
+        name: _git(root, "show", f"{sha}:{name}")
+        for name in sorted(listed)
+        if any(Path(name).match(pattern) for pattern in patterns)
+    }
+
+
+def _git(root: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    if proc.returncode != 0:
+        said = proc.stderr.strip().splitlines()
+        raise PerfsuiteError(f"git {' '.join(args)} failed: {said[-1] if said else '?'}")
+    return proc.stdout
+
+
+def read_pins(files: Mapping[str, str], label: str) -> Pins:
+    """The pins of a revision whose top-level files are ``files`` (:func:`tree_files`);
+    ``label`` names the revision in an error."""
+    project, settings = _pyproject(files.get(PYPROJECT), label)
+    chosen = {
+        "requirements": _chosen(files, settings, "requirements", REQUIREMENTS, label),
+        "constraints": _chosen(files, settings, "constraints", CONSTRAINTS, label),
+    }
+    requirements = [line for name in chosen["requirements"] for line in _lines(files[name])]
+    constraints = [line for name in chosen["constraints"] for line in _lines(files[name])]
+    sources = {name: files[name] for names in chosen.values() for name in names}
+    if project is not None:
+        extras = settings.get("extras", [])
+        if not isinstance(extras, list) or not all(isinstance(e, str) for e in extras):
+            raise PerfsuiteError(
+                f"{label}: pyproject.toml [tool.perfsuite.env] extras must be a list of "
+                'extra names, such as ["all"]'
+            )
+        requirements.extend(project_requirements(project, extras, label))
+        sources[PYPROJECT] = files[PYPROJECT]
+    return Pins(tuple(requirements), tuple(constraints), sources)
+
+
+def _pyproject(text: str | None, label: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(``[project]``, ``[tool.perfsuite.env]``) of a pyproject.toml; (None, {}) without one."""
+    if text is None:
+        return None, {}
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfsuiteError(f"{label}: pyproject.toml is not valid TOML ({exc})") from None
+    settings = document.get("tool", {}).get("perfsuite", {}).get("env", {})
+    return document.get("project"), settings if isinstance(settings, dict) else {}
+
+
+def _chosen(
+    files: Mapping[str, str], settings: Mapping[str, Any], key: str, pattern: str, label: str
+) -> list[str]:
+    named = settings.get(key)
+    if named is None:
+        return sorted(name for name in files if Path(name).match(pattern))
+    if not isinstance(named, list) or not all(isinstance(n, str) for n in named):
+        raise PerfsuiteError(
+            f"{label}: pyproject.toml [tool.perfsuite.env] {key} must be a list of file "
+            f'names at the repository\'s top, such as ["{pattern.replace("*", "")}"]'
+        )
+    missing = [name for name in named if name not in files]
+    if missing:
+        raise PerfsuiteError(
+            f"{label}: pyproject.toml [tool.perfsuite.env] {key} names {missing[0]}, "
+            "which that revision does not have at its top"
+        )
+    return list(named)
+
+
+def _lines(text: str) -> list[str]:
+    """A requirements file's pins: no comment, blank line or the project itself.
+
+    >>> _lines("numpy==2.0  # fast\\n# note\\n\\n-e .[tf]\\n--find-links wheels\\n")
+    ['numpy==2.0', '--find-links wheels']
+    """
+    found = []
+    for raw in text.splitlines():
+        line = re.sub(r"(^|\s+)#.*$", "", raw).strip()
+        if line and not _SELF.match(line):
+            found.append(line)
+    return found
+
+
+def project_requirements(
+    project: Mapping[str, Any], extras: Sequence[str], label: str
+) -> list[str]:
+    """``[project] dependencies`` and those of ``extras``; an extra that names the project
+    itself (``all = ["proj[tf,torch]"]``) is expanded in its place.
+
+    >>> project = {"name": "Proj", "dependencies": ["numpy"], "optional-dependencies": {
+    ...     "tf": ["tensorflow>=2.16"], "all": ["proj[tf]", "psutil"]}}
+    >>> project_requirements(project, ["all"], "A")
+    ['numpy', 'tensorflow>=2.16', 'psutil']
+    """
+    own = normalize(str(project.get("name", "")))
+    optional = project.get("optional-dependencies", {})
+    found: list[str] = list(project.get("dependencies", []))
+    seen: set[str] = set()
+
+    def expand(extra: str) -> None:
+        if extra in seen:
+            return
+        seen.add(extra)
+        if extra not in optional:
+            raise PerfsuiteError(
+                f"{label}: pyproject.toml has no extra {extra!r} ([tool.perfsuite.env] "
+                f"extras); it has: {', '.join(sorted(optional)) or 'none'}"
+            )
+        for requirement in optional[extra]:
+            match = _NAME.match(requirement)
+            if match and normalize(match.group(1)) == own:
+                for inner in (match.group("extras") or "").split(","):
+                    if inner.strip():
+                        expand(inner.strip())
+            else:
+                found.append(requirement)
+
+    for extra in extras:
+        expand(extra)
+    return found
+
+
+def pin_difference(old: Pins, new: Pins, old_label: str, new_label: str) -> str | None:
+    """One line naming the pins that differ between two revisions, or None when they agree.
+
+    >>> a, b = Pins(("numpy==1.26.4", "pillow==10.0")), Pins(("numpy==2.0.0", "pillow==10.0"))
+    >>> pin_difference(a, b, "main", "working tree")
+    'pins differ between main and working tree: -requires numpy==1.26.4; +requires numpy==2.0.0'
+    """
+    if old.lines == new.lines:
+        return None
+    before, after = set(old.lines), set(new.lines)
+    diff = [f"-{line}" for line in old.lines if line not in after]
+    diff += [f"+{line}" for line in new.lines if line not in before]
+    shown = "; ".join(diff[:6]) + ("; ..." if len(diff) > 6 else "")
+    return f"pins differ between {old_label} and {new_label}: {shown or 'their order'}"
