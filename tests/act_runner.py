@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.ab_repo import uv_cache
+
 ROOT = Path(__file__).resolve().parent.parent
 STAND_INS = ROOT / "tests" / "workflows" / "actions"
 #: the actions the workflows use that act cannot run here, and their stand-ins
@@ -125,6 +127,8 @@ class Runner:
             if not key.startswith(("GITHUB_", "PYTEST_", "XDG_CACHE_HOME", "RUNNER_"))
         }
         env.update(
+            # uv's cache stays the machine's: a side's environment built from pins links it
+            UV_CACHE_DIR=str(uv_cache()),
             HOME=str(self.base / "home"),
             ACT_DISABLE_VERSION_CHECK="1",
             GIT_CONFIG_NOSYSTEM="1",

@@ -1,4 +1,4 @@
-"""perfsuite bisect on a pytest-benchmark user's repository of 16 commits (built by
+"""perfsuite bisect on a pytest-benchmark user's repository of 8 commits (built by
 tools/validation/bisect_check.py): the culprit named at a position drawn from a seed,
 a commit that fails to collect skipped and named, bad input in one line; and perfsuite
 ab --bisect-exit driving git bisect run."""
@@ -14,15 +14,19 @@ import pytest
 from perfsuite.cli import main
 from tools.validation.bisect_check import build_history, run_bisect
 
-#: the first middle of 15 commits after GOOD: commit 7 is the first one tested
-FIRST_MIDDLE = 7
+#: commits in the history; 16 in tools/validation/bisect_check.py, which measures
+COMMITS = 8
+#: the first middle of the 7 commits after GOOD: commit 3 is the first one tested
+FIRST_MIDDLE = 3
 
 
 def test_the_culprit_is_named_and_a_commit_that_fails_to_collect_is_skipped(
     tmp_path: Path,
 ) -> None:
     # +30% at a 15% threshold: quick steps; the 10% case is measured by bisect_check.py
-    history = build_history(tmp_path / "repo", seed=3, parts=(0.30,), broken=[FIRST_MIDDLE])
+    history = build_history(
+        tmp_path / "repo", seed=3, parts=(0.30,), commits=COMMITS, broken=[FIRST_MIDDLE]
+    )
     found = run_bisect(history, ["--threshold", "0.15"])
     culprit = history.culprits[0][:10]
     assert found.status == 1, "\n".join(found.lines[-30:])
@@ -30,9 +34,9 @@ def test_the_culprit_is_named_and_a_commit_that_fails_to_collect_is_skipped(
     skipped = [line for line in found.lines if line.startswith("perfsuite bisect: skipped ")]
     assert len(skipped) == 1
     assert history.broken[0][:10] in skipped[0]
-    # the confirmation, about log2(15) steps, and BAD against the culprit; the broken
+    # the confirmation, about log2(7) steps, and BAD against the culprit; the broken
     # commit costs one more
-    assert 4 <= len(found.steps) <= 8, found.steps
+    assert 3 <= len(found.steps) <= 7, found.steps
     report = (tmp_path / "repo-bisect" / "bisect.md").read_text()
     assert f"**culprit: {culprit}" in report
 

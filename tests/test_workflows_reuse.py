@@ -2,7 +2,8 @@
 fixture only, no pytest configuration file, a bench at the root and one under
 ``tests/``) calls perfsuite's reusable workflows, run by nektos/act: two cron nights,
 the second judged; a pull request that adds work fails naming the bench, and one that
-changes nothing measured passes."""
+changes nothing measured but upgrades a pin passes, each side in the environment of its
+own pins, the upgrade named in the comment."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.act_runner import (
     pull_request,
     schedule,
 )
+from tests.wheels import build_wheel
 from tools.validation.user_suite import benchmark_sources
 
 NIGHTLY = """name: nightly
@@ -81,12 +83,16 @@ def test_two_nights_of_a_users_suite_and_the_second_is_judged(
     print(f"act, a user's nightly: {first.seconds:.1f} s, {second.seconds:.1f} s")
 
 
-def propose(repo: Path, branch: str, extra: float) -> None:
-    """A branch from main whose benches decode ``extra`` of the images a second time."""
+def propose(repo: Path, branch: str, extra: float, pins: str | None = None) -> None:
+    """A branch from main whose benches decode ``extra`` of the images a second time, and
+    whose requirements.txt reads ``pins`` where given."""
     git(repo, "checkout", "-q", "-b", branch, "main")
     for name, text in benchmark_sources(extra).items():
         (repo / name).write_text(text)
-    git(repo, "commit", "-qam", f"decode {extra:.0%} more", "--allow-empty")
+    if pins is not None:
+        (repo / "requirements.txt").write_text(pins)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"decode {extra:.0%} more", "--allow-empty")
     git(repo, "checkout", "-q", "main")
 
 
@@ -108,10 +114,19 @@ def test_a_pull_request_that_adds_work_fails_and_one_that_does_not_passes(
     row = next(line for line in body if "test_decode.py::test_decode`" in line)
     assert "SLOWER" in row, row
 
-    propose(repo, "same", 0.0)
+    # an upgrade of a package the benches do not use: each side in its own environment
+    wheels = tmp_path / "wheels"
+    for version in ("1.0", "1.0.post1"):
+        build_wheel(wheels, "perfwork", version, 1000)
+    propose(repo, "same", 0.0, f"--find-links {wheels}\nperfwork==1.0.post1\n")
     same = Runner(tmp_path / "b").run(
         repo, workflow, "pull_request", pull_request(repo, "same", 4, fork=True)
     )
     assert same.returncode == 0, same.output[-6000:]
+    first = same.lines("perfsuite ab: A = ")[0]
+    assert "pins differ: perfwork (none) -> 1.0.post1" in first, first
     assert same.lines("perfsuite ab: no regression in 2 judged bench(es)"), same.output[-6000:]
+    body = same.output[same.output.index("<!-- perfsuite-pr-comment -->") :].splitlines()
+    assert "(exit status 0)" in body[1]
+    assert any("(perfwork (none) -> 1.0.post1)" in line for line in body), body
     print(f"act, a user's pull request: slower {slower.seconds:.1f} s, same {same.seconds:.1f} s")

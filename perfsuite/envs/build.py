@@ -44,6 +44,9 @@ MARKER = "perfsuite-env.json"
 UV_TIMEOUT_S = 3600.0
 #: most package changes :func:`changes_text` spells out
 SHOWN = 6
+#: perfsuite's requirements that only the controller uses
+CONTROLLER_ONLY = frozenset({"uv"})
+_NAME_OF = re.compile(r"[\s<>=!~;\[(]")
 #: the marks uv draws before its lines (a cross, a tree's branches)
 _DECOR = re.compile(r"^[\s\u00d7\u2570\u2500\u25b6|]+")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;]+)")
@@ -113,12 +116,14 @@ def uv_said(stderr: str) -> str:
 
 
 def side_requirements() -> list[str]:
-    """What perfsuite needs inside a side: its own requirements but those of its extras."""
+    """What perfsuite needs inside a side: its own requirements but those of its extras
+    and those only the controller uses (uv)."""
     try:
         found = metadata.requires("perfsuite") or []
     except metadata.PackageNotFoundError:
         return ["pytest>=8.1", "pytest-benchmark>=5.1"]
-    return [req for req in found if not re.search(r"\bextra\s*==", req)]
+    wanted = (req for req in found if not re.search(r"\bextra\s*==", req))
+    return [req for req in wanted if normalize(_NAME_OF.split(req)[0]) not in CONTROLLER_ONLY]
 
 
 @dataclass(frozen=True)
