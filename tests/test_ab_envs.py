@@ -1,4 +1,5 @@
-"""perfsuite ab across an upgrade: each side in an environment built from its own pins.
+"""perfsuite ab across an upgrade: each side in an environment built from its own pins
+(a requirements file's, a uv.lock's).
 
 The revisions pin different releases of ``perfwork``, a package built here as wheels
 (tests/wheels.py) whose releases differ only in how much work ``run()`` does. uv builds
@@ -9,17 +10,19 @@ the local wheels.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from perfsuite.envs.build import MARKER, Resolved, changes, changes_text, uv_said
+from perfsuite.envs.build import MARKER, Resolved, changes, changes_text, uv_binary, uv_said
 from perfsuite.envs.pins import Pins, pin_difference, read_pins
 from perfsuite.errors import PerfsuiteError
-from tests.ab_repo import SIDE_ARGS, SMALL, STEADY_CLOCK, Repo, make_repo
+from tests.ab_repo import SIDE_ARGS, SMALL, STEADY_CLOCK, Repo, make_repo, uv_cache
 from tests.wheels import build_wheel
 
 #: a hang guard only (a cold build from uv's cache and a short A/B); never a timing
@@ -75,26 +78,6 @@ def side_notes(report: Path, side: str) -> list[object]:
         info = bench["extra_info"]
         found.append(info.get("perfwork") or info.get("perfsuite", {})["notes"]["perfwork"])
     return found
-
-
-def test_an_upgrade_that_does_more_work_is_slower(repo: Repo, shared: Path) -> None:
-    repo.write("test_perfwork.py", BENCHMARK_BENCH)
-    pin(repo, shared, "1.0")
-    base = repo.commit("base")
-    pin(repo, shared, "2.0")
-    report = repo.root.parent / "report"
-    args = [*BUDGET, "--report", str(report), "--", "test_perfwork.py", "-q"]
-    result = repo.ab(base, *args, timeout=HANG_S)
-    assert result.code == 1, result.out + result.err
-    first = result.out.splitlines()[0]
-    assert "pins differ: perfwork 1.0 -> 2.0 (each side in an environment of its own pins)" in first
-    assert "(perfwork 1.0 -> 2.0)" in (report / "summary.md").read_text()
-    assert "REGRESSION in 1 bench(es): test_perfwork.py::test_perfwork" in result.out
-    assert side_notes(report, "A") == ["1.0"]
-    assert side_notes(report, "B") == ["2.0"]
-    built = [line for line in result.out.splitlines() if ": environment " in line]
-    assert len(built) == 2
-    assert all("built in" in line or "reused" in line for line in built)
 
 
 def test_equal_work_in_two_environments_is_same_and_reuses_them(repo: Repo, shared: Path) -> None:
@@ -237,3 +220,57 @@ def test_uv_said_takes_the_reason() -> None:
     assert uv_said(stderr) == "Because perfwork==9.9 was not found, we can conclude..."
     assert uv_said("error: Failed to fetch: `https://x`\n") == "Failed to fetch: `https://x`"
     assert uv_said("") == "(no output)"
+
+
+LOCKED_PROJECT = """
+[project]
+name = "userbench"
+version = "0"
+requires-python = ">=3.10"
+dependencies = ["perfwork=={version}"]
+
+[tool.uv]
+find-links = ["{wheels}"]
+"""
+
+
+def locked(repo: Repo, shared: Path, version: str) -> None:
+    """pyproject.toml requiring perfwork ``version``, and its uv.lock."""
+    repo.write("pyproject.toml", LOCKED_PROJECT.format(version=version, wheels=shared / "wheels"))
+    subprocess.run(
+        [uv_binary(), "lock", "--quiet"],
+        cwd=repo.root,
+        check=True,
+        env={**os.environ, "UV_CACHE_DIR": str(uv_cache())},
+        timeout=HANG_S,
+    )
+
+
+def test_an_upgrade_in_a_uv_lock_that_does_more_work_is_slower(repo: Repo, shared: Path) -> None:
+    repo.write("test_perfwork.py", BENCHMARK_BENCH)
+    locked(repo, shared, "1.0")
+    base = repo.commit("base")
+    locked(repo, shared, "2.0")
+    report = repo.root.parent / "report"
+    args = [*BUDGET, "--report", str(report), "--", "test_perfwork.py", "-q"]
+    result = repo.ab(base, *args, timeout=HANG_S)
+    assert result.code == 1, result.out + result.err
+    first = result.out.splitlines()[0]
+    assert "pins differ: perfwork 1.0 -> 2.0 (each side in an environment of its own pins)" in first
+    assert "(perfwork 1.0 -> 2.0)" in (report / "summary.md").read_text()
+    assert "REGRESSION in 1 bench(es): test_perfwork.py::test_perfwork" in result.out
+    assert side_notes(report, "A") == ["1.0"]
+    assert side_notes(report, "B") == ["2.0"]
+    built = [line for line in result.out.splitlines() if ": environment " in line]
+    assert len(built) == 2
+    assert all("built in" in line or "reused" in line for line in built)
+
+
+def test_a_lock_replaces_the_dependencies_it_pins() -> None:
+    project = PYPROJECT.replace('constraints = ["constraints.txt"]\n', "")
+    pins = read_pins({"pyproject.toml": project, "uv.lock": "version = 1\n"}, "main")
+    assert pins.requirements == ()
+    assert pins.locked_extras == ("all",)
+    assert pins.lines == ["locks uv.lock sha256:" + pins.lines[0].split(":")[1]]
+    other = read_pins({"pyproject.toml": project, "uv.lock": "version = 1\n# moved\n"}, "B")
+    assert pin_difference(pins, other, "main", "B") is not None

@@ -154,8 +154,9 @@ def resolve(pins: Pins, checkout: Path, scratch: Path, label: str) -> Resolved:
     ``scratch``) with uv; pins that cannot be resolved raise one line naming ``label``
     and what uv said."""
     scratch.mkdir(parents=True, exist_ok=True)
+    locked = [] if pins.locked_extras is None else _export_lock(pins, checkout, scratch, label)
     wanted = scratch / "requirements.in"
-    wanted.write_text("\n".join([*pins.requirements, *side_requirements()]) + "\n")
+    wanted.write_text("\n".join([*pins.requirements, *locked, *side_requirements()]) + "\n")
     args = ["pip", "compile", "--python", sys.executable, "--quiet", "--no-header"]
     args += ["--no-annotate", "--emit-find-links", "--emit-index-url", str(wanted)]
     if pins.constraints:
@@ -172,6 +173,22 @@ def resolve(pins: Pins, checkout: Path, scratch: Path, label: str) -> Resolved:
         )
     lines = (line.strip() for line in out.read_text().splitlines())
     return Resolved(tuple(line for line in lines if line and not line.startswith("#")))
+
+
+def _export_lock(pins: Pins, checkout: Path, scratch: Path, label: str) -> list[str]:
+    """What the revision's ``uv.lock`` pins for its extras and uv's default groups."""
+    out = scratch / "locked.txt"
+    args = ["export", "--frozen", "--no-hashes", "--no-emit-project", "--quiet"]
+    args += ["--format", "requirements-txt", "-o", str(out)]
+    for extra in pins.locked_extras or ():
+        args += ["--extra", extra]
+    proc = _uv(args, checkout)
+    if proc.returncode != 0:
+        raise EnvBuildError(
+            f"{label}: its uv.lock cannot be exported: {uv_said(proc.stderr)} "
+            "(uv export --frozen); run uv lock in that revision"
+        )
+    return [line for line in out.read_text().splitlines() if not line.lstrip().startswith("#")]
 
 
 @dataclass(frozen=True)

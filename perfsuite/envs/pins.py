@@ -6,7 +6,10 @@ A revision's pins are read from the files at the top of its tree:
 * ``constraints*.txt``, applied with ``-c``;
 * ``pyproject.toml``'s ``[project] dependencies``, with the extras that
   ``[tool.perfsuite.env] extras`` names (the project's own extras it lists, as in
-  ``all = ["proj[tf,torch]"]``, expanded in place).
+  ``all = ["proj[tf,torch]"]``, expanded in place);
+* or, where the revision has a ``uv.lock``, what the lock pins for those extras and
+  uv's default dependency groups (``uv export``, as ``uv sync`` installs it), in place
+  of the dependencies.
 
 ``[tool.perfsuite.env]`` in that revision's ``pyproject.toml`` may narrow the files:
 ``requirements = [...]`` and ``constraints = [...]`` list them by name (an empty list
@@ -20,6 +23,7 @@ is put on the side's path, never installed) are left out; option lines
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
@@ -36,6 +40,7 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 REQUIREMENTS, CONSTRAINTS, PYPROJECT = "requirements*.txt", "constraints*.txt", "pyproject.toml"
+LOCK = "uv.lock"
 #: the project itself, as a requirements file names it: never installed (see module doc)
 _SELF = re.compile(r"^(-e\s+|--editable\s+)?(\.|file:\.)/?(\[(?P<extras>[^\]]*)\])?$")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[(?P<extras>[^\]]*)\])?")
@@ -58,12 +63,20 @@ class Pins:
     requirements: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
+    #: the extras installed from ``uv.lock``, where the revision has one (None: no lock)
+    locked_extras: tuple[str, ...] | None = None
 
     @property
     def lines(self) -> list[str]:
         """Every pin, labelled by what it is, to compare two revisions by."""
+        lock = []
+        if self.locked_extras is not None:
+            digest = hashlib.sha256(self.sources[LOCK].encode()).hexdigest()[:16]
+            extras = ",".join(self.locked_extras)
+            lock = [f"locks {LOCK} sha256:{digest}" + (f" [{extras}]" if extras else "")]
         return [
             *(f"requires {line}" for line in self.requirements),
+            *lock,
             *(f"constrains {line}" for line in self.constraints),
         ]
 
@@ -71,7 +84,7 @@ class Pins:
 def tree_files(root: Path, sha: str | None) -> dict[str, str]:
     """The files at the top of a revision (``sha`` None: the working tree) that may hold
     pins: name -> text."""
-    patterns = (REQUIREMENTS, CONSTRAINTS, PYPROJECT)
+    patterns = (REQUIREMENTS, CONSTRAINTS, PYPROJECT, LOCK)
     if sha is None:
         return {
             path.name: path.read_text(errors="replace")
@@ -108,6 +121,7 @@ def read_pins(files: Mapping[str, str], label: str) -> Pins:
     requirements = [line for name in chosen["requirements"] for line in _lines(files[name])]
     constraints = [line for name in chosen["constraints"] for line in _lines(files[name])]
     sources = {name: files[name] for names in chosen.values() for name in names}
+    locked: tuple[str, ...] | None = None
     if project is not None:
         extras = settings.get("extras", [])
         if not isinstance(extras, list) or not all(isinstance(e, str) for e in extras):
@@ -115,9 +129,13 @@ def read_pins(files: Mapping[str, str], label: str) -> Pins:
                 f"{label}: pyproject.toml [tool.perfsuite.env] extras must be a list of "
                 'extra names, such as ["all"]'
             )
-        requirements.extend(project_requirements(project, extras, label))
+        from_project = project_requirements(project, extras, label)
         sources[PYPROJECT] = files[PYPROJECT]
-    return Pins(tuple(requirements), tuple(constraints), sources)
+        if LOCK in files:
+            locked, sources[LOCK] = tuple(extras), files[LOCK]
+        else:
+            requirements.extend(from_project)
+    return Pins(tuple(requirements), tuple(constraints), sources, locked)
 
 
 def _pyproject(text: str | None, label: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
