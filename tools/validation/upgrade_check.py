@@ -11,7 +11,8 @@ It clones this repository's HEAD into a temporary folder, commits a change of on
 3. measures the disk: each environment, both together (a file hard-linked into both
    counts once), and what they add to uv's cache when counted with it;
 4. runs ``perfsuite ab BASE CANDIDATE --report DIR -- BENCH_ARGS`` in the clone, with
-   the environments warm, and records its exit status and verdict lines.
+   the environments warm, and records its exit status, its verdict lines and the
+   stack versions each side's saved run records.
 
 Usage::
 
@@ -97,6 +98,17 @@ def environments(clone: Path, shas: list[str], scratch: Path, cache: Path) -> di
     return found
 
 
+def side_stacks(report: Path) -> dict[str, Any]:
+    """The stack versions each side's saved run records (``A.json``, ``B.json``)."""
+    found: dict[str, Any] = {}
+    for side in "AB":
+        path = report / f"{side}.json"
+        if path.is_file():
+            machine = json.loads(path.read_text()).get("machine_info", {})
+            found[side] = machine.get("perfsuite", {}).get("versions")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--package", default="pillow")
@@ -158,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             "stderr": proc.stderr.splitlines()[-5:],
         }
         print(proc.stdout + proc.stderr[-2000:], flush=True)
+        result["stacks"] = side_stacks(folder / "report")
+        print(f"each side's saved stack: {result['stacks']}", flush=True)
     args.out.write_text(json.dumps(result, indent=1))
     print(f"written to {args.out}")
     return 0
