@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from perfsuite.data.fsutil import cache_home
 from perfsuite.options import OPTIONS, Device, Scale, ServiceAddress
 
 #: measured rounds per scale. Mann-Whitney U, two-sided, needs at least 7 samples on
@@ -37,8 +37,7 @@ _T = TypeVar("_T")
 
 def default_data_dir() -> Path:
     """``$XDG_CACHE_HOME/perfsuite/datasets``, else ``~/.cache/perfsuite/datasets``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perfsuite" / "datasets"
+    return cache_home("datasets")
 
 
 @dataclass(frozen=True)

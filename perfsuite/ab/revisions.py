@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from perfsuite.data.fsutil import cache_home
 from perfsuite.errors import PerfsuiteError
 
 if sys.version_info >= (3, 11):
@@ -95,8 +95,7 @@ def resolve(root: Path, spec: str | None) -> Revision:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perfsuite" / "ab"
+    return cache_home("ab")
 
 
 def repo_key(root: Path) -> str:

@@ -19,6 +19,13 @@ from perfsuite.errors import PerfsuiteError
 T = TypeVar("T")
 
 
+def cache_home(part: str) -> Path:
+    """perfsuite's cache folder ``part``: ``$XDG_CACHE_HOME/perfsuite/<part>``, else
+    ``~/.cache/perfsuite/<part>``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "perfsuite" / part
+
+
 def umask() -> int:
     """This process's umask: from ``/proc/self/status`` where Linux gives it, else by
     setting it and setting it back (for an instant, another thread's new file would

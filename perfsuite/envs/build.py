@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from perfsuite.data.fsutil import atomic_write_text, build_dir_once, discard_dir
+from perfsuite.data.fsutil import atomic_write_text, build_dir_once, cache_home, discard_dir
 from perfsuite.envs.pins import Pins, normalize
 from perfsuite.errors import CannotMeasure, PerfsuiteError
 
@@ -59,8 +59,7 @@ class EnvBuildError(CannotMeasure):
 
 def envs_root() -> Path:
     """``$XDG_CACHE_HOME/perfsuite/envs``, else ``~/.cache/perfsuite/envs``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perfsuite" / "envs"
+    return cache_home("envs")
 
 
 def uv_binary() -> str:
