@@ -17,12 +17,11 @@ from perfsuite.verdict.judge import (
     BenchVerdict,
     Confirmed,
 )
+from perfsuite.verdict.paired import LEAN_SIGN_P
+from perfsuite.verdict.table import pct
 
 #: the exit statuses of an A/B that ran to a verdict; any other is a fault
 VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
-#: an undecided row whose pairs' sign test p is above this does not lean: the value
-#: below which ``perfsuite ab`` takes a first pair as a suspect (``SUSPECT_SIGN_P``)
-NO_LEAN_P = 0.25
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,6 @@ class AbRun:
         return self.status in VERDICT_STATUSES
 
 
-def pct(value: Any) -> str:
-    return f"{float(value) * 100:+.1f}%" if isinstance(value, int | float) else "?"
-
-
 def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
     ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
@@ -55,7 +50,7 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
     An undecided verdict whose estimate is within the row's threshold is ``not shown``:
     the A/B measured no regression beyond the threshold, though it could not rule one
     out. So is one whose pairs of blocks do not lean either way (sign test p above
-    ``NO_LEAN_P``), unless the bench's code ``changed``: a few pairs split between
+    ``LEAN_SIGN_P``), unless the bench's code ``changed``: a few pairs split between
     slower and faster can put their median beyond the threshold and say nothing, as
     ``perfsuite ab`` itself reads them (it measures no such first pair again). One whose
     estimate is beyond the threshold otherwise (or a row with no estimate) is
@@ -105,7 +100,7 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
             f"{threshold * 100:g}% threshold); more pairs would decide: {shown}",
         )
     sign_p = row.get("sign_p")
-    if verdict and not changed and isinstance(sign_p, int | float) and sign_p > NO_LEAN_P:
+    if verdict and not changed and isinstance(sign_p, int | float) and sign_p > LEAN_SIGN_P:
         return Confirmed(
             NOT_SHOWN,
             f"{label}not shown by A/B ({verdict}: {measured}, whose pairs do not lean "

@@ -147,13 +147,6 @@ def test_an_undecided_ab_whose_pairs_do_not_lean_has_not_shown_a_regression(
     assert "within the 5% threshold" in within.text  # the first reason given
 
 
-def test_the_gate_and_the_ab_agree_on_what_leans() -> None:
-    from perfsuite.ab.rows import SUSPECT_SIGN_P
-    from perfsuite.outcomes import NO_LEAN_P
-
-    assert NO_LEAN_P == SUSPECT_SIGN_P
-
-
 def test_a_peak_memory_suspect_takes_the_abs_two_peaks() -> None:
     rose = ab_with({"verdict": "same", "memory": {"a_mb": 10.0, "b_mb": 50.0, "rose": True}})
     flat = ab_with({"verdict": "same", "memory": {"a_mb": 40.0, "b_mb": 42.0, "rose": False}})

@@ -36,9 +36,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
-from perfsuite.ab.rows import pct, suspicious
+from perfsuite.ab.rows import suspicious
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.table import pct
 
 #: the offset of a file's second pair of processes (its first is at 0): odd, so it
 #: mirrors the first in which side starts and in the order of each pair of blocks

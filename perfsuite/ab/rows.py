@@ -9,12 +9,9 @@ from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.cost import CPU_WORDS
-from perfsuite.verdict.paired import PairedResult
+from perfsuite.verdict.paired import LEAN_SIGN_P, PairedResult
 from perfsuite.verdict.stats import Verdict
-
-#: an inconclusive first estimate beyond the threshold is a suspect only when its pairs
-#: lean that way at least this much (two-sided sign test; 3 pairs of 3 give 0.25)
-SUSPECT_SIGN_P = 0.25
+from perfsuite.verdict.table import pct
 
 HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters", "cost"]
 
@@ -39,13 +36,9 @@ def against(first: PairedResult, check: PairedResult) -> bool:
     return (check.verdict is Verdict.SLOWER) != worse(first)
 
 
-def pct(value: float) -> str:
-    return f"{value * 100:+.1f}%"
-
-
 def leans(result: PairedResult) -> bool:
     """Slower or faster, or inconclusive with an estimate beyond the threshold either
-    way and pairs that lean that way (sign test p at most ``SUSPECT_SIGN_P``).
+    way and pairs that lean that way (sign test p at most ``LEAN_SIGN_P``).
 
     The lean keeps out an estimate whose few pairs say nothing: one pair of a
     one-round cold-start bench (its estimate a single ratio), or pairs split evenly
@@ -58,7 +51,7 @@ def leans(result: PairedResult) -> bool:
     if result.verdict in (Verdict.SLOWER, Verdict.FASTER):
         return True
     # a `same` estimate lies inside its interval, so inside the threshold
-    lean = result.sign_p is None or result.sign_p <= SUSPECT_SIGN_P
+    lean = result.sign_p is None or result.sign_p <= LEAN_SIGN_P
     return abs(result.change) > result.threshold and lean
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
-from perfsuite.ab.rows import HEADER, Row, against, pct
+from perfsuite.ab.rows import HEADER, Row, against
 from perfsuite.ab.sidemanage import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.envs.build import changes_text
@@ -25,7 +25,7 @@ from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
-from perfsuite.verdict.table import code_span
+from perfsuite.verdict.table import code_span, pct
 
 #: the status of a bench only one side has: listed, never run (nothing to compare it with)
 REMOVED, ADDED = "removed (base only), not run", "added (candidate only), not run"

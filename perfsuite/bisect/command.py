@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import ExitCode
+from perfsuite.verdict.table import pct
 
 if TYPE_CHECKING:
     from perfsuite.bisect.search import Bisection, Measure, Step
@@ -218,10 +219,6 @@ def _figures(row: dict[str, Any] | None) -> tuple[float | None, tuple[float, flo
     return float(row["change"]), interval
 
 
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{value * 100:+.1f}%"
-
-
 def describe_step(step: Step) -> str:
     """One line: the commit, its outcome, and the change that decided it."""
     words = {
@@ -233,9 +230,9 @@ def describe_step(step: Step) -> str:
     said = f"{step.commit[:10]} {words[step.outcome]} {step.reference[:10]}"
     if step.outcome == "skip":
         return f"{said}: {step.note}"
-    figure = _pct(step.change)
+    figure = pct(step.change)
     if step.ci is not None:
-        figure += f" [{_pct(step.ci[0])}, {_pct(step.ci[1])}]"
+        figure += f" [{pct(step.ci[0])}, {pct(step.ci[1])}]"
     where = f" ({step.bench})" if step.bench else ""
     note = f": {step.note}" if step.note and step.outcome == "undecided" else ""
     return f"{said}: {figure}{where}{note}"
@@ -248,7 +245,7 @@ def conclusion(result: Bisection, infos: dict[str, CommitInfo]) -> tuple[int, li
         info = infos[culprit.commit]
         bench = f", {culprit.step.bench}" if culprit.step.bench else ""
         lines.append(
-            f"culprit: {info.describe()}: {_pct(culprit.step.change)} against "
+            f"culprit: {info.describe()}: {pct(culprit.step.change)} against "
             f"{culprit.step.reference[:10]} (the last good commit is "
             f"{culprit.reference[:10]}{bench})"
         )
@@ -279,9 +276,7 @@ def markdown(result: Bisection, infos: dict[str, CommitInfo], lines: Sequence[st
         "|---:|---|---|---|---|---:|---|",
     ]
     for number, step in enumerate(result.steps, 1):
-        figure = _pct(step.change) + (
-            f" [{_pct(step.ci[0])}, {_pct(step.ci[1])}]" if step.ci else ""
-        )
+        figure = pct(step.change) + (f" [{pct(step.ci[0])}, {pct(step.ci[1])}]" if step.ci else "")
         info = infos[step.commit]
         out.append(
             f"| {number} | `{info.short}` | {info.subject.replace('|', '/')} | "

@@ -76,9 +76,13 @@ from perfsuite.verdict.stats import Verdict
 PAIRED_ALPHA = 0.01
 #: the fewest pairs between two looks at a bench
 LOOK_EVERY = 4
-#: the fewest pairs whose sign test can lean one way (3 of 3: p = 0.25, the most that
-#: makes a suspect, ``perfsuite.ab.rows.SUSPECT_SIGN_P``); fewer can never go below 0.5
+#: the fewest pairs whose sign test can lean one way (3 of 3: p = 0.25, ``LEAN_SIGN_P``);
+#: fewer can never go below 0.5
 LEAN_PAIRS = 3
+#: the most a two-sided sign test's p may be for pairs to lean one way: what makes an
+#: inconclusive first estimate beyond the threshold a suspect of ``perfsuite ab``, and
+#: what the gate's outcome of an undecided suspect asks of its pairs
+LEAN_SIGN_P = 0.25
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:

@@ -22,6 +22,7 @@ from dataclasses import replace
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import CLEARED, NOT_SHOWN, BenchVerdict, Confirmed
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.table import pct
 
 #: other judged benches needed before the session's median change is the reference of a
 #: bench alone in its group (:func:`standout`)
@@ -30,10 +31,6 @@ MIN_FOR_SHIFT = 10
 SAME_CODE_SAMPLE = 3
 #: other judged benches of a group needed before its median change is the bench's reference
 MIN_GROUP = 2
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:+.1f}%"
 
 
 def _ranked(comparison: RunComparison) -> list[BenchVerdict]:
@@ -134,8 +131,8 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
     if beyond <= time.threshold or lower <= 0:
         return None
     return (
-        f"slower than {whose} move: {_pct(time.change)} while {where} moved "
-        f"{_pct(math.expm1(reference))}: {_pct(beyond)} beyond that move"
+        f"slower than {whose} move: {pct(time.change)} while {where} moved "
+        f"{pct(math.expm1(reference))}: {pct(beyond)} beyond that move"
     )
 
 
@@ -164,8 +161,8 @@ def undecided_slower(item: BenchVerdict) -> str | None:
     if not (time.change > 0 and low > 0 and high > time.threshold):
         return None
     return (
-        f"slower, undecided: {_pct(time.change)} [{_pct(low)}, {_pct(high)}] lies above 0 "
-        f"and reaches past its {_pct(time.threshold)} threshold"
+        f"slower, undecided: {pct(time.change)} [{pct(low)}, {pct(high)}] lies above 0 "
+        f"and reaches past its {pct(time.threshold)} threshold"
     )
 
 
@@ -217,4 +214,4 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
 def _reading(item: BenchVerdict) -> str:
     """What the screen read of an undecided bench: its change, or why it could not."""
     fallback = item.time.fallback if item.time is not None else None
-    return fallback or f"{_pct(screen_change(item))}, inconclusive"
+    return fallback or f"{pct(screen_change(item))}, inconclusive"

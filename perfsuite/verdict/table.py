@@ -30,8 +30,13 @@ HEADER = [
 ]
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:+.1f}%"
+def pct(value: object) -> str:
+    """A change as a signed percentage; ``?`` for what is not a number.
+
+    >>> pct(0.0512), pct(-0.1), pct(None)
+    ('+5.1%', '-10.0%', '?')
+    """
+    return f"{float(value) * 100:+.1f}%" if isinstance(value, int | float) else "?"
 
 
 #: the verdict word of a time suspect its confirmation found slower or could not decide
@@ -64,17 +69,17 @@ def _verdict_word(item: BenchVerdict) -> str:
 def _time_cell(item: BenchVerdict) -> str:
     if item.time is None:
         return "-"
-    cell = f"time {_pct(item.time.change)}"
+    cell = f"time {pct(item.time.change)}"
     if item.time.ci is not None:
         low, high = item.time.ci
-        cell += f" [{_pct(low)}, {_pct(high)}]"
+        cell += f" [{pct(low)}, {pct(high)}]"
     return cell
 
 
 def _rate_cell(item: BenchVerdict) -> str:
     if item.rate_change is None:
         return "-"
-    return f"{item.unit}/s {_pct(item.rate_change)}"
+    return f"{item.unit}/s {pct(item.rate_change)}"
 
 
 def _p_cell(item: BenchVerdict) -> str:
@@ -104,7 +109,7 @@ def _cost_cell(item: BenchVerdict) -> str:
         word = CPU_WORDS[item.cpu.verdict.value]
         if item.cpu.fallback is not None:
             word = "not judged"
-        parts.append(f"cpu/item {_pct(item.cpu.change)} {word}")
+        parts.append(f"cpu/item {pct(item.cpu.change)} {word}")
     if item.memory is not None:
         parts.append(str(item.memory))
     return ", ".join(parts) or "-"
