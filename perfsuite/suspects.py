@@ -60,7 +60,6 @@ report are the contract.
 from __future__ import annotations
 
 import contextlib
-import json
 import shlex
 import shutil
 import signal
@@ -75,6 +74,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
+from perfsuite.errors import PerfsuiteError
 from perfsuite.outcomes import AbRun, decide, decide_all, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import UNCONFIRMED, BenchVerdict, Confirmed
@@ -183,16 +183,12 @@ def run_ab(
     except OSError as exc:
         return AbRun(tuple(line), shown, None, why_not=f"could not start perfsuite ab: {exc}")
     seconds = time.monotonic() - start
-    rows: dict[str, dict[str, Any]] = {}
-    pairs = report / "pairs.json"
-    if pairs.is_file():
-        try:
-            loaded = json.loads(pairs.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            loaded = []
-        for entry in loaded if isinstance(loaded, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("nodeid"), str):
-                rows[entry["nodeid"]] = entry
+    from perfsuite.ab.report import read_pairs
+
+    try:  # a torn file is no row: each suspect then reads as unconfirmed
+        rows = {entry["nodeid"]: entry for entry in read_pairs(report)}
+    except PerfsuiteError:
+        rows = {}
     lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log else []
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=fault_line(lines))
 

@@ -82,3 +82,14 @@ def test_each_bench_has_its_own_plot_whatever_its_id(tmp_path: Path) -> None:
     names = [_slug(nodeid, taken) for nodeid in ids]
     assert len(set(names)) == len(ids)
     assert names[0] == "t.py__test_w_a_b"
+
+
+def test_pairs_json_is_read_back_through_the_module_that_writes_it(tmp_path: Path) -> None:
+    from perfsuite.ab.report import PAIRS, read_pairs
+
+    assert read_pairs(tmp_path) == []
+    (tmp_path / PAIRS).write_text('[{"nodeid": "a.py::t", "verdict": "same"}, 3, {"x": 1}]')
+    assert read_pairs(tmp_path) == [{"nodeid": "a.py::t", "verdict": "same"}]
+    (tmp_path / PAIRS).write_text('[{"nodeid": ')
+    with pytest.raises(PerfsuiteError, match=r"pairs\.json: not an A/B's pairs\.json \("):
+        read_pairs(tmp_path)

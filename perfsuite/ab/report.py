@@ -54,8 +54,25 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
     }
 
 
+#: every block, and each bench's verdict, change and interval, one entry per bench
+PAIRS = "pairs.json"
 #: the files an A/B report holds beside its PNGs
-REPORT_FILES = ("summary.md", "pairs.json", "machine.json", "A.json", "B.json", "A.log", "B.log")
+REPORT_FILES = ("summary.md", PAIRS, "machine.json", "A.json", "B.json", "A.log", "B.log")
+
+
+def read_pairs(folder: Path) -> list[dict[str, Any]]:
+    """The bench entries (each with its ``nodeid``) of the ``pairs.json`` an A/B report
+    folder holds, as :func:`write_report` wrote them; [] where the folder has none. A
+    file that is not JSON raises one line naming it."""
+    path = folder / PAIRS
+    if not path.is_file():
+        return []
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PerfsuiteError(f"{path}: not an A/B's pairs.json ({exc})") from None
+    entries = loaded if isinstance(loaded, list) else []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("nodeid"), str)]
 
 
 def _report_entry(entry: Path) -> bool:
@@ -156,7 +173,7 @@ def write_report(
             )  # fmt: skip
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid, taken)}.png")
-        (tmp / "pairs.json").write_text(json.dumps(pairs, indent=1))
+        (tmp / PAIRS).write_text(json.dumps(pairs, indent=1))
         old = out.with_name(f".{out.name}.old")
         if out.exists():
             shutil.rmtree(old, ignore_errors=True)

@@ -100,20 +100,16 @@ def _folder(path: Path, option: str, what: str) -> Path:
 def read_ab_report(path: Path, slug: str) -> Report:
     """The A/B report folder ``path`` (``perfsuite ab --report``)."""
     _folder(path, "--ab-report", "perfsuite ab --report")
-    summary, pairs = path / "summary.md", path / "pairs.json"
+    from perfsuite.ab.report import PAIRS, read_pairs
+
+    summary = path / "summary.md"
     text = _text(summary) if summary.is_file() else ""
-    if not pairs.is_file() and not text.startswith(AB_HEADING):
+    if not (path / PAIRS).is_file() and not text.startswith(AB_HEADING):
         raise PerfsuiteError(
             f"{path}: not a perfsuite ab report (no pairs.json, and no summary.md of an "
             "A/B); --ab-report names the folder perfsuite ab --report wrote"
         )
-    rows: list[dict[str, Any]] = []
-    if pairs.is_file():
-        try:
-            loaded = json.loads(_text(pairs))
-        except ValueError as exc:
-            raise PerfsuiteError(f"{pairs}: not valid JSON ({exc})") from None
-        rows = [row for row in loaded if isinstance(row, dict)] if isinstance(loaded, list) else []
+    rows = read_pairs(path)
     title = _TITLE.search(text)
     conclusion = _CONCLUSION.search(text)
     commit, dirty = _commit_of(path / "B.json")
