@@ -42,9 +42,13 @@ UNQUOTED = ("-c", "core.quotePath=false")
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``git ARGS`` in ``cwd``, its output captured; OSError where git cannot start."""
     return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
         check=False,
-    )  # fmt: skip
+    )
 
 
 def git_lines(top: Path, *args: str) -> list[str] | None:

@@ -285,15 +285,25 @@ class VerdictPlugin:
         def ab_args(nodeids: Sequence[str], why: Why) -> list[str]:
             kind = GATE_SUSPECTS if why == CONFIRM else CHANGED_SUSPECTS
             return gate_args(
-                self.settings.ab_args, nodeids, spent, self.settings.scale.value, kind,
-                screen_decided_none=why == UNDECIDED, used=time.monotonic() - start,
-            )  # fmt: skip
+                self.settings.ab_args,
+                nodeids,
+                spent,
+                self.settings.scale.value,
+                kind,
+                screen_decided_none=why == UNDECIDED,
+                used=time.monotonic() - start,
+            )
 
         try:
             confirmed, note = confirm_suspects(
-                comparison, self._commit_info(), passed_options(self.config.invocation_params.args),
-                self.config.rootpath, scratch, ab_args, self._say,
-            )  # fmt: skip
+                comparison,
+                self._commit_info(),
+                passed_options(self.config.invocation_params.args),
+                self.config.rootpath,
+                scratch,
+                ab_args,
+                self._say,
+            )
         except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt
             if self._confirmation_dir is not None:
                 shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)

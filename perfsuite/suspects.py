@@ -175,10 +175,14 @@ def run_ab(
     try:
         with log.open("wb") if log is not None else contextlib.nullcontext() as out:
             child = subprocess.Popen(
-                line, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                line,
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a terminal's Ctrl-C reaches it once: relayed
                 preexec_fn=_hear_sigint,
-            )  # fmt: skip
+            )
             status = wait_or_stop(child)
     except OSError as exc:
         return AbRun(tuple(line), shown, None, why_not=f"could not start perfsuite ab: {exc}")
@@ -380,9 +384,12 @@ def _confirm(
     why_not = cannot_run(cwd, base)
     say(
         f"perfsuite gate: {what}; "
-        + (f"no A/B can confirm them: {why_not}" if why_not else f"confirming in an A/B of "
-           f"{(base.sha or '?')[:12]} against the working tree")
-    )  # fmt: skip
+        + (
+            f"no A/B can confirm them: {why_not}"
+            if why_not
+            else f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
+        )
+    )
     log = report.with_name(report.name + ".log")
     ab = run_ab(base, nodeids, options, cwd, report, log, ab_args)
     runs.append(ab)

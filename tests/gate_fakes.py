@@ -48,9 +48,15 @@ class FakeAb:
         self.strict: list[bool] = []  # whether it was asked as an A/B of changed code
 
     def __call__(
-        self, base: Commit, nodeids: Sequence[str], options: Sequence[str], cwd: Path,
-        report: Path, log: Path | None, ab_args: Sequence[str] = (),
-    ) -> AbRun:  # fmt: skip
+        self,
+        base: Commit,
+        nodeids: Sequence[str],
+        options: Sequence[str],
+        cwd: Path,
+        report: Path,
+        log: Path | None,
+        ab_args: Sequence[str] = (),
+    ) -> AbRun:
         self.asked.append(list(nodeids))
         self.reports.append(report.name)
         self.strict.append("--changed" in ab_args)

@@ -137,8 +137,9 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     assert row.run.result is not None
     assert row.run.result.futile
     first = _session({"b.py::aa": 0.03}, 1)
-    final = first.confirmed([Verdicts([row], [], 1, [row.run])], "confirmation in {pairs} "
-                            "pairs of processes")  # fmt: skip
+    final = first.confirmed(
+        [Verdicts([row], [], 1, [row.run])], "confirmation in {pairs} pairs of processes"
+    )
     word = final.rows[0].cells()[1]
     assert word.startswith("inconclusive (confirmation in 3 pairs of processes; first pair +3")
     assert word.endswith("%, stopped early: more could not decide)")
@@ -159,8 +160,10 @@ def test_each_suspect_keeps_the_look_that_decided_it() -> None:
 def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
     # +10% with offsets of +-1-2% between pairs of processes: decisive at 3 pairs at
     # CONFIRM_ALPHA (a leaning suspect), not at the first stage's PAIRED_ALPHA (an undecided one)
-    sessions = Sessions({"b.py::lean": math.log(1.1), "b.py::open": math.log(1.1)},
-                        [0.01, -0.01, 0.0, 0.02, -0.02, 0.01])  # fmt: skip
+    sessions = Sessions(
+        {"b.py::lean": math.log(1.1), "b.py::open": math.log(1.1)},
+        [0.01, -0.01, 0.0, 0.02, -0.02, 0.01],
+    )
     alphas = {"b.py::lean": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
     rows = {r.nodeid: r for r in confirm_in_fresh_pairs(sessions, list(alphas), 12, alphas).rows}
     results = {n: r.run.result for n, r in rows.items() if r.run and r.run.result}
@@ -212,10 +215,15 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
 def test_a_bench_stopped_for_futility_says_so_and_pairs_json_keeps_it(tmp_path: Path) -> None:
     run = BenchRun("b.py::noisy", 0.05)
     run.result = replace(judge([0.3, -0.3, 0.1] * 4, 0.05, PAIRED_ALPHA), futile=True)
-    verdicts = Verdicts([Row("b.py::noisy", run)], [
-        SideSpec("A", Revision("main", "a" * 40), tmp_path),
-        SideSpec("B", Revision("working tree", None), tmp_path),
-    ], 1, [run])  # fmt: skip
+    verdicts = Verdicts(
+        [Row("b.py::noisy", run)],
+        [
+            SideSpec("A", Revision("main", "a" * 40), tmp_path),
+            SideSpec("B", Revision("working tree", None), tmp_path),
+        ],
+        1,
+        [run],
+    )
     word = verdicts.rows[0].cells()[1]
     assert word == "inconclusive (stopped early: its budget could not decide)"
     write_report(tmp_path / "report", verdicts, [tmp_path / "no.json"] * 2)

@@ -46,8 +46,13 @@ def test_shares_of_the_cpus_between_two_snapshots() -> None:
     assert load == MachineLoad(cpus=4, seconds=20.0, own=0.35, other=0.15, steal=0.05)
     assert load.busy  # 0.15 + 0.05 >= BUSY
     assert "busy with other work" in load.line()
-    assert load.as_dict() == {"cpus": 4.0, "seconds": 20.0, "own": 0.35, "other": 0.15,
-                              "steal": 0.05}  # fmt: skip
+    assert load.as_dict() == {
+        "cpus": 4.0,
+        "seconds": 20.0,
+        "own": 0.35,
+        "other": 0.15,
+        "steal": 0.05,
+    }
 
 
 def test_a_quiet_machine_is_not_called_busy_and_other_is_never_negative() -> None:
@@ -98,8 +103,9 @@ def test_machine_json_round_trips_through_a_report_folder(tmp_path: Path) -> Non
     assert MachineLoad.from_report(tmp_path) == load
     assert MachineLoad.from_report(tmp_path / "none") is None
     # the first version wrote the CPU count as a float
-    (tmp_path / MACHINE_JSON).write_text('{"cpus": 2.0, "seconds": 32.0, "own": 0.92, '
-                                         '"other": 0.0, "steal": 0.0}')  # fmt: skip
+    (tmp_path / MACHINE_JSON).write_text(
+        '{"cpus": 2.0, "seconds": 32.0, "own": 0.92, "other": 0.0, "steal": 0.0}'
+    )
     read = MachineLoad.from_report(tmp_path)
     assert read == load
     assert read is not None

@@ -82,10 +82,24 @@ def test_a_side_never_saves_into_the_users_storage(tmp_path: Path) -> None:
 def test_positional_arguments_are_those_pytest_takes_for_paths() -> None:
     """Installed plugins' options take their values as pytest's parser says."""
     args = [
-        "--benchmark-storage", "store", "tests", "--perf-data-dir", "/data", "-p",
-        "no:randomly", "-k", "x.py", "a.py::t", "--benchmark-compare", "0001", "-q",
-        "-kexpr", "--perf-scale=smoke", "--", "-weird",
-    ]  # fmt: skip
+        "--benchmark-storage",
+        "store",
+        "tests",
+        "--perf-data-dir",
+        "/data",
+        "-p",
+        "no:randomly",
+        "-k",
+        "x.py",
+        "a.py::t",
+        "--benchmark-compare",
+        "0001",
+        "-q",
+        "-kexpr",
+        "--perf-scale=smoke",
+        "--",
+        "-weird",
+    ]
     assert [args[i] for i in positional(args)] == ["tests", "a.py::t", "-weird"]
     fixed = dict.fromkeys(VALUE_OPTIONS)  # where pytest's parser cannot be built
     assert positional(["-k", "x.py", "b", "-q"], fixed) == [2]

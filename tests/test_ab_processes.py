@@ -159,11 +159,16 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
     ]
     first = Verdicts(rows, [], 1, [])
     assert list(pick_suspects(first, "leaning", 0.05, 0.01)) == [
-        "b.py::up", "b.py::down", "b.py::fast", "b.py::slow"
-    ]  # fmt: skip
+        "b.py::up",
+        "b.py::down",
+        "b.py::fast",
+        "b.py::slow",
+    ]
     assert list(pick_suspects(first, "leaning-slower", 0.05, 0.01)) == [
-        "b.py::up", "b.py::fast", "b.py::slow"
-    ]  # fmt: skip
+        "b.py::up",
+        "b.py::fast",
+        "b.py::slow",
+    ]
     # more items/s is better: a rise leans faster, a fall slower
     rise = _run("b.py::rise", [0.3] * 9 + [-0.2] * 3)
     assert rise.result is not None

@@ -91,10 +91,15 @@ def test_measure_pairs_seconds_per_call_and_records_the_rounds(
     script(controller, blocks=2)
     benchmark = FakeBenchmark()
     result = lockstep.measure(
-        benchmark, "b::t", call, setup=None,
-        warmup_rounds=1, max_rounds=None, threshold=0.05,
+        benchmark,
+        "b::t",
+        call,
+        setup=None,
+        warmup_rounds=1,
+        max_rounds=None,
+        threshold=0.05,
         iterations=lambda run: 5 if run(1) >= 0 else 0,
-    )  # fmt: skip
+    )
     assert result == len(calls) == 1 + 5 * (1 + 2 * 2)  # calibration, warm-up, 2 blocks of 2
     messages = [controller.receive() for _ in range(4)]
     assert [m["type"] for m in messages] == ["arrive", "ready", "block_done", "block_done"]

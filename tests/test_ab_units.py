@@ -322,8 +322,9 @@ def test_each_block_draws_a_new_memory_layout(pool: int | None) -> None:
         controller.send("block", rounds=2, drain=1, typical=0.0)  # one drain round
     controller.send("skip", reason="enough")
     with pytest.raises(pytest.skip.Exception, match="enough"):
-        side.measure(None, "b::t", call, setup=None, warmup_rounds=1, max_rounds=pool,
-                     threshold=0.05)  # fmt: skip
+        side.measure(
+            None, "b::t", call, setup=None, warmup_rounds=1, max_rounds=pool, threshold=0.05
+        )
     arrive = controller.receive()
     assert (arrive["type"], arrive["phase"]) == ("arrive", "warmup")
     ready = controller.receive()

@@ -63,12 +63,18 @@ def names(repo: Path, paths: set[Path]) -> set[str]:
 def test_a_benchs_code_is_its_file_its_conftests_and_what_they_import(repo: Path) -> None:
     graph = CodeGraph(repo)
     assert names(repo, graph.code_of(repo / "test_root.py")) == {
-        "test_root.py", "decode.py", "lib/__init__.py", "lib/fast.py",
-    }  # fmt: skip
+        "test_root.py",
+        "decode.py",
+        "lib/__init__.py",
+        "lib/fast.py",
+    }
     assert names(repo, graph.code_of(repo / "tests/perf/test_resize.py")) == {
-        "tests/perf/test_resize.py", "tests/perf/conftest.py", "tests/perf/helpers.py",
-        "src/mypkg/__init__.py", "src/mypkg/core.py",
-    }  # fmt: skip
+        "tests/perf/test_resize.py",
+        "tests/perf/conftest.py",
+        "tests/perf/helpers.py",
+        "src/mypkg/__init__.py",
+        "src/mypkg/core.py",
+    }
 
 
 def test_only_the_benches_whose_code_changed_are_named(repo: Path) -> None:
@@ -81,8 +87,9 @@ def test_only_the_benches_whose_code_changed_are_named(repo: Path) -> None:
         ROOT: "its code changed since the baseline: lib/fast.py"
     }
     git(repo, "commit", "-q", "-am", "twice, committed")  # committed: still since `head`
-    (repo / "src/mypkg/core.py").write_text("from mypkg.extra import k\n\n\ndef scale(x):\n"
-                                             "    return x * k\n")  # fmt: skip
+    (repo / "src/mypkg/core.py").write_text(
+        "from mypkg.extra import k\n\n\ndef scale(x):\n    return x * k\n"
+    )
     (repo / "src/mypkg/extra.py").write_text("k = 1.5\n")  # new, untracked
     assert changed_benches([ROOT, PERF], repo, head) == {
         ROOT: "its code changed since the baseline: lib/fast.py",
@@ -104,8 +111,12 @@ def test_a_change_to_one_test_function_changes_only_its_benches(repo: Path) -> N
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "two benches")
     head = git(repo, "rev-parse", "HEAD")
-    ids = ["tests/perf/test_two.py::test_a[1]", "tests/perf/test_two.py::test_a[2]",
-           "tests/perf/test_two.py::test_b", PERF]  # fmt: skip
+    ids = [
+        "tests/perf/test_two.py::test_a[1]",
+        "tests/perf/test_two.py::test_a[2]",
+        "tests/perf/test_two.py::test_b",
+        PERF,
+    ]
     # a blank line and a comment move line numbers but change no statement
     (repo / "tests/perf/test_two.py").write_text("# two benches\n\n" + two)
     assert changed_benches(ids, repo, head) == {}
@@ -150,9 +161,10 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
     verdicts.append(stands_out)  # a suspect already: marked changed, not counted
     found = RunComparison(Run("base", {}), Run("now", {}), verdicts, [], [])
     monkeypatch.setattr(
-        changed, "changed_benches",
+        changed,
+        "changed_benches",
         lambda nodeids, rootdir, sha: {n: "changed" for n in nodeids if n != "other.py::t"},
-    )  # fmt: skip
+    )
     said: list[str] = []
     marked, known = changed.mark_changed(found, "c" * 40, Path("."), said.append)
     assert known

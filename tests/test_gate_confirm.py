@@ -135,11 +135,19 @@ def pytest_run(repo: Path, *args: str, delay: float = 0.01) -> subprocess.Comple
     env.pop("PYTEST_ADDOPTS", None)
     store = repo.parent / "store"
     command = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perf-scale=smoke",
-        "--perf-rounds=12", "--perf-threshold=0.3", "--benchmark-min-rounds=12",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--perf-scale=smoke",
+        "--perf-rounds=12",
+        "--perf-threshold=0.3",
+        "--benchmark-min-rounds=12",
         "--benchmark-max-time=0.2",
-        f"--benchmark-storage={store}", *args,
-    ]  # fmt: skip
+        f"--benchmark-storage={store}",
+        *args,
+    ]
     return subprocess.run(
         command, cwd=repo, env=env, capture_output=True, text=True, timeout=600, check=False
     )
@@ -203,17 +211,33 @@ def test_an_interrupt_while_confirming_stops_the_ab_and_says_so(saved_benchmark_
     env.pop("PYTEST_ADDOPTS", None)
     store = repo.parent / "store"
     command = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perf-scale=smoke",
-        "--perf-rounds=12", "--perf-threshold=0.3", "--benchmark-min-rounds=12",
-        "--benchmark-max-time=0.2", f"--benchmark-storage={store}", "--benchmark-compare",
-        "--benchmark-autosave", "--benchmark-save-data", "--perf-gate",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--perf-scale=smoke",
+        "--perf-rounds=12",
+        "--perf-threshold=0.3",
+        "--benchmark-min-rounds=12",
+        "--benchmark-max-time=0.2",
+        f"--benchmark-storage={store}",
+        "--benchmark-compare",
+        "--benchmark-autosave",
+        "--benchmark-save-data",
+        "--perf-gate",
         "--perf-ab-args=--min-pairs 400 --max-pairs 400 --max-seconds 300",
-    ]  # fmt: skip
+    ]
     child = subprocess.Popen(
-        command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,  # as a terminal's foreground job: SIGINT heard,
+        command,
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # as a terminal's foreground job: SIGINT heard,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even if ignored here
-    )  # fmt: skip
+    )
     assert child.stdout is not None
     seen = []
     for text in child.stdout:

@@ -28,9 +28,14 @@ def lines(pytester: pytest.Pytester, *args: str, status: int = 0) -> list[str]:
     """The perfsuite verdict section's lines about removed and unselected benches, and
     the gate's line, of a run that ends with ``status``."""
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:randomly", "--benchmark-timer=faketimer.clock",
-        "--benchmark-storage=store", *args,
-    )  # fmt: skip
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--benchmark-timer=faketimer.clock",
+        "--benchmark-storage=store",
+        *args,
+    )
     assert result.ret == status, result.stdout.str()
     words = ("removed since", "outside this run", "perfsuite gate:")
     return [line for line in result.outlines if line.startswith(words)]

@@ -93,9 +93,10 @@ def test_a_peak_memory_that_rose_is_always_measured(
 
     found = comparison(shifted(8, 4))
     rose = MemoryChange(100.0, 500.0, 0.2)
-    found = replace(found, verdicts=[
-        replace(v, memory=rose) if v.fullname == "m0" else v for v in found.verdicts
-    ])  # fmt: skip
+    found = replace(
+        found,
+        verdicts=[replace(v, memory=rose) if v.fullname == "m0" else v for v in found.verdicts],
+    )
     answers = dict.fromkeys(shifted(8, 4), "same") | {"m0": "same,same"}  # no peaks: again
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, {}, answers, found=found, known=True)
     assert fake.asked[0] == ["m0", "m5", "m6", "m7"]
@@ -130,9 +131,13 @@ def test_an_undecided_ab_within_the_threshold_has_not_shown_a_regression(
 
 @pytest.mark.parametrize(
     ("sign_p", "changed", "outcome"),
-    [(0.45, False, NOT_SHOWN), (0.125, False, UNCONFIRMED), (0.45, True, UNCONFIRMED),
-     (None, False, UNCONFIRMED)],
-)  # fmt: skip
+    [
+        (0.45, False, NOT_SHOWN),
+        (0.125, False, UNCONFIRMED),
+        (0.45, True, UNCONFIRMED),
+        (None, False, UNCONFIRMED),
+    ],
+)
 def test_an_undecided_ab_whose_pairs_do_not_lean_has_not_shown_a_regression(
     sign_p: float | None, changed: bool, outcome: str
 ) -> None:
@@ -288,11 +293,15 @@ def test_benches_whose_code_changed_have_an_ab_of_their_own(
     changes = shifted(8, 4) | {"c0": 0.0, "c1": 0.02}
     found = comparison(changes)
     edited = {"c0", "c1", "m7"}  # m7 moved most with the session, and its code changed
-    found = replace(found, verdicts=[
-        replace(v, changed="its code changed", suspected=v.suspected or "its code changed")
-        if v.fullname in edited else v
-        for v in found.verdicts
-    ])  # fmt: skip
+    found = replace(
+        found,
+        verdicts=[
+            replace(v, changed="its code changed", suspected=v.suspected or "its code changed")
+            if v.fullname in edited
+            else v
+            for v in found.verdicts
+        ],
+    )
     answers = dict.fromkeys(changes, "same") | {"c1": "slower"}
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, found=found, known=True)
     # the changed benches first, strict, alone; then the sample of the same code's
@@ -311,11 +320,17 @@ def test_an_ab_judges_a_bench_the_screen_could_not(
 ) -> None:
     found = comparison({"x": 0.0, "y": 0.0})
     fallback = "rank test needs >= 7 rounds per side (has 3)"
-    found = replace(found, verdicts=[
-        replace(v, time=replace(v.time, verdict=Verdict.INCONCLUSIVE, p=None, fallback=fallback))
-        if v.time is not None else v
-        for v in found.verdicts
-    ])  # fmt: skip
+    found = replace(
+        found,
+        verdicts=[
+            replace(
+                v, time=replace(v.time, verdict=Verdict.INCONCLUSIVE, p=None, fallback=fallback)
+            )
+            if v.time is not None
+            else v
+            for v in found.verdicts
+        ],
+    )
     assert gate_decision(found, allow_mismatch=False).exit_status == ExitCode.NOT_JUDGED
     x = next(v for v in found.verdicts if v.fullname == "x")
     changed = replace(x, changed="its code changed", suspected="its code changed")

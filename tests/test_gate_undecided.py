@@ -49,9 +49,14 @@ def gated(
     monkeypatch.setattr(suspects, "run_ab", fake)
     monkeypatch.setattr(suspects, "cannot_run", lambda cwd, base: None)
     result, _ = confirm_suspects(
-        found, HEAD, [], tmp_path, lambda name: tmp_path / name,
-        lambda ids, why: ["--changed"] if why != CONFIRM else [], lambda line: None,
-    )  # fmt: skip
+        found,
+        HEAD,
+        [],
+        tmp_path,
+        lambda name: tmp_path / name,
+        lambda ids, why: ["--changed"] if why != CONFIRM else [],
+        lambda line: None,
+    )
     decision = gate_decision(result, allow_mismatch=False)
     return decision.exit_status, decision.message, fake
 
@@ -63,8 +68,11 @@ def test_an_unchanged_rerun_the_screen_could_not_decide_passes(
     found = undecided({"x": 0.03, "y": -0.02}, fallback)
     status, message, fake = gated(monkeypatch, tmp_path, found, {"x": "same", "y": "same"})
     assert (status, fake.asked, fake.reports, fake.strict) == (
-        ExitCode.OK, [["x", "y"]], ["ab-undecided"], [True]
-    )  # fmt: skip
+        ExitCode.OK,
+        [["x", "y"]],
+        ["ab-undecided"],
+        [True],
+    )
     assert message.startswith("no regression in 2 judged benches;")
 
 

@@ -269,9 +269,19 @@ def _checkout(folder: Path) -> str:
     folder.mkdir()
     for command in (
         ["git", "init", "-q"],
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-         "-m", "tonight"],
-    ):  # fmt: skip
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "tonight",
+        ],
+    ):
         subprocess.run(command, cwd=folder, check=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True)
     return head.stdout.strip()

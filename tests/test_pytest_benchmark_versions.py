@@ -146,9 +146,15 @@ def test_benchmark_json_with_and_without_perfsuite(
     (tmp_path / "test_plain.py").write_text(PLAIN)
     (tmp_path / "test_perf.py").write_text(PERF)
     without = run_pytest(
-        python, tmp_path, "-p", "no:perfsuite", "-p", "no:cacheprovider",
-        "--benchmark-json=without.json", "test_plain.py",
-    )  # fmt: skip
+        python,
+        tmp_path,
+        "-p",
+        "no:perfsuite",
+        "-p",
+        "no:cacheprovider",
+        "--benchmark-json=without.json",
+        "test_plain.py",
+    )
     assert without.returncode == 0, without.stdout + without.stderr
     with_perfsuite = run_pytest(
         python, tmp_path, *inner_args, "--benchmark-json=with.json", "test_plain.py", "test_perf.py"

@@ -57,9 +57,13 @@ def test_frequency_scaling_is_read_from_sysfs(tmp_path: Path) -> None:
     root = _sysfs(tmp_path, ["powersave", "powersave", "performance"], no_turbo="0")
     frequency = cpu_frequency(root)
     assert frequency == CpuFrequency(
-        "intel_pstate", {"powersave": [0, 1], "performance": [2]}, 800, 4200, [1200, 1300, 1400],
+        "intel_pstate",
+        {"powersave": [0, 1], "performance": [2]},
+        800,
+        4200,
+        [1200, 1300, 1400],
         True,
-    )  # fmt: skip
+    )
     assert cpu_frequency(tmp_path / "none") is None  # no cpufreq: a VM's CPUs
 
 

@@ -52,9 +52,17 @@ def test_rows_and_problems_from_a_run() -> None:
     }
     rows = tool.bench_rows(report)
     assert rows[0].cells() == [
-        "test_warmup_torch[warm-gpu]", "gpu", "1980->1755", "2619->2619", "700", "71",
-        "clocks_moved, throttled", "10.0 (not settled)", "12", "5.0%",
-    ]  # fmt: skip
+        "test_warmup_torch[warm-gpu]",
+        "gpu",
+        "1980->1755",
+        "2619->2619",
+        "700",
+        "71",
+        "clocks_moved, throttled",
+        "10.0 (not settled)",
+        "12",
+        "5.0%",
+    ]
     assert rows[1].cells()[1:] == ["cpu", "-", "-", "-", "-", "not read", "-", "3", "5.0%"]
     assert tool.bench_problems(rows) == [
         "test_warmup_torch[cold-cpu] recorded device 'cpu', not 'gpu'",
@@ -67,8 +75,13 @@ def test_rows_and_problems_from_a_run() -> None:
 
 def test_the_aa_interval_against_the_goal() -> None:
     tool = _tool()
-    entry = {"nodeid": "b.py::test_warmup_torch_cuda[warm]", "change": 0.004,
-             "ci": [-0.021, 0.032], "pairs": 12, "verdict": "same"}  # fmt: skip
+    entry = {
+        "nodeid": "b.py::test_warmup_torch_cuda[warm]",
+        "change": 0.004,
+        "ci": [-0.021, 0.032],
+        "pairs": 12,
+        "verdict": "same",
+    }
     line, inside = tool.aa_line(entry, 0.05)
     assert inside
     assert line == (

@@ -15,17 +15,26 @@ from tools.validation import peers, user_suite
 @pytest.mark.parametrize(
     ("lines", "verdict", "change"),
     [
-        (["Mean +- std dev: [base] 17.1 ms +- 2.2 ms -> [case] 21.5 ms +- 3.9 ms: 1.25x slower"],
-         "slower", 0.25),
-        (["Mean +- std dev: [base] 20.0 ms +- 0.1 ms -> [case] 16.0 ms +- 0.1 ms: 1.25x faster"],
-         "faster", -0.2),
-        (["decode_all: Mean +- std dev: 20.0 ms +- 0.1 ms -> 20.0 ms +- 0.1 ms: no change"],
-         "same", 0.0),
+        (
+            ["Mean +- std dev: [base] 17.1 ms +- 2.2 ms -> [case] 21.5 ms +- 3.9 ms: 1.25x slower"],
+            "slower",
+            0.25,
+        ),
+        (
+            ["Mean +- std dev: [base] 20.0 ms +- 0.1 ms -> [case] 16.0 ms +- 0.1 ms: 1.25x faster"],
+            "faster",
+            -0.2,
+        ),
+        (
+            ["decode_all: Mean +- std dev: 20.0 ms +- 0.1 ms -> 20.0 ms +- 0.1 ms: no change"],
+            "same",
+            0.0,
+        ),
         (["Benchmark hidden because not significant (1): decode_all"], "same", None),
         (["Not significant!"], "same", None),
         (["Traceback (most recent call last):", "FileNotFoundError: base.json"], "error", None),
     ],
-)  # fmt: skip
+)
 def test_compare_to_output_reads_as_a_verdict(
     lines: list[str], verdict: str, change: float | None
 ) -> None:
@@ -51,8 +60,10 @@ def test_pytest_benchmark_compare_reads_as_a_verdict() -> None:
 
 def _saved(path: Path, median: float) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    benches = [{"name": "test_decode_pedantic", "stats": {"median": 1.0}},
-               {"name": "test_decode", "stats": {"median": median}}]  # fmt: skip
+    benches = [
+        {"name": "test_decode_pedantic", "stats": {"median": 1.0}},
+        {"name": "test_decode", "stats": {"median": median}},
+    ]
     path.write_text(json.dumps({"benchmarks": benches}))
 
 
@@ -65,8 +76,11 @@ def test_saved_medians_oldest_first(tmp_path: Path) -> None:
 
 
 def test_pyperf_values_leave_out_calibration_and_warmups(tmp_path: Path) -> None:
-    runs = [{"warmups": [[1, 0.02], [8, 0.021]]},
-            {"warmups": [[8, 0.5]], "values": [0.02, 0.03]}, {"values": [0.04]}]  # fmt: skip
+    runs = [
+        {"warmups": [[1, 0.02], [8, 0.021]]},
+        {"warmups": [[8, 0.5]], "values": [0.02, 0.03]},
+        {"values": [0.04]},
+    ]
     path = tmp_path / "base.json"
     path.write_text(json.dumps({"benchmarks": [{"runs": runs}], "version": "1.0"}))
     assert peers.pyperf_values(path) == [0.02, 0.03, 0.04]

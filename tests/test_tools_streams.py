@@ -35,8 +35,13 @@ def _run(tmp_path: Path, ab: int, rest: int) -> subprocess.CompletedProcess[str]
     env = {**os.environ, "AB_CODE": str(ab), "REST_CODE": str(rest)}
     return subprocess.run(
         [sys.executable, str(STREAMS), str(fake), "-k", "x"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_both_streams_run_with_the_users_arguments(tmp_path: Path) -> None:

@@ -45,9 +45,16 @@ NO_GPU_REASON = "no GPU: "
 
 @pytest.mark.parametrize(
     ("device", "kind"),
-    [("cpu", "cpu"), ("gpu", "gpu"), ("cuda", "gpu"), ("cuda:1", "gpu"), ("/GPU:0", "gpu"),
-     ("CPU", "cpu"), ("mps", "mps")],
-)  # fmt: skip
+    [
+        ("cpu", "cpu"),
+        ("gpu", "gpu"),
+        ("cuda", "gpu"),
+        ("cuda:1", "gpu"),
+        ("/GPU:0", "gpu"),
+        ("CPU", "cpu"),
+        ("mps", "mps"),
+    ],
+)
 def test_device_kind(device: str, kind: str) -> None:
     assert device_kind(device) == kind
 
@@ -69,8 +76,12 @@ def readings(*sm: int, reasons: int = 0) -> Any:
 
 def test_settle_waits_for_three_agreeing_readings_after_the_least_time() -> None:
     work: list[int] = []
-    done = settle(lambda: work.append(1), readings(345, 900, 1700, 1980, 1965, 1980, 1980),
-                  clock=Ticks(0.1), least_s=0.3)  # fmt: skip
+    done = settle(
+        lambda: work.append(1),
+        readings(345, 900, 1700, 1980, 1965, 1980, 1980),
+        clock=Ticks(0.1),
+        least_s=0.3,
+    )
     assert done.settled
     assert done.seconds == pytest.approx(0.6)
     assert done.readings == [345, 900, 1700, 1980, 1965, 1980]
@@ -87,8 +98,13 @@ def test_settle_gives_up_at_the_most_time_and_runs_blind_without_a_reader() -> N
 def test_clock_report_flags_moved_clocks_and_slowdowns() -> None:
     settled = Settling(True, 0.61234, [1980])
     steady = clock_report(STEADY, [STEADY, STEADY], STEADY, settled)
-    assert steady["before"] == {"sm_mhz": 1980, "mem_mhz": 2619, "temp_c": 40,
-                                "power_w": 120.0, "reasons": []}  # fmt: skip
+    assert steady["before"] == {
+        "sm_mhz": 1980,
+        "mem_mhz": 2619,
+        "temp_c": 40,
+        "power_w": 120.0,
+        "reasons": [],
+    }
     assert (steady["clocks_moved"], steady["throttled"], steady["slowdowns"]) == (False, False, [])
     assert (steady["samples"], steady["settled"], steady["settle_s"]) == (2, True, 0.612)
     dip = ClockReading(1890, 2619, 41, 90.0, reasons=0x1)  # 4.5% down: inside the tolerance
@@ -140,8 +156,17 @@ def test_first_visible_device_as_nvml_names_it() -> None:
 
 
 def result(gpu: dict[str, Any] | None) -> BenchResult:
-    return BenchResult(group="g", variant="v", role=Role.NONE, items=1, unit="steps",
-                       scale="smoke", device="gpu", threshold=0.05, gpu=gpu)  # fmt: skip
+    return BenchResult(
+        group="g",
+        variant="v",
+        role=Role.NONE,
+        items=1,
+        unit="steps",
+        scale="smoke",
+        device="gpu",
+        threshold=0.05,
+        gpu=gpu,
+    )
 
 
 def test_the_gpu_object_round_trips_and_older_results_load() -> None:
@@ -288,10 +313,15 @@ def test_warmup_and_swap_benches_take_the_device_as_a_parameter(
 ) -> None:
     out = tmp_path / "run.json"
     result = pytester.runpytest_subprocess(
-        str(BENCHES / "bench_warmup.py"), *inner_args, "-k", "warmup_torch and not cuda or "
-        "swap_weights_torch", "--perf-scale=smoke", "--perf-device=auto", "-rs",
+        str(BENCHES / "bench_warmup.py"),
+        *inner_args,
+        "-k",
+        "warmup_torch and not cuda or swap_weights_torch",
+        "--perf-scale=smoke",
+        "--perf-device=auto",
+        "-rs",
         f"--benchmark-json={out}",
-    )  # fmt: skip
+    )
     gpu_found = "no GPU" not in str(result.stdout)
     if gpu_found:  # on a GPU machine the gpu variants run too
         result.assert_outcomes(passed=8)
@@ -307,9 +337,11 @@ def test_warmup_and_swap_benches_take_the_device_as_a_parameter(
         if device == "cpu":
             assert "gpu" not in info, name
     assert sorted(n for n in saved if n.endswith("-cpu]")) == [
-        "test_swap_weights_torch[cold-cpu]", "test_swap_weights_torch[swap-cpu]",
-        "test_warmup_torch[cold-cpu]", "test_warmup_torch[warm-cpu]",
-    ]  # fmt: skip
+        "test_swap_weights_torch[cold-cpu]",
+        "test_swap_weights_torch[swap-cpu]",
+        "test_warmup_torch[cold-cpu]",
+        "test_warmup_torch[warm-cpu]",
+    ]
 
 
 @pytest.mark.torch
@@ -318,9 +350,14 @@ def test_compile_bench_keeps_exact_counts_on_the_cpu_and_skips_the_gpu(
 ) -> None:
     out = tmp_path / "run.json"
     result = pytester.runpytest_subprocess(
-        str(BENCHES / "bench_compile.py"), *inner_args, "-k", "forward and variable and "
-        "(eager or compile-)", "--perf-scale=smoke", "-rs", f"--benchmark-json={out}",
-    )  # fmt: skip
+        str(BENCHES / "bench_compile.py"),
+        *inner_args,
+        "-k",
+        "forward and variable and (eager or compile-)",
+        "--perf-scale=smoke",
+        "-rs",
+        f"--benchmark-json={out}",
+    )
     outcomes = result.parseoutcomes()
     reasons = skip_reasons(result)
     if any("torch.compile needs" in r for r in reasons):

@@ -71,9 +71,12 @@ def test_too_few_rounds_of_a_plain_bench_say_which_rounds_to_raise(
     for name in ("before.json", "after.json"):
         runs.append(str(pytester.path / name))
         pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "--benchmark-timer=faketimer.clock",
-            f"--benchmark-json={runs[-1]}", "--benchmark-save-data",
-        ).assert_outcomes(passed=1)  # fmt: skip
+            "-p",
+            "no:cacheprovider",
+            "--benchmark-timer=faketimer.clock",
+            f"--benchmark-json={runs[-1]}",
+            "--benchmark-save-data",
+        ).assert_outcomes(passed=1)
     assert main(["compare", *runs]) == ExitCode.NOT_JUDGED
     out = capsys.readouterr().out
     assert (
@@ -86,9 +89,13 @@ def autosave(pytester: pytest.Pytester, hits: int, *args: str) -> pytest.RunResu
     """A run of the plain bench saved by ``--benchmark-autosave`` alone: no raw samples."""
     pytester.makepyfile(test_plain=PLAIN.format(hits=hits), faketimer=FAKE_TIMER)
     return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--benchmark-timer=faketimer.clock",
-        "--benchmark-autosave", "--benchmark-storage=store", *args,
-    )  # fmt: skip
+        "-p",
+        "no:cacheprovider",
+        "--benchmark-timer=faketimer.clock",
+        "--benchmark-autosave",
+        "--benchmark-storage=store",
+        *args,
+    )
 
 
 def test_a_counter_that_rose_fails_against_a_baseline_without_raw_samples(
@@ -145,10 +152,15 @@ def test_two_files_benches_of_one_name_are_told_apart_by_their_node_ids(
         (pytester.path / "b" / "test_x.py").write_text(SAME_NAME.format(work=slower))
         runs.append(str(pytester.path / name))
         pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "--import-mode=importlib",
-            "--benchmark-timer=faketimer.clock", f"--benchmark-json={runs[-1]}",
-            "--benchmark-save-data", "a", "b",
-        ).assert_outcomes(passed=2)  # fmt: skip
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            "--benchmark-timer=faketimer.clock",
+            f"--benchmark-json={runs[-1]}",
+            "--benchmark-save-data",
+            "a",
+            "b",
+        ).assert_outcomes(passed=2)
     labels = sorted(bench.label for bench in load_run(Path(runs[0])).benches.values())
     assert labels == ["a/test_x.py::test_same", "b/test_x.py::test_same"]
     assert main(["compare", *runs]) == ExitCode.REGRESSION

@@ -216,8 +216,11 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         "--suspects": args.suspects,
         "--confirm-seconds": args.confirm_seconds,
     }
-    given = [f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
-             for option, value in confirming.items() if value is not None]  # fmt: skip
+    given = [
+        f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
+        for option, value in confirming.items()
+        if value is not None
+    ]
     if args.processes > 1 and given:
         raise PerfsuiteError(
             f"{given[0]}: not with --processes {args.processes}, whose verdicts already "
@@ -244,10 +247,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     subdir = here.relative_to(root.resolve()) if pytest_args else Path()
     with contextlib.ExitStack() as stack:
         done: dict[str, Path] = {}
-        specs = peered([
-            SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
-            SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
-        ])  # fmt: skip
+        specs = peered(
+            [
+                SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
+                SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
+            ]
+        )
         check_sides(specs, chosen)
         workdir = stack.enter_context(run_folder())
         resolved = resolve_sides(specs, pins, workdir) if own_envs else []
@@ -277,18 +282,29 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if len(groups) > 1 or args.processes > 1:
             print(
                 f"perfsuite ab: {len(groups)} bench file(s), each in "
-                + ("its own pair of processes" if args.processes == 1 else
-                   f"{args.processes} fresh pairs of processes, judged across them"),
+                + (
+                    "its own pair of processes"
+                    if args.processes == 1
+                    else f"{args.processes} fresh pairs of processes, judged across them"
+                ),
                 flush=True,
-            )  # fmt: skip
+            )
 
         def lockstep(
             a: SideProcess, b: SideProcess, seed: int, mirror: bool, only: Sequence[str] | None
         ) -> Controller:
             return Controller(
-                a, b, session_budget(budget, only, args.processes), args.block_rounds, seed,
-                args.threshold, args.block_warmup, only, args.idle, mirror,
-            )  # fmt: skip
+                a,
+                b,
+                session_budget(budget, only, args.processes),
+                args.block_rounds,
+                seed,
+                args.threshold,
+                args.block_warmup,
+                only,
+                args.idle,
+                mirror,
+            )
 
         pairs = ProcessPairs(stack, specs, workdir, args_for_sides, seed, lockstep)
         first = pairs.series([key(files, r) for files in groups for r in range(args.processes)])

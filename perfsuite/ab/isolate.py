@@ -60,10 +60,16 @@ def _listing_command(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) 
     """The side's listing; pytest-benchmark's storage (which it makes on start) is the
     run's scratch folder, never the user's."""
     return [
-        spec.python, "-m", "pytest", "-p", "perfsuite.ab.isolate",
-        *spec.pytest_args(pytest_args), "--collect-only", "-q",
+        spec.python,
+        "-m",
+        "pytest",
+        "-p",
+        "perfsuite.ab.isolate",
+        *spec.pytest_args(pytest_args),
+        "--collect-only",
+        "-q",
         f"--benchmark-storage={workdir / 'listing-storage'}",
-    ]  # fmt: skip
+    ]
 
 
 def collect_files(

@@ -55,64 +55,117 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument(
         "candidate", metavar="CANDIDATE", nargs="?", help="git revision (default: working tree)"
     )
-    ab.add_argument("--threshold", type=parse_threshold, default=0.05, metavar="FRACTION",
-                    help="minimum change that counts (default 0.05; perf markers win)")  # fmt: skip
-    ab.add_argument("--block-rounds", type=positive_int, metavar="K",
-                    help="timed rounds per block (default 2, or 1 when a block starts "
-                    "with no untimed round)")  # fmt: skip
-    ab.add_argument("--block-warmup", type=_count, default=None, metavar="N",
-                    help="least untimed rounds starting each block (default 1; 0 for a "
-                    "bench timed by pytest-benchmark's benchmark fixture under --idle "
-                    "freeze); more while a pipeline empties what it prefetched")  # fmt: skip
-    ab.add_argument("--min-pairs", type=positive_int, metavar="N",
-                    help="first look at a bench, and all a session judged across pairs "
-                    "of processes runs (default by --perf-scale: 10/12/16; raised to the "
-                    "fewest pairs that can decide)")  # fmt: skip
-    ab.add_argument("--max-pairs", type=positive_int, metavar="N",
-                    help="most pairs per bench (default by --perf-scale: 20/480/960)")  # fmt: skip
-    ab.add_argument("--max-seconds", type=positive_seconds, metavar="S",
-                    help="time budget per bench (default by --perf-scale: 20/60/180)")  # fmt: skip
+    ab.add_argument(
+        "--threshold",
+        type=parse_threshold,
+        default=0.05,
+        metavar="FRACTION",
+        help="minimum change that counts (default 0.05; perf markers win)",
+    )
+    ab.add_argument(
+        "--block-rounds",
+        type=positive_int,
+        metavar="K",
+        help="timed rounds per block (default 2, or 1 when a block starts with no untimed round)",
+    )
+    ab.add_argument(
+        "--block-warmup",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="least untimed rounds starting each block (default 1; 0 for a "
+        "bench timed by pytest-benchmark's benchmark fixture under --idle "
+        "freeze); more while a pipeline empties what it prefetched",
+    )
+    ab.add_argument(
+        "--min-pairs",
+        type=positive_int,
+        metavar="N",
+        help="first look at a bench, and all a session judged across pairs "
+        "of processes runs (default by --perf-scale: 10/12/16; raised to the "
+        "fewest pairs that can decide)",
+    )
+    ab.add_argument(
+        "--max-pairs",
+        type=positive_int,
+        metavar="N",
+        help="most pairs per bench (default by --perf-scale: 20/480/960)",
+    )
+    ab.add_argument(
+        "--max-seconds",
+        type=positive_seconds,
+        metavar="S",
+        help="time budget per bench (default by --perf-scale: 20/60/180)",
+    )
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
-    ab.add_argument("--processes", type=positive_int, default=1, metavar="N",
-                    help="fresh pairs of processes per bench file, judged across the "
-                    "pairs (t interval of their medians): cancels an offset that one "
-                    "process holds for its life; N >= 4 to decide (default 1)")  # fmt: skip
-    ab.add_argument("--confirm", type=_count, metavar="N",
-                    help="measure each suspect (slower or faster, or inconclusive beyond "
-                    "the threshold with pairs leaning that way) again in up to N fresh "
-                    "pairs of processes, and judge it on those alone, looking after 3, "
-                    "6, 12, ... pairs and stopping at "
-                    f"a decisive look (default {DEFAULT_CONFIRM}); each `same` is first "
-                    "measured again in a second pair of processes, and is a suspect if "
-                    "that pair leans beyond the threshold; 0 turns both off (a verdict then "
-                    "rests on one pair, whose lasting offset can read as a change); not "
-                    "with --processes, whose verdicts already stand on fresh pairs")  # fmt: skip
-    ab.add_argument("--suspects", choices=SUSPECT_KINDS,
-                    help="what --confirm measures again: leaning (slower or faster, or "
-                    "inconclusive beyond the threshold with pairs leaning that way); "
-                    "leaning-slower (those, but an inconclusive one only when it leans "
-                    "slower: an unproven speedup fails no gate); or undecided (leaning, "
-                    "and an inconclusive bench whose interval reaches past the "
-                    "threshold on the slower side: a regression the first pair "
-                    "could not rule out, judged on the fresh pairs alone at the first "
-                    "stage's error rate); default by --perf-scale: smoke leaning-slower, "
-                    "default and full undecided")  # fmt: skip
-    ab.add_argument("--confirm-seconds", type=positive_seconds, metavar="S",
-                    help="the most seconds a bench file's confirmation goes on, counted "
-                    "from its first pair of processes (the first look's pairs always run); "
-                    "then the look due is taken on the pairs so far "
-                    "(default by --perf-scale: smoke 20, default 300, full 900)")  # fmt: skip
-    ab.add_argument("--idle", choices=["freeze", "wait"], default="freeze",
-                    help="freeze (default): the idle side and the processes it started "
-                    "are stopped (SIGSTOP) during the other side's block, so its threads "
-                    "neither compete nor refill its buffers; wait: it runs on, and each "
-                    "block waits until it is quiet (at most 1 s)")  # fmt: skip
-    ab.add_argument("--isolate", choices=["file", "session"], default="file",
-                    help="file (default): each bench file in its own pair of processes, so "
-                    "no file's imports slow another's benches; session: one pair for all "
-                    "(faster to start)")  # fmt: skip
-    ab.add_argument("--report", type=Path, metavar="DIR",
-                    help="write summary.md, a PNG per bench and both sides' JSON")  # fmt: skip
+    ab.add_argument(
+        "--processes",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="fresh pairs of processes per bench file, judged across the "
+        "pairs (t interval of their medians): cancels an offset that one "
+        "process holds for its life; N >= 4 to decide (default 1)",
+    )
+    ab.add_argument(
+        "--confirm",
+        type=_count,
+        metavar="N",
+        help="measure each suspect (slower or faster, or inconclusive beyond "
+        "the threshold with pairs leaning that way) again in up to N fresh "
+        "pairs of processes, and judge it on those alone, looking after 3, "
+        "6, 12, ... pairs and stopping at "
+        f"a decisive look (default {DEFAULT_CONFIRM}); each `same` is first "
+        "measured again in a second pair of processes, and is a suspect if "
+        "that pair leans beyond the threshold; 0 turns both off (a verdict then "
+        "rests on one pair, whose lasting offset can read as a change); not "
+        "with --processes, whose verdicts already stand on fresh pairs",
+    )
+    ab.add_argument(
+        "--suspects",
+        choices=SUSPECT_KINDS,
+        help="what --confirm measures again: leaning (slower or faster, or "
+        "inconclusive beyond the threshold with pairs leaning that way); "
+        "leaning-slower (those, but an inconclusive one only when it leans "
+        "slower: an unproven speedup fails no gate); or undecided (leaning, "
+        "and an inconclusive bench whose interval reaches past the "
+        "threshold on the slower side: a regression the first pair "
+        "could not rule out, judged on the fresh pairs alone at the first "
+        "stage's error rate); default by --perf-scale: smoke leaning-slower, "
+        "default and full undecided",
+    )
+    ab.add_argument(
+        "--confirm-seconds",
+        type=positive_seconds,
+        metavar="S",
+        help="the most seconds a bench file's confirmation goes on, counted "
+        "from its first pair of processes (the first look's pairs always run); "
+        "then the look due is taken on the pairs so far "
+        "(default by --perf-scale: smoke 20, default 300, full 900)",
+    )
+    ab.add_argument(
+        "--idle",
+        choices=["freeze", "wait"],
+        default="freeze",
+        help="freeze (default): the idle side and the processes it started "
+        "are stopped (SIGSTOP) during the other side's block, so its threads "
+        "neither compete nor refill its buffers; wait: it runs on, and each "
+        "block waits until it is quiet (at most 1 s)",
+    )
+    ab.add_argument(
+        "--isolate",
+        choices=["file", "session"],
+        default="file",
+        help="file (default): each bench file in its own pair of processes, so "
+        "no file's imports slow another's benches; session: one pair for all "
+        "(faster to start)",
+    )
+    ab.add_argument(
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="write summary.md, a PNG per bench and both sides' JSON",
+    )
     ab.add_argument(
         "--env",
         choices=["auto", "shared", "per-side"],
@@ -123,14 +176,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "cached by the resolved pins; per-side: always so; shared: never (differing pins "
         "are refused)",
     )
-    ab.add_argument("--cache-dir", type=Path, metavar="DIR",
-                    help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)")  # fmt: skip
+    ab.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="worktree cache (default: $XDG_CACHE_HOME/perfsuite/ab)",
+    )
     ab.add_argument(
         "--bisect-exit",
         action="store_true",
         help="exit as git bisect run reads it: 0 good, 1 bad, 125 undecided or a revision "
         "that cannot be measured (skip), 128 bad input (stop)",
     )
-    ab.add_argument("--clean", action="store_true",
-                    help="remove this repository's cached worktrees, the environments "
-                    "built from pins and the scratch folders of killed runs, and exit")  # fmt: skip
+    ab.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove this repository's cached worktrees, the environments "
+        "built from pins and the scratch folders of killed runs, and exit",
+    )

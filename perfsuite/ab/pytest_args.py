@@ -24,14 +24,44 @@ from pathlib import Path
 
 #: pytest options that take one value, where pytest's own parser cannot be built
 VALUE_OPTIONS = frozenset(
-    ("-k", "-m", "-p", "-o", "-c", "-W", "-r", "--deselect", "--ignore", "--ignore-glob",
-     "--config-file", "--override-ini", "--confcutdir", "--rootdir", "--basetemp",
-     "--durations", "--maxfail", "--tb", "--junitxml", "--junit-xml", "--capture",
-     "--log-level", "--log-file", "--import-mode", "--benchmark-storage",
-     "--benchmark-json", "--benchmark-save", "--benchmark-timer", "--benchmark-min-rounds",
-     "--benchmark-min-time", "--benchmark-max-time", "--benchmark-sort",
-     "--benchmark-group-by", "--benchmark-columns", "--benchmark-name")
-)  # fmt: skip
+    (
+        "-k",
+        "-m",
+        "-p",
+        "-o",
+        "-c",
+        "-W",
+        "-r",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--config-file",
+        "--override-ini",
+        "--confcutdir",
+        "--rootdir",
+        "--basetemp",
+        "--durations",
+        "--maxfail",
+        "--tb",
+        "--junitxml",
+        "--junit-xml",
+        "--capture",
+        "--log-level",
+        "--log-file",
+        "--import-mode",
+        "--benchmark-storage",
+        "--benchmark-json",
+        "--benchmark-save",
+        "--benchmark-timer",
+        "--benchmark-min-rounds",
+        "--benchmark-min-time",
+        "--benchmark-max-time",
+        "--benchmark-sort",
+        "--benchmark-group-by",
+        "--benchmark-columns",
+        "--benchmark-name",
+    )
+)
 
 
 @functools.cache

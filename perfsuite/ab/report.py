@@ -31,9 +31,12 @@ from perfsuite.verdict.paired import PairedResult
 def _memory(change: MemoryChange) -> dict[str, Any]:
     """A bench's peak memory, A against B, as pairs.json keeps it."""
     return {
-        "a_mb": change.baseline_mb, "b_mb": change.current_mb, "rose": change.rose,
-        "pairs": change.pairs, "pairs_rose": change.pairs_rose,
-    }  # fmt: skip
+        "a_mb": change.baseline_mb,
+        "b_mb": change.current_mb,
+        "rose": change.rose,
+        "pairs": change.pairs,
+        "pairs_rose": change.pairs_rose,
+    }
 
 
 def _result(result: PairedResult | None) -> dict[str, Any]:
@@ -158,19 +161,32 @@ def write_report(
         taken: set[str] = set()
         for run in verdicts.runs:
             pairs.append(
-                {"nodeid": run.nodeid, "order": run.order, "a_blocks": run.a_blocks,
-                 "b_blocks": run.b_blocks, "drained": run.drained, "warmup": run.warmup,
-                 "unsettled": run.unsettled, "threshold": run.threshold,
-                 "skipped": run.skipped, "seconds": round(run.seconds, 3),
-                 "sessions": run.sessions, "session_pairs": run.session_pairs,
-                 "started": run.started, **_result(run.result),
-                 **({"first": _result(run.first)} if run.first else {}),
-                 **({"second": _result(run.second)} if run.second else {}),
-                 "a_cpu": run.a_cpu, "b_cpu": run.b_cpu, "calls": run.calls,
-                 "peak_mb": run.peak_mb, "memory_threshold": run.memory_threshold,
-                 **({"cpu": _result(run.cpu)} if run.cpu else {}),
-                 **({"memory": _memory(run.memory)} if run.memory else {})}
-            )  # fmt: skip
+                {
+                    "nodeid": run.nodeid,
+                    "order": run.order,
+                    "a_blocks": run.a_blocks,
+                    "b_blocks": run.b_blocks,
+                    "drained": run.drained,
+                    "warmup": run.warmup,
+                    "unsettled": run.unsettled,
+                    "threshold": run.threshold,
+                    "skipped": run.skipped,
+                    "seconds": round(run.seconds, 3),
+                    "sessions": run.sessions,
+                    "session_pairs": run.session_pairs,
+                    "started": run.started,
+                    **_result(run.result),
+                    **({"first": _result(run.first)} if run.first else {}),
+                    **({"second": _result(run.second)} if run.second else {}),
+                    "a_cpu": run.a_cpu,
+                    "b_cpu": run.b_cpu,
+                    "calls": run.calls,
+                    "peak_mb": run.peak_mb,
+                    "memory_threshold": run.memory_threshold,
+                    **({"cpu": _result(run.cpu)} if run.cpu else {}),
+                    **({"memory": _memory(run.memory)} if run.memory else {}),
+                }
+            )
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid, taken)}.png")
         (tmp / PAIRS).write_text(json.dumps(pairs, indent=1))

@@ -40,9 +40,14 @@ else:  # pragma: no cover
 
 #: pytest's configuration files, in the order it prefers them within one folder
 CONFIG_NAMES = (
-    "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
-    "tox.ini", "setup.cfg",
-)  # fmt: skip
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
 #: the section that makes an ini-style file a pytest configuration
 INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
 CONFIG_OPTIONS = ("-c", "--config-file")

@@ -193,9 +193,18 @@ def run_ab(
     else removed."""
     report = Path(tempfile.mkdtemp(prefix="ab-power-report-")) / "r"
     command = [
-        sys.executable, "-m", "perfsuite.cli", "ab", base, head, "--report", str(report),
-        *extra, "--", *pytest_args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "perfsuite.cli",
+        "ab",
+        base,
+        head,
+        "--report",
+        str(report),
+        *extra,
+        "--",
+        *pytest_args,
+    ]
     start = time.monotonic()
     proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
     seconds = time.monotonic() - start
@@ -211,9 +220,12 @@ def run_ab(
     shutil.rmtree(report.parent, ignore_errors=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
     return {
-        "code": proc.returncode, "seconds": seconds, "benches": benches, "tail": tail,
+        "code": proc.returncode,
+        "seconds": seconds,
+        "benches": benches,
+        "tail": tail,
         "machine": load.as_dict() if load else None,
-    }  # fmt: skip
+    }
 
 
 def machine_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -226,8 +238,7 @@ def machine_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
         said = []
         for key, name in (("other", "other processes"), ("steal", "steal")):
             shares = [load[key] * 100 for load in loads]
-            said.append(f"{name} median {statistics.median(shares):.1f}% "
-                        f"(max {max(shares):.1f}%)")  # fmt: skip
+            said.append(f"{name} median {statistics.median(shares):.1f}% (max {max(shares):.1f}%)")
         lines.append(f"{case}: machine during a run: {', '.join(said)}")
     return lines
 
@@ -253,8 +264,14 @@ def stage_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     header = [
-        "case", "bench", *VERDICTS, "median change", "spread", "s alternating", "s per A/B run",
-    ]  # fmt: skip
+        "case",
+        "bench",
+        *VERDICTS,
+        "median change",
+        "spread",
+        "s alternating",
+        "s per A/B run",
+    ]
     rows = []
     for case, runs in results.items():
         names = sorted({b for run in runs for b in run["benches"]})
@@ -285,9 +302,14 @@ def save(out: Path, document: dict[str, Any], results: dict[str, list[dict[str, 
 
 
 def run_case(
-    args: argparse.Namespace, work: Path, base: str, head: str, extra: list[str],
-    pytest_args: list[str], keep: Path | None,
-) -> dict[str, Any]:  # fmt: skip
+    args: argparse.Namespace,
+    work: Path,
+    base: str,
+    head: str,
+    extra: list[str],
+    pytest_args: list[str],
+    keep: Path | None,
+) -> dict[str, Any]:
     """One run of a case, by ``perfsuite ab`` or by the gate (``args.via``), printed."""
     cache = ["--cache-dir", str(work / "worktrees")]
     run: dict[str, Any]
@@ -328,15 +350,19 @@ def main(argv: list[str] | None = None) -> int:
         "benches/bench_pil.py runs the PIL bench in processes that never import TensorFlow)",
     )
     parser.add_argument(
-        "--suite", choices=["perf", "benchmark"], default="perf",
+        "--suite",
+        choices=["perf", "benchmark"],
+        default="perf",
         help="perf (default): benches on perfsuite's fixtures; benchmark: a pytest-benchmark "
         "user's suite, no pytest configuration, only the benchmark fixture",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--via", choices=["ab", "gate"], default="ab",
+        "--via",
+        choices=["ab", "gate"],
+        default="ab",
         help="ab (default): perfsuite ab base case; gate: save a baseline at base, then "
         "pytest --benchmark-compare --perf-gate at the case",
-    )  # fmt: skip
+    )
     args = parser.parse_args(args_in)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in EXTRA]
@@ -357,9 +383,14 @@ def main(argv: list[str] | None = None) -> int:
         pytest_args = [*select, *pytest_args, f"--perf-data-dir={work / 'data'}", "-q"]
     about = user_suite.provenance(Path(__file__).resolve().parents[2])
     document = {
-        **about, "suite": args.suite, "via": args.via, "scale": args.scale, "runs": args.runs,
-        "pytest_args": pytest_args, "extra_ab": extra,
-    }  # fmt: skip
+        **about,
+        "suite": args.suite,
+        "via": args.via,
+        "scale": args.scale,
+        "runs": args.runs,
+        "pytest_args": pytest_args,
+        "extra_ab": extra,
+    }
     print(user_suite.provenance_line(about), flush=True)
     try:
         write = write_case if args.suite == "perf" else user_suite.write_benchmark_case

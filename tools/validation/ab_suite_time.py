@@ -63,10 +63,18 @@ def plain_run(selection: list[str], work: Path, index: int) -> float:
     """One plain pytest run of the selection, as ``make bench`` runs it; its seconds."""
     folder = work / f"plain{index}"
     command = [
-        sys.executable, "-m", "pytest", *selection, "-q", "-p", "no:cacheprovider",
-        "--benchmark-autosave", "--benchmark-compare", f"--benchmark-storage={folder / 'b'}",
+        sys.executable,
+        "-m",
+        "pytest",
+        *selection,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--benchmark-autosave",
+        "--benchmark-compare",
+        f"--benchmark-storage={folder / 'b'}",
         f"--perf-report={folder / 'report'}",
-    ]  # fmt: skip
+    ]
     code, seconds, tail, _ = timed(command)
     print(f"plain run {index}: exit {code}, {seconds:.0f} s", flush=True)
     if code not in (0, 1):
@@ -96,9 +104,18 @@ def ab_run(
     """One ``perfsuite ab REV REV`` over the selection, its report in ``report``: its
     seconds, and those of its first stage when confirmations followed (else None)."""
     command = [
-        sys.executable, "-m", "perfsuite.cli", "ab", rev, rev, "--report", str(report),
-        *ab_args, "--", *selection,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "perfsuite.cli",
+        "ab",
+        rev,
+        rev,
+        "--report",
+        str(report),
+        *ab_args,
+        "--",
+        *selection,
+    ]
     code, seconds, tail, first_stage = timed(command, CONFIRMING)
     stage = "" if first_stage is None else f" (first stage {first_stage:.0f} s)"
     print(f"perfsuite ab {rev} {rev}: exit {code}, {seconds:.0f} s{stage}", flush=True)
@@ -168,16 +185,23 @@ def main(argv: list[str] | None = None) -> int:
         plain = (first + second) / 2
         load = MachineLoad.from_report(report)  # how busy the machine was (Linux only)
         document = {
-            "selection": selection, "ab_args": args.ab_args, "plain": plain_selection,
-            "plain_seconds": [first, second], "ab_seconds": ab, "ratio": ab / plain,
+            "selection": selection,
+            "ab_args": args.ab_args,
+            "plain": plain_selection,
+            "plain_seconds": [first, second],
+            "ab_seconds": ab,
+            "ratio": ab / plain,
             "first_stage_seconds": first_stage,
-            "machine": load.as_dict() if load else None, "benches": entries,
-        }  # fmt: skip
+            "machine": load.as_dict() if load else None,
+            "benches": entries,
+        }
         args.out.write_text(json.dumps(document, indent=1))
         print("\n".join(summary(entries, args.slowest)))
-        print(f"plain runs {first:.0f} s and {second:.0f} s; perfsuite ab {ab:.0f} s: "
-              f"{ab / plain:.2f}x their mean ({ab / first:.2f}x and {ab / second:.2f}x "
-              "each)")  # fmt: skip
+        print(
+            f"plain runs {first:.0f} s and {second:.0f} s; perfsuite ab {ab:.0f} s: "
+            f"{ab / plain:.2f}x their mean ({ab / first:.2f}x and {ab / second:.2f}x "
+            "each)"
+        )
         if load is not None:
             print(load.line())
         print(f"wrote {args.out}")

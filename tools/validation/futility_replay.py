@@ -116,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(1)
     print(f"{len(pool)} pairs of {args.name}, sd {np.std(pool):.3f}, {pace:.3f} s a pair")
     projections: dict[str, Projection | None] = {
-        "shorth": sign_half_width, "central": central, "off": None,
-    }  # fmt: skip
+        "shorth": sign_half_width,
+        "central": central,
+        "off": None,
+    }
 
     def shifted(shift: float) -> Callable[[], float]:
         return lambda: rng.choice(pool) + shift

@@ -126,10 +126,14 @@ def bench_args(scale: str, storage: Path, data_dir: Path, extra: list[str]) -> l
     """``make bench``'s pytest arguments without its save and compare options, pointed at
     ``storage`` and ``data_dir``; ``extra`` last, where ``PYTEST_ARGS`` go."""
     return [
-        "benches", f"--perf-scale={scale}", "--benchmark-save-data",
-        "--perf-report=reports/latest", f"--benchmark-storage={storage}",
-        f"--perf-data-dir={data_dir}", *extra,
-    ]  # fmt: skip
+        "benches",
+        f"--perf-scale={scale}",
+        "--benchmark-save-data",
+        "--perf-report=reports/latest",
+        f"--benchmark-storage={storage}",
+        f"--perf-data-dir={data_dir}",
+        *extra,
+    ]
 
 
 def run(root: Path, args: list[str], ab_cache: Path) -> dict[str, Any]:
@@ -140,9 +144,12 @@ def run(root: Path, args: list[str], ab_cache: Path) -> dict[str, Any]:
     args = user_suite.with_ab_options(args, ["--cache-dir", str(ab_cache)])
     code, seconds, lines = user_suite.run_pytest(root, args, env)
     return {
-        "code": code, "seconds": seconds, **user_suite.parse_gate_output(lines),
-        "tail": lines[-25:], "verdict": verdict_section(lines),
-    }  # fmt: skip
+        "code": code,
+        "seconds": seconds,
+        **user_suite.parse_gate_output(lines),
+        "tail": lines[-25:],
+        "verdict": verdict_section(lines),
+    }
 
 
 def verdict_section(lines: list[str]) -> list[str]:
@@ -287,9 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default="default", choices=["smoke", "default", "full"])
     parser.add_argument("--pytest-args", default="", help="extra pytest arguments (a string)")
     parser.add_argument(
-        "--data-dir", type=Path, default=default_data_dir(),
+        "--data-dir",
+        type=Path,
+        default=default_data_dir(),
         help="dataset cache, shared by every run (default: perfsuite's, %(default)s)",
-    )  # fmt: skip
+    )
     parser.add_argument("--keep", type=Path, help="work in this new folder and keep it")
     parser.add_argument("--out", type=Path, default=Path("gate_check.json"))
     args = parser.parse_args(argv)
@@ -301,10 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     about = {**user_suite.provenance(REPO), "uncommitted_changes": False}
     print(user_suite.provenance_line(about), flush=True)
     document: dict[str, Any] = {
-        "about": about, "scale": args.scale, "pytest_args": args.pytest_args,
-        "data_dir": str(args.data_dir), "slow_bench": args.slow_bench,
-        "fraction": args.fraction, "plain": None, "gated": [], "slowed": [],
-    }  # fmt: skip
+        "about": about,
+        "scale": args.scale,
+        "pytest_args": args.pytest_args,
+        "data_dir": str(args.data_dir),
+        "slow_bench": args.slow_bench,
+        "fraction": args.fraction,
+        "plain": None,
+        "gated": [],
+        "slowed": [],
+    }
     work = args.keep or Path(tempfile.mkdtemp(prefix="gate-check-"))
     work.mkdir(parents=True, exist_ok=True)
     try:

@@ -44,9 +44,17 @@ TORCH_BENCHES = ("benches/bench_compile.py", "benches/bench_warmup.py")
 #: the warm CUDA bench the A/A runs: test_warmup_torch_cuda[warm]
 WARM_CUDA = "warmup_torch_cuda and not cold and not cudnn"
 HEADER = [
-    "bench", "device", "sm MHz", "mem MHz", "max W", "max C", "clocks", "settle s", "rounds",
+    "bench",
+    "device",
+    "sm MHz",
+    "mem MHz",
+    "max W",
+    "max C",
+    "clocks",
+    "settle s",
+    "rounds",
     "spread",
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -142,10 +150,22 @@ def run_benches(scale: str, out: Path, select: str | None = None) -> tuple[int, 
     it ends (``-v``, ``--durations``), so a run cut short still says how far it got."""
     report = out / "torch-gpu.json"
     command = [
-        sys.executable, "-m", "pytest", *TORCH_BENCHES, "-m", "torch", "--perf-device=gpu",
-        f"--perf-scale={scale}", "-p", "no:cacheprovider", "-rs", "-v", "--durations=0",
-        f"--benchmark-json={report}", *(["-k", select] if select else []),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        *TORCH_BENCHES,
+        "-m",
+        "torch",
+        "--perf-device=gpu",
+        f"--perf-scale={scale}",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        "-v",
+        "--durations=0",
+        f"--benchmark-json={report}",
+        *(["-k", select] if select else []),
+    ]
     print("$", " ".join(command), flush=True)
     code = subprocess.run(command, cwd=ROOT, check=False).returncode
     rows = bench_rows(json.loads(report.read_text())) if report.is_file() else []
@@ -156,10 +176,27 @@ def run_aa(scale: str, pairs: int, goal: float, out: Path) -> tuple[int, str, bo
     """The A/A of the warm CUDA bench: perfsuite ab's exit status, the line, goal met."""
     report = out / "aa"
     command = [
-        sys.executable, "-m", "perfsuite.cli", "ab", "HEAD", "HEAD", "--min-pairs", str(pairs),
-        "--max-pairs", str(pairs), "--confirm", "0", "--report", str(report), "--",
-        "benches/bench_warmup.py", "-k", WARM_CUDA, "--perf-device=gpu", f"--perf-scale={scale}",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "perfsuite.cli",
+        "ab",
+        "HEAD",
+        "HEAD",
+        "--min-pairs",
+        str(pairs),
+        "--max-pairs",
+        str(pairs),
+        "--confirm",
+        "0",
+        "--report",
+        str(report),
+        "--",
+        "benches/bench_warmup.py",
+        "-k",
+        WARM_CUDA,
+        "--perf-device=gpu",
+        f"--perf-scale={scale}",
+    ]
     print("$", " ".join(command), flush=True)
     code = subprocess.run(command, cwd=ROOT, check=False).returncode
     pairs_json = report / "pairs.json"

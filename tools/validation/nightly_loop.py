@@ -102,16 +102,34 @@ def run_night(night: int, repo: Path, work: Path, pytest_args: list[str], inject
     env = dict(os.environ, PYTHONPATH=str(repo))
     started = time.monotonic()
     bench = [
-        sys.executable, "-m", "pytest", "benches", "-p", "no:cacheprovider", "-q",
-        "--benchmark-autosave", "--benchmark-compare", "--perf-gate",
-        f"--benchmark-storage=file://{storage}", *pytest_args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        "benches",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--benchmark-autosave",
+        "--benchmark-compare",
+        "--perf-gate",
+        f"--benchmark-storage=file://{storage}",
+        *pytest_args,
+    ]
     print(f"[night {night}] {' '.join(bench)}", flush=True)
     gate = subprocess.run(bench, cwd=repo, env=env, check=False).returncode
     nightly = [
-        sys.executable, "-m", "perfsuite.cli", "nightly", "--storage", str(storage),
-        "--report", str(report / "verdict"), "--", "benches", *pytest_args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "perfsuite.cli",
+        "nightly",
+        "--storage",
+        str(storage),
+        "--report",
+        str(report / "verdict"),
+        "--",
+        "benches",
+        *pytest_args,
+    ]
     print(f"[night {night}] {' '.join(nightly)}", flush=True)
     status = subprocess.run(nightly, cwd=repo, env=env, check=False).returncode
     store = Storage.for_session(storage)
@@ -170,9 +188,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nights", type=int, default=10, help="nights to run (default 10)")
     parser.add_argument(
-        "--inject", type=int, nargs="?", const=0, metavar="NIGHT",
+        "--inject",
+        type=int,
+        nargs="?",
+        const=0,
+        metavar="NIGHT",
         help="inject 20%% more work on NIGHT (1-based; default: the last night)",
-    )  # fmt: skip
+    )
     parser.add_argument("--variant", default="baseline", help="tf.data variant to inject into")
     parser.add_argument("--workdir", type=Path, help="where the clone and storage live (kept)")
     args = parser.parse_args(own)
@@ -191,8 +213,9 @@ def main(argv: list[str]) -> int:
     work.mkdir(parents=True, exist_ok=True)
     repo = work / "repo"
     if not repo.exists():
-        if subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True,
-                          text=True, check=True).stdout.strip():  # fmt: skip
+        if subprocess.run(
+            ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip():
             print("nightly_loop: note: uncommitted changes are not in the clone", flush=True)
         subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
     print(f"nightly_loop: clone {repo}, storage {work / 'storage'}", flush=True)

@@ -144,9 +144,13 @@ def _timed(root: Path, command: Sequence[str]) -> tuple[int, float, list[str]]:
     """(exit status, wall seconds, output lines) of ``command`` in ``root``."""
     start = time.monotonic()
     proc = subprocess.run(
-        list(command), cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        list(command),
+        cwd=root,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
         check=False,
-    )  # fmt: skip
+    )
     return proc.returncode, time.monotonic() - start, (proc.stdout + proc.stderr).splitlines()
 
 
@@ -171,8 +175,14 @@ def run_pytest_benchmark(root: Path, base: str, head: str, work: Path) -> dict[s
         shutil.rmtree(storage, ignore_errors=True)
     change = ratio_change(*medians) if len(medians) == 2 else None
     verdict = benchmark_verdict(code, lines) if run["baseline_code"] == 0 else "error"
-    return {**run, "code": code, "verdict": verdict, "change": change, "medians": medians,
-            "tail": lines[-20:]}  # fmt: skip
+    return {
+        **run,
+        "code": code,
+        "verdict": verdict,
+        "change": change,
+        "medians": medians,
+        "tail": lines[-20:],
+    }
 
 
 def run_pyperf(root: Path, base: str, head: str, work: Path, processes: int) -> dict[str, Any]:
@@ -197,9 +207,12 @@ def run_pyperf(root: Path, base: str, head: str, work: Path, processes: int) -> 
             means = [statistics.mean(pyperf_values(Path(f))) for f in files]
             medians = [statistics.median(pyperf_values(Path(f))) for f in files]
             run.update(
-                verdict=verdict, printed_change=said, change=ratio_change(*means), means=means,
+                verdict=verdict,
+                printed_change=said,
+                change=ratio_change(*means),
+                means=means,
                 median_change=ratio_change(*medians),
-            )  # fmt: skip
+            )
     finally:
         ab_power.git(root, "checkout", "-q", "main")
         shutil.rmtree(folder, ignore_errors=True)
@@ -257,9 +270,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cases", default=",".join(ab_power.EXTRA), help="comma-separated")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated")
     parser.add_argument(
-        "--processes", type=int, default=20,
+        "--processes",
+        type=int,
+        default=20,
         help="pyperf worker processes per side (default 20, pyperf's own default)",
-    )  # fmt: skip
+    )
     parser.add_argument("--out", type=Path, default=Path("peers.json"))
     parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
     args = parser.parse_args(argv)
@@ -304,9 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     about = user_suite.provenance(Path(__file__).resolve().parents[2])
     print(user_suite.provenance_line(about), flush=True)
     document: dict[str, Any] = {
-        **about, "runs": args.runs, "bench": BENCH_FILE, "compare_fail": COMPARE_FAIL,
-        "pyperf_processes": args.processes, "pyperf_script": pyperf_source(),
-    }  # fmt: skip
+        **about,
+        "runs": args.runs,
+        "bench": BENCH_FILE,
+        "compare_fail": COMPARE_FAIL,
+        "pyperf_processes": args.processes,
+        "pyperf_script": pyperf_source(),
+    }
     work = args.keep or Path(tempfile.mkdtemp(prefix="peers-"))
     try:
         results = measure(args, work, document)

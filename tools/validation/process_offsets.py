@@ -91,9 +91,15 @@ def trial(
     """One trial's offset (the median paired log-ratio of two fresh processes, B over A)
     and each process's block medians."""
     command = [
-        sys.executable, __file__, "--worker", str(folder), "--imports", imports,
-        "--layouts", layouts,
-    ]  # fmt: skip
+        sys.executable,
+        __file__,
+        "--worker",
+        str(folder),
+        "--imports",
+        imports,
+        "--layouts",
+        layouts,
+    ]
     procs = [
         subprocess.Popen(
             command,
@@ -164,9 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         make_images(folder)
         modes = [
             (imports.strip(), layouts.strip())
-            for imports in args.imports.split(",") if imports.strip()
-            for layouts in args.layouts.split(",") if layouts.strip()
-        ]  # fmt: skip
+            for imports in args.imports.split(",")
+            if imports.strip()
+            for layouts in args.layouts.split(",")
+            if layouts.strip()
+        ]
         offsets: dict[tuple[str, str], list[float]] = {mode: [] for mode in modes}
         for t in range(args.trials):  # the modes interleaved, so a slow minute hits all
             for imports, layouts in modes:

@@ -146,9 +146,14 @@ def run_pytest(
     """(exit status, wall seconds, output lines) of ``python -m pytest ARGS`` in ``root``."""
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *args], cwd=root, capture_output=True, text=True,
-        stdin=subprocess.DEVNULL, env=env, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "pytest", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        check=False,
+    )
     seconds = time.monotonic() - start
     return proc.returncode, seconds, (proc.stdout + proc.stderr).splitlines()
 
@@ -179,9 +184,12 @@ def run_gate(
     (:func:`parse_gate_output`); the checkout is back on its branch afterwards."""
     storage = Path(tempfile.mkdtemp(prefix="user-suite-storage-"))
     branch = subprocess.run(
-        ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=root, capture_output=True,
-        text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     where = f"--benchmark-storage={storage}"
     try:
         _git(root, "checkout", "-q", base)
@@ -239,8 +247,10 @@ def parse_gate_output(lines: Sequence[str]) -> dict[str, Any]:
                 if count.isdigit():
                     tally[outcome] = int(count)
             confirmations = {
-                "seconds": int(found.group(1)), "suspects": int(found.group(2)), "tally": tally,
-            }  # fmt: skip
+                "seconds": int(found.group(1)),
+                "suspects": int(found.group(2)),
+                "tally": tally,
+            }
         cells = re.split(r"\s{2,}", text)
         if cells[:2] == ["bench", "verdict"]:
             in_table = True
@@ -256,9 +266,12 @@ def parse_gate_output(lines: Sequence[str]) -> dict[str, Any]:
         for outcome in ends[:1]:
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return {
-        "gate": gate, "status": status, "confirmations": confirmations, "rows": rows,
+        "gate": gate,
+        "status": status,
+        "confirmations": confirmations,
+        "rows": rows,
         "outcomes": outcomes,
-    }  # fmt: skip
+    }
 
 
 def regressed(rows: dict[str, str]) -> list[str]:
@@ -278,10 +291,12 @@ def provenance(repo: Path) -> dict[str, Any]:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(), "nproc": cpus, "python": platform.python_version(),
+        "host": platform.node(),
+        "nproc": cpus,
+        "python": platform.python_version(),
         "perfsuite_commit": git("rev-parse", "HEAD") or None,
         "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
-    }  # fmt: skip
+    }
 
 
 def provenance_line(about: dict[str, Any]) -> str:
