@@ -18,7 +18,7 @@ from perfsuite.ab.command import side_args
 from perfsuite.ab.isolate import collect_files
 from perfsuite.ab.revisions import Revision, WorktreeCache, resolve
 from perfsuite.ab.rootdir import config_file, holds_config, rooted
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import PERFSUITE_ROOT, SMALL, STEADY_CLOCK, Repo, make_repo
 

@@ -25,7 +25,7 @@ from perfsuite.ab.protocol import pair_orders
 from perfsuite.ab.report import write_report
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row, against
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge
 from perfsuite.verdict.stats import Verdict

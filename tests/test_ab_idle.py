@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from perfsuite.ab.procfs import all_stopped, descendants, process_group
+from perfsuite.ab.sidespec import SideSpec
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, processes_with, read_log
 
 #: a bench whose side keeps working while it waits, as a prefetching pipeline would: a
@@ -191,7 +192,7 @@ def test_stopping_a_side_lets_its_git_remove_the_lock_it_holds(
 
     lock = tmp_path / "index.lock"
     holder = f"trap 'rm -f {lock}; exit 0' TERM; touch {lock}; while :; do sleep 0.02; done"
-    side = sidemanage.SideProcess(sidemanage.SideSpec("A", Revision("x", None), tmp_path), tmp_path)
+    side = sidemanage.SideProcess(SideSpec("A", Revision("x", None), tmp_path), tmp_path)
     # a side's pytest (the group leader) whose child holds a lock, as a git does
     side.proc = subprocess.Popen(["sh", "-c", f'sh -c "{holder}" & wait'], start_new_session=True)
     deadline = time.monotonic() + 5
@@ -206,7 +207,7 @@ def test_stopping_a_side_lets_its_git_remove_the_lock_it_holds(
         time.sleep(0.01)
 
     monkeypatch.setattr(sidemanage, "STOP_GRACE_S", 0.2)
-    deaf = sidemanage.SideProcess(sidemanage.SideSpec("B", Revision("x", None), tmp_path), tmp_path)
+    deaf = sidemanage.SideProcess(SideSpec("B", Revision("x", None), tmp_path), tmp_path)
     deaf.proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 30"], start_new_session=True)
     time.sleep(0.1)
     started = time.monotonic()
@@ -222,7 +223,7 @@ def test_a_side_stopped_between_vfork_and_exec_counts_as_frozen(tmp_path: Path) 
     from perfsuite.ab import sidemanage
     from perfsuite.ab.revisions import Revision
 
-    side = sidemanage.SideProcess(sidemanage.SideSpec("A", Revision("x", None), tmp_path), tmp_path)
+    side = sidemanage.SideProcess(SideSpec("A", Revision("x", None), tmp_path), tmp_path)
     side.proc = subprocess.Popen(
         ["sh", "-c", "while :; do /bin/true; done"], start_new_session=True
     )

@@ -9,7 +9,7 @@ import pytest
 
 from perfsuite.ab.isolate import collect_files, merge_json, sessions
 from perfsuite.ab.revisions import resolve
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.exitcodes import ExitCode
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
 

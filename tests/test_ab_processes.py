@@ -15,7 +15,7 @@ from perfsuite.ab.command import CONFIRM_ALPHA
 from perfsuite.ab.confirm import pick_suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge, judge_processes, log_ratios
 from perfsuite.verdict.stats import Verdict

@@ -16,7 +16,7 @@ from perfsuite.ab.recheck import SECOND, rechecked, same_benches
 from perfsuite.ab.report import write_report
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PAIRED_ALPHA
 from perfsuite.verdict.stats import Verdict

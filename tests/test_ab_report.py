@@ -15,7 +15,7 @@ from tests.test_ab_units import _commit, _repo
 def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
     from perfsuite.ab.outcome import BenchRun, SessionOutcome
     from perfsuite.ab.report import write_report
-    from perfsuite.ab.sidemanage import SideSpec
+    from perfsuite.ab.sidespec import SideSpec
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.verdict.paired import judge
 

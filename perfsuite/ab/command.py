@@ -179,7 +179,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve
     from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
-    from perfsuite.ab.sidemanage import SideProcess, SideSpec, check_sides, peered
+    from perfsuite.ab.sidemanage import SideProcess
+    from perfsuite.ab.sidespec import SideSpec, check_sides, peered
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.envs.build import changes, changes_text

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from perfsuite.ab.protocol import COLLECT_OUT_ENV
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.data.fsutil import atomic_write_text
 
 #: how long one side's file listing (``pytest --collect-only``) may take

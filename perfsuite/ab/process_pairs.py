@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from perfsuite.ab.controller import Controller
-from perfsuite.ab.sidemanage import SideProcess, SideSpec
+from perfsuite.ab.sidemanage import SideProcess
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
 
 #: a session: the files its pair collects (None: the whole selection) and its offset,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.envs.build import Resolved, changes, ensure, perfsuite_shim, resolve
 from perfsuite.envs.pins import Pins
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
 from perfsuite.ab.rows import HEADER, Row, against
-from perfsuite.ab.sidemanage import SideSpec
+from perfsuite.ab.sidespec import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.envs.build import changes_text
 from perfsuite.errors import PerfsuiteError
