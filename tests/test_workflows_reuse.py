@@ -125,7 +125,9 @@ def test_a_pull_request_that_adds_work_fails_and_one_that_does_not_passes(
     assert same.returncode == 0, same.output[-6000:]
     first = same.lines("perfsuite ab: A = ")[0]
     assert "pins differ: perfwork (none) -> 1.0.post1" in first, first
-    assert same.lines("perfsuite ab: no regression in 2 judged bench(es)"), same.output[-6000:]
+    # exit 0: at least one bench judged and none slower (a bench the load left
+    # inconclusive is listed as not judged)
+    assert same.lines("perfsuite ab: no regression in "), same.output[-6000:]
     body = same.output[same.output.index("<!-- perfsuite-pr-comment -->") :].splitlines()
     assert "(exit status 0)" in body[1]
     assert any("(perfwork (none) -> 1.0.post1)" in line for line in body), body
