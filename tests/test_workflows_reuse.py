@@ -1,9 +1,10 @@
 """perfsuite from another repository: a pytest-benchmark user's suite (``benchmark``
 fixture only, no pytest configuration file, a bench at the root and one under
 ``tests/``) calls perfsuite's reusable workflows, run by nektos/act: two cron nights,
-the second judged; a pull request that adds work fails naming the bench, and one that
-changes nothing measured but upgrades a pin passes, each side in the environment of its
-own pins, the upgrade named in the comment."""
+the second judged, and a night dispatched from another branch, judged but not saved;
+a pull request that adds work fails naming the bench, and one that changes nothing
+measured but upgrades a pin passes, each side in the environment of its own pins, the
+upgrade named in the comment."""
 
 from __future__ import annotations
 
@@ -80,7 +81,25 @@ def test_two_nights_of_a_users_suite_and_the_second_is_judged(
     assert second.returncode == 0, second.output[-6000:]
     assert second.lines("2 benches screened against"), second.output[-4000:]
     assert second.lines("Verdict: passed"), second.output[-4000:]
-    print(f"act, a user's nightly: {first.seconds:.1f} s, {second.seconds:.1f} s")
+    runs = [f for f in branch_files(remote) if f.startswith("runs/")]
+    assert len(runs) == 2
+    # dispatched from another branch: judged, never saved into the history
+    git(repo, "checkout", "-q", "-b", "try-something")
+    (repo / "README.md").write_text("trying something\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "try something")
+    try:
+        branch = runner.run(repo, workflow, "workflow_dispatch", {"inputs": {}})
+    finally:
+        git(repo, "checkout", "-q", "main")
+    # the verdict ran (at smoke scale it may pass or stay undecided); nothing was pushed
+    assert branch.lines("Verdict: "), branch.output[-4000:]
+    assert not branch.lines("perfsuite results: pushed"), branch.output[-4000:]
+    assert [f for f in branch_files(remote) if f.startswith("runs/")] == runs
+    print(
+        f"act, a user's nightly: {first.seconds:.1f} s, {second.seconds:.1f} s; "
+        f"from a branch {branch.seconds:.1f} s"
+    )
 
 
 def propose(repo: Path, branch: str, extra: float, pins: str | None = None) -> None:
