@@ -22,9 +22,9 @@ from perfsuite.ab.budget import (
 )
 from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
-from perfsuite.ab.revisions import Revision, WorktreeCache, _git, resolve
+from perfsuite.ab.revisions import Revision, WorktreeCache, _git, resolve, tree_files
 from perfsuite.ab.sidespec import side_pythonpath
-from perfsuite.envs.pins import Pins, pin_difference, read_pins, tree_files
+from perfsuite.envs.pins import Pins, pin_difference, read_pins
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.paired import Budget, Sequential
 from perfsuite.verdict.signtest import min_pairs_for

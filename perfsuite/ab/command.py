@@ -177,7 +177,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.pytest_args import names_paths
     from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import check_report_dir, write_report
-    from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve
+    from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve, tree_files
     from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
     from perfsuite.ab.sidemanage import SideProcess
     from perfsuite.ab.sidespec import SideSpec, check_sides, peered
@@ -185,7 +185,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.envs.build import changes, changes_text
     from perfsuite.envs.build import clean as clean_environments
-    from perfsuite.envs.pins import pin_difference, read_pins, tree_files
+    from perfsuite.envs.pins import pin_difference, read_pins
     from perfsuite.verdict.paired import PAIRED_ALPHA
 
     root = repo_root(Path.cwd())
@@ -257,9 +257,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         check_sides(specs, chosen)
         workdir = stack.enter_context(run_folder())
         resolved = resolve_sides(specs, pins, workdir) if own_envs else []
+        upgrade = changes(resolved[0], resolved[1]) if resolved else []
         differs = ""
         if resolved:
-            differs = f"; pins differ: {changes_text(changes(resolved[0], resolved[1]))}"
+            differs = f"; pins differ: {changes_text(upgrade)}"
             differs += " (each side in an environment of its own pins)"
         first_budget = session_budget(budget, None, args.processes)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
@@ -277,7 +278,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         )
         env_lines: list[str] = []
         if resolved:
-            specs, env_lines = in_own_environments(specs, resolved, workdir)
+            specs, env_lines = in_own_environments(specs, resolved, upgrade, workdir)
         args_for_sides = side_args(chosen, args.threshold)
         groups = [None] if args.isolate == "session" else sessions(specs, args_for_sides, workdir)
         if len(groups) > 1 or args.processes > 1:
@@ -354,9 +355,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             )
         print("\n".join(verdicts.text_lines()))
         load = measured(start)
-        notes = [*env_lines, *([load.line()] if load else [])]
-        for note in notes[len(env_lines) :]:
-            print(f"perfsuite ab: {note}")
+        load_lines = [load.line()] if load else []
+        for line in load_lines:
+            print(f"perfsuite ab: {line}")
+        notes = [*env_lines, *load_lines]
         if args.report is not None:
             side_json = [workdir / f"{name}.json" for name in "AB"]
             side_logs = [workdir / f"{name}.log" for name in "AB"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from perfsuite.data.fsutil import cache_home
+from perfsuite.envs.pins import PIN_FILES
 from perfsuite.errors import PerfsuiteError
 
 if sys.version_info >= (3, 11):
@@ -92,6 +93,24 @@ def resolve(root: Path, spec: str | None) -> Revision:
             f"unknown revision {spec!r}: not a commit in {root} (try git log --oneline)"
         )
     return Revision(spec, proc.stdout.strip())
+
+
+def tree_files(root: Path, sha: str | None) -> dict[str, str]:
+    """The files at the top of a revision (``sha`` None: the working tree) that may hold
+    pins (:data:`perfsuite.envs.pins.PIN_FILES`): name -> text."""
+    if sha is None:
+        return {
+            path.name: path.read_text(errors="replace")
+            for pattern in PIN_FILES
+            for path in sorted(root.glob(pattern))
+            if path.is_file()
+        }
+    listed = _git(root, "ls-tree", "--name-only", sha).stdout.split("\n")
+    return {
+        name: _git(root, "show", f"{sha}:{name}").stdout
+        for name in sorted(listed)
+        if any(Path(name).match(pattern) for pattern in PIN_FILES)
+    }
 
 
 def cache_root() -> Path:

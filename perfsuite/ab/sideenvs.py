@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfsuite.ab.sidespec import SideSpec
-from perfsuite.envs.build import Resolved, changes, ensure, perfsuite_shim, resolve
+from perfsuite.envs.build import Resolved, ensure, perfsuite_shim, resolve
 from perfsuite.envs.pins import Pins
 
 
@@ -23,13 +23,13 @@ def resolve_sides(specs: Sequence[SideSpec], pins: Sequence[Pins], workdir: Path
 
 
 def in_own_environments(
-    specs: Sequence[SideSpec], resolved: Sequence[Resolved], workdir: Path
+    specs: Sequence[SideSpec], resolved: Sequence[Resolved], upgrade: Sequence[str], workdir: Path
 ) -> tuple[list[SideSpec], list[str]]:
     """The sides, each in the environment of its resolved pins (built now where none is
     cached), and one line per side saying which and how long it took. The candidate
-    side's :attr:`SideSpec.upgrade` names what differs from the base's."""
+    side's :attr:`SideSpec.upgrade` is ``upgrade``, what differs from the base's
+    (:func:`perfsuite.envs.build.changes`)."""
     shim = perfsuite_shim(workdir / "perfsuite-shim")
-    found = changes(resolved[0], resolved[-1])
     sides, lines = [], []
     for spec, pins in zip(specs, resolved, strict=True):
         what = f"its environment ({len(pins.lines)} pins)"
@@ -37,6 +37,6 @@ def in_own_environments(
         env = ensure(pins, spec.root, spec.title)
         lines.append(f"{spec.title}: environment {env.describe()}")
         print(f"perfsuite ab: {lines[-1]}", flush=True)
-        upgrade = tuple(found) if spec is specs[-1] else ()
-        sides.append(replace(spec, environment=env.path, shim=shim, upgrade=upgrade))
+        moved = tuple(upgrade) if spec is specs[-1] else ()
+        sides.append(replace(spec, environment=env.path, shim=shim, upgrade=moved))
     return sides, lines

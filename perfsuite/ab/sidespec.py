@@ -14,6 +14,7 @@ from pathlib import Path
 from perfsuite.ab.pytest_args import missing_files, own_paths
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rootdir import rooted
+from perfsuite.envs.build import interpreter
 from perfsuite.errors import PerfsuiteError
 
 
@@ -93,7 +94,7 @@ class SideSpec:
         """The interpreter the side's pytest runs in."""
         if self.environment is None:
             return sys.executable
-        return str(self.environment / "bin" / "python")
+        return str(interpreter(self.environment))
 
     @property
     def cwd(self) -> Path:

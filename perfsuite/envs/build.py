@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path
 
 from perfsuite.data.fsutil import atomic_write_text, build_dir_once, cache_home, discard_dir
-from perfsuite.envs.pins import Pins, normalize
+from perfsuite.envs.pins import Pins, normalize, requirement_name
 from perfsuite.errors import CannotMeasure, PerfsuiteError
 
 MARKER = "perfsuite-env.json"
@@ -46,7 +46,6 @@ UV_TIMEOUT_S = 3600.0
 SHOWN = 6
 #: perfsuite's requirements that only the controller uses
 CONTROLLER_ONLY = frozenset({"uv"})
-_NAME_OF = re.compile(r"[\s<>=!~;\[(]")
 #: the marks uv draws before its lines (a cross, a tree's branches)
 _DECOR = re.compile(r"^[\s\u00d7\u2570\u2500\u25b6|]+")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;]+)")
@@ -78,12 +77,21 @@ def uv_binary() -> str:
     return found
 
 
-def _uv(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _uv(
+    args: Sequence[str],
+    cwd: Path,
+    failed: str,
+    fix: str,
+    error: type[PerfsuiteError] = EnvBuildError,
+) -> None:
+    """``uv ARGS`` in ``cwd``; where it fails, ``error`` ``"{failed}: <uv's reason> (uv
+    <command>); {fix}"`` (by default :class:`EnvBuildError`: the revision's pins are at
+    fault)."""
     env = dict(os.environ)
     if "UV_FIND_LINKS" not in env and env.get("PIP_FIND_LINKS"):
         env["UV_FIND_LINKS"] = ",".join(env["PIP_FIND_LINKS"].split())
     env.pop("VIRTUAL_ENV", None)  # every command names its --python
-    return subprocess.run(
+    proc = subprocess.run(
         [uv_binary(), *args],
         cwd=cwd,
         env=env,
@@ -93,6 +101,9 @@ def _uv(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=UV_TIMEOUT_S,
         check=False,
     )
+    if proc.returncode != 0:
+        command = " ".join(args[:2] if args[0] == "pip" else args[:1])
+        raise error(f"{failed}: {uv_said(proc.stderr)} (uv {command}); {fix}")
 
 
 def uv_said(stderr: str) -> str:
@@ -103,9 +114,7 @@ def uv_said(stderr: str) -> str:
     ...         "there is no version of pillow==99.0 we can conclude ... unsatisfiable.\\n")
     'Because there is no version of pillow==99.0 we can conclude ... unsatisfiable.'
     """
-    lines = [
-        re.sub("^[\\s\u00d7\u2570\u2500\u25b6|]+", "", line).strip() for line in stderr.splitlines()
-    ]
+    lines = [_DECOR.sub("", line).strip() for line in stderr.splitlines()]
     lines = [line for line in lines if line]
     for prefix in ("cause: ", "Because ", "error: "):
         for line in lines:
@@ -122,7 +131,7 @@ def side_requirements() -> list[str]:
     except metadata.PackageNotFoundError:
         return ["pytest>=8.1", "pytest-benchmark>=5.1"]
     wanted = (req for req in found if not re.search(r"\bextra\s*==", req))
-    return [req for req in wanted if normalize(_NAME_OF.split(req)[0]) not in CONTROLLER_ONLY]
+    return [req for req in wanted if requirement_name(req)[0] not in CONTROLLER_ONLY]
 
 
 @dataclass(frozen=True)
@@ -163,13 +172,13 @@ def resolve(pins: Pins, checkout: Path, scratch: Path, label: str) -> Resolved:
         limits.write_text("\n".join(pins.constraints) + "\n")
         args += ["-c", str(limits)]
     out = scratch / "resolved.txt"
-    proc = _uv([*args, "-o", str(out)], checkout)
-    if proc.returncode != 0:
-        files = ", ".join(pins.sources) or "pins"
-        raise EnvBuildError(
-            f"{label}: its pins cannot be installed: {uv_said(proc.stderr)} "
-            f"(uv pip compile of {files}); fix them in that revision"
-        )
+    files = ", ".join(pins.sources) or "its pins"
+    _uv(
+        [*args, "-o", str(out)],
+        checkout,
+        f"{label}: its pins cannot be installed",
+        f"fix {files} in that revision",
+    )
     lines = (line.strip() for line in out.read_text().splitlines())
     return Resolved(tuple(line for line in lines if line and not line.startswith("#")))
 
@@ -181,27 +190,22 @@ def _export_lock(pins: Pins, checkout: Path, scratch: Path, label: str) -> list[
     args += ["--format", "requirements-txt", "-o", str(out)]
     for extra in pins.locked_extras or ():
         args += ["--extra", extra]
-    proc = _uv(args, checkout)
-    if proc.returncode != 0:
-        raise EnvBuildError(
-            f"{label}: its uv.lock cannot be exported: {uv_said(proc.stderr)} "
-            "(uv export --frozen); run uv lock in that revision"
-        )
+    _uv(args, checkout, f"{label}: its uv.lock cannot be exported", "run uv lock in that revision")
     return [line for line in out.read_text().splitlines() if not line.lstrip().startswith("#")]
+
+
+def interpreter(environment: Path) -> Path:
+    """The Python of a virtual environment."""
+    return environment / "bin" / "python"
 
 
 @dataclass(frozen=True)
 class Environment:
-    """A built environment: its folder, its interpreter, and how long it took to get."""
+    """A built environment: its folder, and how long it took to get (built or reused)."""
 
     path: Path
-    resolved: Resolved
     seconds: float
     built: bool
-
-    @property
-    def python(self) -> Path:
-        return self.path / "bin" / "python"
 
     def describe(self) -> str:
         how = f"built in {self.seconds:.0f} s" if self.built else "reused"
@@ -216,30 +220,26 @@ def ensure(resolved: Resolved, checkout: Path, label: str, root: Path | None = N
     built = False
 
     def load(path: Path) -> Path | None:
-        return path if (path / MARKER).is_file() and (path / "bin" / "python").exists() else None
+        return path if (path / MARKER).is_file() and interpreter(path).exists() else None
 
     def build(tmp: Path) -> None:
         nonlocal built
         built = True
         requirements = tmp / "resolved.txt"
         requirements.write_text("\n".join(resolved.lines) + "\n")
-        python = tmp / "bin" / "python"
         venv = ["venv", "--quiet", "--allow-existing", "--relocatable", "--python", sys.executable]
-        proc = _uv([*venv, str(tmp)], checkout)
-        if proc.returncode != 0:
-            raise PerfsuiteError(f"uv venv {tmp}: {uv_said(proc.stderr)}")
+        failed, fix = f"{label}: no virtual environment could be made in {tmp}", "check the disk"
+        _uv([*venv, str(tmp)], checkout, failed, fix, error=PerfsuiteError)
         install = ["pip", "install", "--quiet", "--compile-bytecode", "--no-deps"]
-        proc = _uv([*install, "--python", str(python), "-r", str(requirements)], checkout)
-        if proc.returncode != 0:
-            raise EnvBuildError(
-                f"{label}: its pins cannot be installed: {uv_said(proc.stderr)} "
-                "(uv pip install); fix them in that revision"
-            )
+        install += ["--python", str(interpreter(tmp)), "-r", str(requirements)]
+        _uv(
+            install, checkout, f"{label}: its pins cannot be installed", "fix them in that revision"
+        )
         marker = {"python": sys.version.split()[0], "pins": list(resolved.lines)}
         atomic_write_text(tmp / MARKER, json.dumps(marker, indent=1))
 
     path = build_dir_once(final, load, build, "environment")
-    return Environment(path, resolved, time.monotonic() - start, built)
+    return Environment(path, time.monotonic() - start, built)
 
 
 def perfsuite_shim(folder: Path) -> Path:

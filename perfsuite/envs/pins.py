@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,9 +40,24 @@ else:  # pragma: no cover
 
 REQUIREMENTS, CONSTRAINTS, PYPROJECT = "requirements*.txt", "constraints*.txt", "pyproject.toml"
 LOCK = "uv.lock"
+#: the files at the top of a revision that may hold pins
+PIN_FILES = (REQUIREMENTS, CONSTRAINTS, PYPROJECT, LOCK)
 #: the project itself, as a requirements file names it: never installed (see module doc)
 _SELF = re.compile(r"^(-e\s+|--editable\s+)?(\.|file:\.)/?(\[(?P<extras>[^\]]*)\])?$")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[(?P<extras>[^\]]*)\])?")
+
+
+def requirement_name(requirement: str) -> tuple[str, list[str]]:
+    """A requirement's distribution name (as :func:`normalize` gives it) and extras.
+
+    >>> requirement_name("Proj[tf, torch]>=1; python_version < '3.11'")
+    ('proj', ['tf', 'torch'])
+    """
+    match = _NAME.match(requirement)
+    if match is None:
+        return "", []
+    extras = [e.strip() for e in (match.group("extras") or "").split(",") if e.strip()]
+    return normalize(match.group(1)), extras
 
 
 def normalize(name: str) -> str:
@@ -81,37 +95,9 @@ class Pins:
         ]
 
 
-def tree_files(root: Path, sha: str | None) -> dict[str, str]:
-    """The files at the top of a revision (``sha`` None: the working tree) that may hold
-    pins: name -> text."""
-    patterns = (REQUIREMENTS, CONSTRAINTS, PYPROJECT, LOCK)
-    if sha is None:
-        return {
-            path.name: path.read_text(errors="replace")
-            for pattern in patterns
-            for path in sorted(root.glob(pattern))
-            if path.is_file()
-        }
-    listed = _git(root, "ls-tree", "--name-only", sha).split("\n")
-    return {
-        name: _git(root, "show", f"{sha}:{name}")
-        for name in sorted(listed)
-        if any(Path(name).match(pattern) for pattern in patterns)
-    }
-
-
-def _git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL
-    )
-    if proc.returncode != 0:
-        said = proc.stderr.strip().splitlines()
-        raise PerfsuiteError(f"git {' '.join(args)} failed: {said[-1] if said else '?'}")
-    return proc.stdout
-
-
 def read_pins(files: Mapping[str, str], label: str) -> Pins:
-    """The pins of a revision whose top-level files are ``files`` (:func:`tree_files`);
+    """The pins of a revision whose top-level files are ``files`` (name: text, those
+    matching :data:`PIN_FILES`: :func:`perfsuite.ab.revisions.tree_files`);
     ``label`` names the revision in an error."""
     project, settings = _pyproject(files.get(PYPROJECT), label)
     chosen = {
@@ -210,11 +196,10 @@ def project_requirements(
                 f"extras); it has: {', '.join(sorted(optional)) or 'none'}"
             )
         for requirement in optional[extra]:
-            match = _NAME.match(requirement)
-            if match and normalize(match.group(1)) == own:
-                for inner in (match.group("extras") or "").split(","):
-                    if inner.strip():
-                        expand(inner.strip())
+            name, inner = requirement_name(requirement)
+            if name == own:
+                for each in inner:
+                    expand(each)
             else:
                 found.append(requirement)
 

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
+from perfsuite.ab.revisions import tree_files
 from perfsuite.envs.build import changes, ensure, resolve
-from perfsuite.envs.pins import read_pins, tree_files
+from perfsuite.envs.pins import read_pins
 from tools.validation.user_suite import provenance, provenance_line
 
 REPO = Path(__file__).resolve().parents[2]
