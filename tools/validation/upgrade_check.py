@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __
 from perfsuite.ab.revisions import tree_files
 from perfsuite.envs.build import changes, ensure, resolve
 from perfsuite.envs.pins import read_pins
+from tests.ab_repo import uv_cache as uv_cache_dir
 from tools.validation.user_suite import provenance, provenance_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,10 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         paths = [Path(side["path"]) for side in result["warm"]["sides"]]
-        uv_cache = Path(
-            os.environ.get("UV_CACHE_DIR")
-            or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "uv"
-        )
+        uv_cache = uv_cache_dir()
         disk = {
             "a_bytes": du_bytes(paths[0]),
             "b_bytes": du_bytes(paths[1]),
