@@ -17,7 +17,7 @@ from perfsuite.verdict.judge import (
     BenchVerdict,
     Confirmed,
 )
-from perfsuite.verdict.paired import LEAN_SIGN_P
+from perfsuite.verdict.paired import BOUND_FACTOR
 from perfsuite.verdict.table import pct
 
 #: the exit statuses of an A/B that ran to a verdict; any other is a fault
@@ -43,19 +43,15 @@ class AbRun:
         return self.status in VERDICT_STATUSES
 
 
-def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) -> Confirmed:
+def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
     ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
 
-    An undecided verdict whose estimate is within the row's threshold is ``not shown``:
-    the A/B measured no regression beyond the threshold, though it could not rule one
-    out. So is one whose pairs of blocks do not lean either way (sign test p above
-    ``LEAN_SIGN_P``), unless the bench's code ``changed``: a few pairs split between
-    slower and faster can put their median beyond the threshold and say nothing, as
-    ``perfsuite ab`` itself reads them (it measures no such first pair again). One whose
-    estimate is beyond the threshold otherwise (or a row with no estimate) is
-    ``unconfirmed``, and so is one of a bench whose code ``changed`` with an interval
-    above 0: a slowdown the A/B found, in changed code, that it could not place.
+    ``slower`` confirms it, ``same`` or ``faster`` clears it. An undecided verdict passes
+    as ``not shown`` when its interval rules out a regression of
+    ``BOUND_FACTOR`` times the row's threshold (it says its bound, as ``perfsuite ab``
+    does); one that does not (or a row with no interval) is ``unconfirmed``: too noisy
+    to have caught such a regression.
     """
     shown = ab.shown
     if ab.status is None:
@@ -75,36 +71,27 @@ def decide(nodeid: str, ab: AbRun, what: str = "time", changed: bool = False) ->
         row = row.get("cpu") or {"verdict": None, "pairs": row.get("pairs")}
     verdict = row.get("verdict")
     ci = row.get("ci")
-    interval = f" [{pct(ci[0])}, {pct(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
+    has_ci = isinstance(ci, list) and len(ci) == 2
+    interval = f" [{pct(ci[0])}, {pct(ci[1])}]" if has_ci else ""
     measured = f"{pct(row.get('change'))}{interval} in {row.get('pairs', '?')} pairs"
     label = "" if what == "time" else f"{what} "
     if verdict == "slower":
         return Confirmed(CONFIRMED, f"{label}confirmed by A/B: {measured}")
     if verdict in ("same", "faster"):
         return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
-    change = row.get("change")
-    if not isinstance(change, int | float) or not isinstance(threshold, int | float):
-        change = threshold = None
-    found = changed and isinstance(ci, list) and len(ci) == 2 and float(ci[0]) > 0
-    if verdict and change is not None and threshold is not None and change <= threshold:
-        if found:
+    if verdict and has_ci and isinstance(threshold, int | float):
+        bound, most = float(ci[1]), BOUND_FACTOR * float(threshold)
+        if bound < most:
             return Confirmed(
-                UNCONFIRMED,
-                f"{label}unconfirmed: A/B {verdict} ({measured}): slower, in changed code, "
-                f"undecided against the {threshold * 100:g}% threshold; more pairs would "
-                f"decide: {shown}",
+                NOT_SHOWN,
+                f"{label}not shown by A/B: no regression above {pct(bound)} ({measured}; "
+                f"threshold {threshold * 100:g}%)",
             )
         return Confirmed(
-            NOT_SHOWN,
-            f"{label}not shown by A/B ({verdict}: {measured}, a change within the "
-            f"{threshold * 100:g}% threshold); more pairs would decide: {shown}",
-        )
-    sign_p = row.get("sign_p")
-    if verdict and not changed and isinstance(sign_p, int | float) and sign_p > LEAN_SIGN_P:
-        return Confirmed(
-            NOT_SHOWN,
-            f"{label}not shown by A/B ({verdict}: {measured}, whose pairs do not lean "
-            f"slower: sign test p={sign_p:.2g}); more pairs would decide: {shown}",
+            UNCONFIRMED,
+            f"{label}unconfirmed: A/B too noisy ({measured}): it did not rule out "
+            f"{pct(bound)}, over twice the {threshold * 100:g}% threshold; more pairs "
+            f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
         )
     return Confirmed(
         UNCONFIRMED,
@@ -132,10 +119,10 @@ def _memory_outcome(memory: Any, shown: str) -> Confirmed:
 PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
 
 
-def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str], changed: bool = False) -> Confirmed:
+def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
     """One suspect's outcome over every measure that made it one (:func:`whats`): a
     regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE."""
-    outcomes = [decide(nodeid, ab, what, changed) for what in whats]
+    outcomes = [decide(nodeid, ab, what) for what in whats]
     for outcome in PRECEDENCE:
         found = [o for o in outcomes if o.outcome == outcome]
         if found:

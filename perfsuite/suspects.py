@@ -18,12 +18,11 @@ each bench it measured but could not decide
    included), interleaved in one session. Each suspect takes its row's verdict from the
    report's ``pairs.json``, for each measure that made it a suspect (time, CPU per
    item, peak memory): ``slower`` (a peak that rose) confirms it (a regression),
-   ``same`` or ``faster`` clears it; an undecided verdict whose estimate is within the
-   threshold, or whose pairs do not lean, has ``not shown`` it (it passes: the A/B
-   measured no regression beyond the threshold, though it could not rule one out;
-   :func:`perfsuite.outcomes.decide`); anything else (an estimate beyond
-   the threshold, not measured) leaves it ``unconfirmed``, with the command that would
-   decide it. Where the measures disagree, confirmed wins, then unconfirmed. Benches
+   ``same`` or ``faster`` clears it; an undecided verdict whose interval rules out a
+   regression of twice the threshold has ``not shown`` it (it passes, saying that
+   bound: :func:`perfsuite.outcomes.decide`); anything else (too noisy for that, not
+   measured) leaves it ``unconfirmed``, with the command that would decide it. Where
+   the measures disagree, confirmed wins, then unconfirmed. Benches
    whose code changed have an A/B of their own, before the others', measuring again
    every first pair of processes that is undecided; so do the benches the screen
    could not decide. When the A/Bs ended with a verdict and left suspects
@@ -393,6 +392,4 @@ def _confirm(
     log = report.with_name(report.name + ".log")
     ab = run_ab(base, nodeids, options, cwd, report, log, ab_args)
     runs.append(ab)
-    return {
-        v.fullname: decide_all(v.fullname, ab, whats(v), v.changed is not None) for v in suspects
-    }
+    return {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in suspects}

@@ -65,10 +65,12 @@ class FakeAb:
             answer = self.answers[n].split(",")[len([a for a in self.asked if n in a]) - 1]
             answer, _, estimate = answer.partition("=")  # "beyond=0.12": its estimate
             beyond = answer == "beyond"
+            change = float(estimate or 0.08) if beyond else 0.0
             rows[n] = {
                 "nodeid": n,
                 "verdict": "inconclusive" if beyond else answer,
-                "change": float(estimate or 0.08) if beyond else 0.0,
+                "change": change,
+                "ci": [change - 0.06, change + 0.06],  # beyond=0.08: +14%, not bounded
                 "threshold": 0.05,
                 "pairs": 3,
             }

@@ -85,14 +85,18 @@ def test_a_slowdown_the_screen_could_not_decide_fails(
     assert message.startswith("1 regression: x (")
 
 
-def test_benches_neither_the_screen_nor_the_ab_decided_judge_nothing(
+def test_benches_the_ab_bounded_pass_and_too_noisy_ones_judge_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     found = undecided({"x": 0.03, "y": -0.02})
-    answers = {"x": "beyond=0.01", "y": "beyond=-0.02"}  # undecided, within the threshold
+    answers = {"x": "beyond=0.01", "y": "beyond=-0.02"}  # bounds +7% and +4%
+    status, message, _ = gated(monkeypatch, tmp_path, found, answers)
+    assert status == ExitCode.OK
+    assert "2 suspect(s) not shown slower by their A/B (x, y)" in message
+    answers = {"x": "beyond=0.05,beyond=0.05", "y": "beyond=0.05,beyond=0.05"}  # +11%
     status, message, _ = gated(monkeypatch, tmp_path, found, answers)
     assert status == ExitCode.NOT_JUDGED
-    assert "the A/B did not decide them either (not shown)" in message
+    assert "the A/B did not decide them either (unconfirmed)" in message
 
 
 def test_a_screen_that_judged_a_bench_leaves_the_undecided_alone(

@@ -1,9 +1,10 @@
-"""A first-stage `same` measured again in a second, fresh pair of processes.
+"""A first-stage pass measured again in a second, fresh pair of processes.
 
-A `same` from the first stage rests on one pair of processes, and a pair of processes
-can be off as a whole, for its life. Its interval holds the noise between blocks, not
-that offset, which only another pair of processes shows (asv runs every benchmark in 2
-processes for the same reason).
+A `same` from the first stage, or an inconclusive verdict whose bound is under twice
+the threshold (it passes, saying its bound), rests on one pair of processes, and a
+pair of processes can be off as a whole, for its life; below, `same` stands for both.
+Its interval holds the noise between blocks, not that offset, which only another pair
+of processes shows (asv runs every benchmark in 2 processes for the same reason).
 
 So, whenever suspects are confirmed (``--confirm``, with one pair of processes per
 file), every first-stage `same` is measured again in one more pair of processes, over
@@ -47,11 +48,15 @@ SECOND = 1
 
 
 def same_benches(verdicts: Verdicts) -> list[str]:
-    """The first stage's `same` benches, in order: what a second pair measures again."""
+    """The first stage's benches that would pass on one pair of processes, in order:
+    `same`, or inconclusive with a bound under twice the threshold
+    (:attr:`perfsuite.ab.rows.Row.bounded`). What a second pair measures again."""
     return [
         row.nodeid
         for row in verdicts.rows
-        if row.run is not None and row.verdict is Verdict.SAME and row.run.second is None
+        if row.run is not None
+        and (row.verdict is Verdict.SAME or row.bounded)
+        and row.run.second is None
     ]
 
 

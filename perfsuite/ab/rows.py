@@ -111,23 +111,22 @@ class Row:
 
     @property
     def undecided(self) -> bool:
-        """Inconclusive, its interval reaching past the threshold on the slower side,
-        whichever way its estimate leans: a regression of at least the threshold that
-        the first pair of processes could not rule out. What ``--suspects undecided``
-        also measures again; its confirmation stands on the fresh pairs alone, at the
-        first stage's error rate. Where the estimate leaned slower, the confirmation
-        must point that way (:func:`against`); where it leaned faster
+        """Inconclusive and too noisy to pass (:attr:`PairedResult.too_noisy`: its
+        interval has not ruled out a regression of twice its threshold), whichever way
+        its estimate leans: what ``--suspects undecided`` also measures again, as more
+        evidence can still change whether it passes. Its confirmation stands on the fresh
+        pairs alone, at the first stage's error rate. Where the estimate leaned slower,
+        the confirmation must point that way (:func:`against`); where it leaned faster
         (:attr:`open_either_way`), the fresh pairs decide alone: a first pair reading
-        -3% [-17%, +24%] has not ruled out a +10% regression.
+        -3% [-17%, +24%] has not ruled out a +10% regression. A bench whose bound is
+        below twice its threshold passes already, saying its bound.
 
         A bench with no interval (too few pairs) says nothing and is left out.
         """
         result = self.run.result if self.run else None
-        if result is None or result.verdict is not Verdict.INCONCLUSIVE or result.ci is None:
+        if result is None or result.ci is None:
             return False
-        if result.higher_is_better:
-            return result.ci[0] < -result.threshold
-        return result.ci[1] > result.threshold
+        return result.too_noisy
 
     @property
     def open_either_way(self) -> bool:
@@ -160,17 +159,33 @@ class Row:
 
     @property
     def judged(self) -> bool:
-        """Measured on both sides and decided (not `inconclusive`). An exact counter
-        that rose is a regression whatever the time's verdict, but an unchanged one
-        does not make a bench judged."""
+        """Measured on both sides and decided at its threshold (not `inconclusive`). An
+        exact counter that rose is a regression whatever the time's verdict, but an
+        unchanged one does not make a bench judged."""
         return self.verdict is not None and self.verdict is not Verdict.INCONCLUSIVE
+
+    @property
+    def bounded(self) -> bool:
+        """Measured on both sides, not judged at its threshold, yet passing: its
+        interval rules out a regression of twice its threshold
+        (:attr:`PairedResult.bounded`)."""
+        result = self.run.result if self.run else None
+        return result is not None and result.bounded
+
+    @property
+    def too_noisy(self) -> bool:
+        """Measured on both sides, but too noisy to pass (:attr:`PairedResult.too_noisy`)
+        and not a regression: the A/B cannot say there is none."""
+        result = self.run.result if self.run else None
+        return result is not None and result.too_noisy and not self.regressed
+
+    @property
+    def measured(self) -> bool:
+        """Both sides measured it: it has a verdict, decisive or not."""
+        return self.verdict is not None
 
     def unjudged_reason(self) -> str:
         """What this row's status says of why it was not judged."""
-        if self.verdict is Verdict.INCONCLUSIVE and self.run and self.run.pool:
-            return "inconclusive with every round its rounds= allow"
-        if self.verdict is Verdict.INCONCLUSIVE:
-            return "inconclusive"
         return self.status or "not measured"
 
     def cells(self) -> list[str]:
@@ -180,6 +195,10 @@ class Row:
             return [self.nodeid, status, "-", "-", "-", self._counters(), "-"]
         word = result.verdict.value
         word = word.upper() if result.verdict is Verdict.SLOWER else word
+        if result.bounded:
+            word = result.bound_text()
+        elif result.too_noisy:
+            word = f"TOO NOISY: {result.bound_text()}"
         if any(c.rose for c in self.counters):
             word += " (counter rose)"
         # a slower time says the CPU's rise already; a risen peak is news either way

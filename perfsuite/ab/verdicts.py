@@ -162,16 +162,35 @@ class Verdicts:
 
     @property
     def judged(self) -> list[Row]:
-        """The rows measured on both sides and decided: a verdict other than
-        `inconclusive`."""
+        """The rows measured on both sides and decided at their threshold: a verdict
+        other than `inconclusive`."""
         return [row for row in self.rows if row.judged]
 
+    @property
+    def too_noisy(self) -> list[Row]:
+        """The rows measured on both sides that neither regressed nor passed: their
+        interval has not ruled out a regression of twice their threshold
+        (:attr:`Row.too_noisy`)."""
+        return [row for row in self.rows if row.too_noisy]
+
     def not_judged(self) -> str | None:
-        """Why no bench was judged (one line, with what would judge one), or ``None``."""
-        if self.judged or self.regressed:
+        """Why the A/B cannot pass (one line, naming the benches at fault and what would
+        decide them), or ``None``: nothing was measured on both sides, or a bench is
+        too noisy to have caught a regression of twice its threshold."""
+        if self.regressed:
             return None
         if not self.rows:
             return "no bench in the selection (check the pytest arguments after --)"
+        noisy = self.too_noisy
+        if noisy:
+            listed = "; ".join(_noisy_text(row) for row in noisy)
+            return (
+                f"{len(noisy)} bench(es) too noisy to have caught a regression of twice "
+                f"their threshold: {listed}; more pairs (--max-seconds, --max-pairs) or a "
+                "quieter machine would decide"
+            )
+        if any(row.measured for row in self.rows):
+            return None
         reasons: dict[str, int] = {}
         for row in self.rows:
             reason = row.unjudged_reason()
@@ -188,15 +207,6 @@ class Verdicts:
                 "a bench that passed without measuring used neither the perf nor the "
                 "benchmark fixture"
             )
-        if any("rounds= allow" in why for why in reasons):
-            hints.append(
-                "a benchmark.pedantic bench with setup= alternates only the rounds= it "
-                "asks for: more of them would decide"
-            )
-        if any(why == "inconclusive" for why in reasons):
-            hints.append(
-                "more pairs (--max-pairs, --max-seconds) or a quieter machine would decide"
-            )
         return listed + "".join(f"; {hint}" for hint in hints)
 
     def title(self) -> str:
@@ -205,16 +215,24 @@ class Verdicts:
         return f"{title} ({changes_text(b.upgrade)})" if b.upgrade else title
 
     def conclusion(self) -> str:
+        """The headline: a regression, nothing decided (and why), or no regression,
+        with how many benches were judged at their threshold and each other one's
+        bound."""
         bad = [row.nodeid for row in self.rows if row.regressed]
         if bad:
             return f"REGRESSION in {len(bad)} bench(es): {', '.join(bad)}"
         why = self.not_judged()
         if why is not None:
-            return f"NOTHING JUDGED: {why}"
+            word = "UNDECIDED" if self.too_noisy else "NOTHING JUDGED"
+            return f"{word}: {why}"
         judged = len(self.judged)
-        left = len(self.rows) - judged
-        rest = f"; {left} not judged (see their rows)" if left else ""
-        return f"no regression in {judged} judged bench(es){rest}"
+        message = f"no regression: {judged} bench(es) judged at their threshold"
+        bounded = [row for row in self.rows if row.bounded]
+        if bounded:
+            message += f"; {len(bounded)} with a bound under twice their threshold: "
+            message += "; ".join(_noisy_text(row) for row in bounded)
+        left = len(self.rows) - judged - len(bounded)
+        return message + (f"; {left} not measured (see their rows)" if left else "")
 
     def text_lines(self) -> list[str]:
         lines = [f"perfsuite ab: {self.title()} (B against A; seed {self.seed})"]
@@ -238,6 +256,14 @@ class Verdicts:
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines += ["", f"**{self.conclusion()}**", ""]
         return lines
+
+
+def _noisy_text(row: Row) -> str:
+    """``bench: no regression above +6.1% (threshold 5%)``: a row's bound."""
+    result = row.run.result if row.run else None
+    if result is None:
+        return row.nodeid
+    return f"{row.nodeid}: {result.bound_text()} (threshold {result.threshold * 100:g}%)"
 
 
 def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:

@@ -169,7 +169,10 @@ def gate_decision(
 def nothing_judged(comparison: RunComparison) -> str | None:
     """Why no bench of ``comparison`` could be judged, or ``None`` when one was (a
     comparable bench whose exact counter rose is judged: a regression)."""
-    if any(v.judged or (v.counters_rose and not v.not_comparable) for v in comparison.verdicts):
+    if any(
+        v.judged or v.bounded or (v.counters_rose and not v.not_comparable)
+        for v in comparison.verdicts
+    ):
         return None
     baseline, current = comparison.baseline, comparison.current
     if not baseline.benches:

@@ -131,6 +131,12 @@ class BenchVerdict:
         return decided and self.verdict is not Verdict.INCONCLUSIVE
 
     @property
+    def bounded(self) -> bool:
+        """Not judged, yet passing: the A/B that measured it ruled out a regression of
+        twice its threshold and says that bound (``not shown``)."""
+        return self.confirmation is not None and self.confirmation.outcome == NOT_SHOWN
+
+    @property
     def cpu_slower(self) -> bool:
         """More CPU seconds per item by the rank test (beyond the threshold)."""
         return self.cpu is not None and self.cpu.verdict is Verdict.SLOWER and not self.cpu.fallback

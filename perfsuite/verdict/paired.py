@@ -71,6 +71,7 @@ import numpy as np
 from perfsuite.verdict.futility import futile, reachable, seconds_leave, sign_half_width
 from perfsuite.verdict.signtest import look_level, median_interval, sign_test_p
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.table import pct
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
 PAIRED_ALPHA = 0.01
@@ -83,6 +84,11 @@ LEAN_PAIRS = 3
 #: inconclusive first estimate beyond the threshold a suspect of ``perfsuite ab``, and
 #: what the gate's outcome of an undecided suspect asks of its pairs
 LEAN_SIGN_P = 0.25
+#: a bench not shown slower passes while the largest regression its interval has not
+#: ruled out (:attr:`PairedResult.bound`) is below this many times its threshold: it
+#: would have caught a regression of that size. One whose bound reaches it is too noisy
+#: to pass, and says so with its bound.
+BOUND_FACTOR = 2.0
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:
@@ -147,6 +153,45 @@ class PairedResult:
     @property
     def decisive(self) -> bool:
         return self.verdict is not Verdict.INCONCLUSIVE
+
+    @property
+    def bound(self) -> float | None:
+        """The largest regression the interval has not ruled out, as a change of the
+        metric the slower way (positive: slower by that much; a rate's fall for a
+        ``higher_is_better`` metric); None without an interval.
+
+        >>> r = PairedResult(Verdict.INCONCLUSIVE, 0.01, (-0.04, 0.06), 20, 0.05, 0.01)
+        >>> r.bound, r.bounded, r.too_noisy
+        (0.06, True, False)
+        >>> replace(r, ci=(-0.04, 0.12)).too_noisy, replace(r, ci=None).too_noisy
+        (True, True)
+        """
+        if self.ci is None:
+            return None
+        return -self.ci[0] if self.higher_is_better else self.ci[1]
+
+    @property
+    def bounded(self) -> bool:
+        """Inconclusive, with a bound below ``BOUND_FACTOR`` times the threshold: not
+        judged at the threshold, yet it passes, saying its bound."""
+        bound = self.bound
+        undecided = self.verdict is Verdict.INCONCLUSIVE
+        return undecided and bound is not None and bound < BOUND_FACTOR * self.threshold
+
+    @property
+    def too_noisy(self) -> bool:
+        """Inconclusive and not :attr:`bounded`: it could not have caught a regression
+        of ``BOUND_FACTOR`` times its threshold (or has no interval at all)."""
+        return self.verdict is Verdict.INCONCLUSIVE and not self.bounded
+
+    def bound_text(self) -> str:
+        """``no regression above +6.1%`` (``no fall below -6.1%`` for a rate)."""
+        bound = self.bound
+        if bound is None:
+            return "no interval"
+        if self.higher_is_better:
+            return f"no fall below {pct(-bound)}"
+        return f"no regression above {pct(bound)}"
 
 
 def log_ratios(

@@ -41,6 +41,9 @@ def pct(value: object) -> str:
 
 #: the verdict word of a time suspect its confirmation found slower or could not decide
 CONFIRMED_WORDS = {"confirmed": "SLOWER (confirmed)", "unconfirmed": "SLOWER? unconfirmed"}
+#: the word of a screen's `faster` that no A/B measured: two runs taken apart, unpaired,
+#: show a move of the machine as readily as one of the code
+UNCONFIRMED_FASTER = "faster? unconfirmed"
 #: what follows the screen's own word (``slower, cleared``; ``inconclusive, not shown``
 #: for a suspect made by its changed code) for a time suspect that passes
 PASSED_WORDS = {"cleared": "cleared", "machine": "the machine's", "not shown": "not shown"}
@@ -63,6 +66,8 @@ def _verdict_word(item: BenchVerdict) -> str:
         if item.time_suspect:
             return CONFIRMED_WORDS.get(outcome) or f"{word}, {PASSED_WORDS[outcome]}"
         return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
+    if item.verdict is Verdict.FASTER:  # two runs apart, unpaired: a move, not a verdict
+        return UNCONFIRMED_FASTER
     return word.upper() if item.verdict is Verdict.SLOWER else word
 
 
