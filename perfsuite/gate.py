@@ -243,7 +243,7 @@ class VerdictPlugin:
                 allow = self.settings.allow_machine_mismatch
                 if allow or not self.comparison.mismatch:
                     self.comparison = self._confirm(self.comparison)
-                self.decision = gate_decision(self.comparison, allow)
+                self.decision = gate_decision(self.comparison, allow, bounds=True)
                 if not self.decision.passed and session.exitstatus in UNDECIDED_STATUS:
                     session.exitstatus = self.decision.exit_status
                 self._mark(self.decision.outcome.value, self.decision.message)

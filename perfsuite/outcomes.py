@@ -17,7 +17,7 @@ from perfsuite.verdict.judge import (
     BenchVerdict,
     Confirmed,
 )
-from perfsuite.verdict.paired import BOUND_FACTOR
+from perfsuite.verdict.stats import BOUND_FACTOR
 from perfsuite.verdict.table import pct
 
 #: the exit statuses of an A/B that ran to a verdict; any other is a fault
@@ -70,16 +70,16 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     if what == "cpu":
         row = row.get("cpu") or {"verdict": None, "pairs": row.get("pairs")}
     verdict = row.get("verdict")
-    ci = row.get("ci")
-    has_ci = isinstance(ci, list) and len(ci) == 2
-    interval = f" [{pct(ci[0])}, {pct(ci[1])}]" if has_ci else ""
+    found = row.get("ci")
+    ci = found if isinstance(found, list) and len(found) == 2 else None
+    interval = f" [{pct(ci[0])}, {pct(ci[1])}]" if ci is not None else ""
     measured = f"{pct(row.get('change'))}{interval} in {row.get('pairs', '?')} pairs"
     label = "" if what == "time" else f"{what} "
     if verdict == "slower":
         return Confirmed(CONFIRMED, f"{label}confirmed by A/B: {measured}")
     if verdict in ("same", "faster"):
         return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
-    if verdict and has_ci and isinstance(threshold, int | float):
+    if verdict and ci is not None and isinstance(threshold, int | float):
         bound, most = float(ci[1]), BOUND_FACTOR * float(threshold)
         if bound < most:
             return Confirmed(

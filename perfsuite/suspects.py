@@ -6,8 +6,8 @@ benches slower or using more CPU per item by the rank test, slower than the move
 their group (:func:`perfsuite.verdict.shift.standout`), or whose peak memory rose
 beyond its threshold; and, unless both runs are of one commit on a clean tree, benches
 whose code changed since the baseline's commit, whatever the screen read
-(:mod:`perfsuite.changed`); and, where the screen judged no bench and an A/B can run,
-each bench it measured but could not decide
+(:mod:`perfsuite.changed`); and, where an A/B can run, each bench the screen left too
+noisy to have caught a regression of twice its threshold
 (:func:`perfsuite.verdict.shift.mark_undecided`). Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
@@ -284,11 +284,11 @@ def confirm_suspects(
         comparison, known = mark_changed(comparison, base.sha, cwd, say)
         if cannot_run(cwd, base) is None:
             comparison, undecided = mark_undecided(comparison)
-        if undecided:
-            say(
-                f"perfsuite gate: the screen decided no bench; the A/B decides "
-                f"{len(undecided)} it measured on both sides"
-            )
+    if undecided:
+        say(
+            f"perfsuite gate: the screen left {len(undecided)} bench(es) too noisy to "
+            "have caught a regression of twice their threshold; the A/B decides them"
+        )
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
     if not suspects:
         return comparison, None

@@ -181,24 +181,3 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
         f"suspects); 2 more are not measured "
         f"(at most {changed.CHANGED_AT_MOST})"
     ]
-
-
-@pytest.mark.parametrize(
-    ("ci", "changed", "outcome"),
-    [
-        ((0.031, 0.073), False, "not shown"),  # within the threshold: shown no regression
-        ((0.031, 0.073), True, "unconfirmed"),  # changed code, slower: not passed off
-        ((-0.01, 0.09), True, "not shown"),  # changed code, not even shown slower
-    ],
-)
-def test_a_changed_bench_the_ab_found_slower_is_not_passed_as_not_shown(
-    ci: tuple[float, float], changed: bool, outcome: str
-) -> None:
-    from perfsuite.outcomes import AbRun, decide
-
-    row = {"verdict": "inconclusive", "change": 0.049, "ci": list(ci), "threshold": 0.05}
-    ab = AbRun(("ab",), "perfsuite ab", 0, 1.0, {"b.py::t": {**row, "pairs": 240}})
-    found = decide("b.py::t", ab, changed=changed)
-    assert found.outcome == outcome
-    if outcome == "unconfirmed":
-        assert "slower, in changed code, undecided against the 5% threshold" in found.text

@@ -1,6 +1,7 @@
-"""A gate whose screen decided no bench has its A/B decide them
-(:func:`perfsuite.verdict.shift.mark_undecided`), on constructed comparisons and an A/B
-that answers from a table: which benches are asked, and the gate's exit status."""
+"""A gate has its A/B decide the benches its screen left too noisy
+(:func:`perfsuite.verdict.shift.mark_undecided`), and passes those the screen bounded
+under twice their threshold, on constructed comparisons and an A/B that answers from a
+table: which benches are asked, and the gate's exit status."""
 
 from __future__ import annotations
 
@@ -22,11 +23,23 @@ from tests.gate_fakes import HEAD, FakeAb, comparison
 NO_SAMPLES = "baseline has no raw samples (save it with --benchmark-save-data)"
 
 
-def undecided(changes: dict[str, float], fallback: str | None = None) -> RunComparison:
-    """Benches the screen read ``inconclusive`` (or could not test: ``fallback``)."""
+def undecided(
+    changes: dict[str, float], fallback: str | None = None, spread: float = 0.15
+) -> RunComparison:
+    """Benches the screen read ``inconclusive`` (or could not test: ``fallback``), their
+    intervals ``spread`` about their change: too noisy at a 5% threshold by default."""
     found = comparison(changes)
     verdicts = [
-        replace(v, time=replace(v.time, verdict=Verdict.INCONCLUSIVE, p=0.3, fallback=fallback))
+        replace(
+            v,
+            time=replace(
+                v.time,
+                verdict=Verdict.INCONCLUSIVE,
+                p=0.3,
+                fallback=fallback,
+                ci=(v.time.change - spread, v.time.change + spread),
+            ),
+        )
         if v.time is not None
         else v
         for v in found.verdicts
@@ -57,7 +70,7 @@ def gated(
         lambda ids, why: ["--changed"] if why != CONFIRM else [],
         lambda line: None,
     )
-    decision = gate_decision(result, allow_mismatch=False)
+    decision = gate_decision(result, allow_mismatch=False, bounds=True)
     return decision.exit_status, decision.message, fake
 
 
@@ -99,19 +112,33 @@ def test_benches_the_ab_bounded_pass_and_too_noisy_ones_judge_nothing(
     assert "the A/B did not decide them either (unconfirmed)" in message
 
 
-def test_a_screen_that_judged_a_bench_leaves_the_undecided_alone(
+def test_a_screen_that_judged_a_bench_still_sends_its_too_noisy_ones(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     found = undecided({"x": 0.03, "y": -0.02})
     found = replace(found, verdicts=[*found.verdicts, *comparison({"z": 0.0}).verdicts])
-    assert mark_undecided(found) == (found, set())
+    assert mark_undecided(found)[1] == {"x", "y"}
+    status, message, fake = gated(monkeypatch, tmp_path, found, {"x": "same", "y": "same"})
+    assert (status, fake.asked) == (ExitCode.OK, [["x", "y"]])
+    assert message.startswith("no regression in 3 judged benches")
+
+
+def test_benches_the_screen_bounded_pass_without_an_ab_saying_their_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02}, spread=0.04)  # bounds +7% and +2%
+    assert mark_undecided(found)[1] == set()
     status, message, fake = gated(monkeypatch, tmp_path, found, {})
     assert (status, fake.asked) == (ExitCode.OK, [])
-    assert message.startswith("no regression in 1 judged bench")
+    assert message == (
+        "no regression in 0 judged benches; 2 with a bound under twice their threshold "
+        "(x: no regression above +7.0%, y: no regression above +2.0%)"
+    )
 
 
-def test_without_an_ab_the_undecided_stay_undecided(tmp_path: Path) -> None:
-    """``tmp_path`` is no git checkout: no A/B can run, and the gate refuses as before."""
+def test_without_an_ab_the_too_noisy_stay_undecided(tmp_path: Path) -> None:
+    """``tmp_path`` is no git checkout: no A/B can run, and the gate refuses, naming each
+    bench with its bound."""
     found = undecided({"x": 0.03, "y": -0.02})
     result, note = confirm_suspects(
         found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda *_: [], lambda _: None
@@ -120,6 +147,12 @@ def test_without_an_ab_the_undecided_stay_undecided(tmp_path: Path) -> None:
     decision = gate_decision(result, allow_mismatch=False)
     assert decision.exit_status == ExitCode.NOT_JUDGED
     assert "every comparison inconclusive" in decision.message
+    decision = gate_decision(result, allow_mismatch=False, bounds=True)
+    assert decision.exit_status == ExitCode.NOT_JUDGED
+    assert decision.message.startswith(
+        "2 bench(es) too noisy to have caught a regression of twice their threshold: "
+        "x (no regression above +18.0%, threshold 5%); y (no regression above +13.0%"
+    )
 
 
 def test_the_ab_decides_at_most_the_slowest_undecided() -> None:
@@ -127,4 +160,6 @@ def test_the_ab_decides_at_most_the_slowest_undecided() -> None:
     marked, names = mark_undecided(undecided(changes))
     assert names == set(sorted(changes)[3:])
     why = next(v.suspected for v in marked.verdicts if v.fullname == "b18")
-    assert why == "undecided on the screen (+1.8%, inconclusive); the A/B decides it"
+    assert why == (
+        "too noisy on the screen (+1.8%, no regression above +16.8%); the A/B decides it"
+    )

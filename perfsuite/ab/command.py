@@ -313,6 +313,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         n = args.processes
         parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
         verdicts = Verdicts.merge(parts)
+        for line in verdicts.resolution_lines():
+            print(f"perfsuite ab: {line}", flush=True)
         if args.confirm and args.processes == 1:  # one pair of processes said each `same`
             verdicts = recheck(pairs, verdicts, groups == [None], suspect_kind)
         alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, PAIRED_ALPHA)

@@ -209,6 +209,26 @@ class Verdicts:
             )
         return listed + "".join(f"; {hint}" for hint in hints)
 
+    def resolution_lines(self) -> list[str]:
+        """For each bench left inconclusive, what its pairs resolved in the seconds they
+        took, and about how long ``±threshold`` would take here at that pace (a
+        half-width shrinks as one over the square root of the pairs):
+        ``x.py::t resolves ±7.0% in 60 s here; ±5% needs about 118 s (--max-seconds)``."""
+        lines = []
+        for row in self.rows:
+            result, run = (row.run.result, row.run) if row.run else (None, None)
+            if result is None or run is None or result.decisive or result.ci is None:
+                continue
+            half = (result.ci[1] - result.ci[0]) / 2
+            if not half > 0 or not run.seconds > 0:
+                continue
+            needs = run.seconds * (half / result.threshold) ** 2
+            lines.append(
+                f"{row.nodeid} resolves ±{half * 100:.1f}% in {run.seconds:.0f} s here; "
+                f"±{result.threshold * 100:g}% needs about {needs:.0f} s (--max-seconds)"
+            )
+        return lines
+
     def title(self) -> str:
         a, b = self.specs
         title = f"A = {a.revision.label}, B = {b.revision.label}"

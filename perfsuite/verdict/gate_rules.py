@@ -100,12 +100,16 @@ def gate_decision(
     allow_mismatch: bool,
     allow_flag: str = "--perf-allow-machine-mismatch",
     who: str = "a gate",
+    bounds: bool = False,
 ) -> GateDecision:
     """Regression if a bench is slower (and, where confirmed, the confirmation agreed) or
     a counter rose; unconfirmed when a suspect's confirmation could not decide; refused
     on a machine mismatch or when nothing was judged (``who``, the command, names itself
     in that line); pass otherwise. A risen exact counter is judged whatever the time's
-    verdict: it fails even where no time could be."""
+    verdict: it fails even where no time could be. With ``bounds`` (the gate), a
+    comparable bench that is neither judged nor bounded (:attr:`BenchVerdict.too_noisy`)
+    is unconfirmed too, named with its bound: it could not have caught a regression of
+    twice its threshold."""
     if comparison.mismatch and not allow_mismatch:
         what = "; ".join(str(d) for d in comparison.mismatch)
         return GateDecision(
@@ -134,8 +138,28 @@ def gate_decision(
             f"{len(unconfirmed)} suspect(s) could be neither confirmed nor cleared: "
             + "; ".join(_why(item) for item in unconfirmed),
         )
+    noisy = [v for v in comparison.verdicts if v.too_noisy] if bounds else []
+    if noisy:
+        return GateDecision(
+            GateOutcome.UNCONFIRMED,
+            f"{len(noisy)} bench(es) too noisy to have caught a regression of twice their "
+            "threshold: "
+            + "; ".join(
+                f"{v.label} ({v.bound_text()}, threshold {v.time.threshold * 100:g}%)"
+                for v in noisy
+                if v.time is not None
+            )
+            + "; more rounds (--perf-rounds) or a quieter machine would decide",
+        )
     judged = sum(1 for v in comparison.verdicts if v.judged)
     message = f"no regression in {judged} judged bench{'es' if judged != 1 else ''}"
+    screened = [v for v in comparison.verdicts if v.bounded and v.confirmation is None]
+    if screened:
+        message += (
+            f"; {len(screened)} with a bound under twice their threshold ("
+            + ", ".join(f"{v.label}: {v.bound_text()}" for v in screened)
+            + ")"
+        )
     decided = {
         v.label: v.confirmation
         for v in comparison.verdicts

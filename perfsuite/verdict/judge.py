@@ -38,7 +38,13 @@ from perfsuite.verdict.cost import (
     memory_change,
 )
 from perfsuite.verdict.runs import Bench, Run
-from perfsuite.verdict.stats import Comparison, Verdict, compare_aggregates, compare_samples
+from perfsuite.verdict.stats import (
+    BOUND_FACTOR,
+    Comparison,
+    Verdict,
+    compare_aggregates,
+    compare_samples,
+)
 
 DEFAULT_THRESHOLD = 0.05
 #: earlier comparable runs of a bench needed before their spread widens its threshold
@@ -131,10 +137,39 @@ class BenchVerdict:
         return decided and self.verdict is not Verdict.INCONCLUSIVE
 
     @property
+    def bound(self) -> float | None:
+        """The largest slowdown the screen's interval of the time change has not ruled
+        out (its upper end); None without an interval or a rank test."""
+        if self.time is None or self.time.ci is None or self.time.fallback is not None:
+            return None
+        return self.time.ci[1]
+
+    @property
     def bounded(self) -> bool:
-        """Not judged, yet passing: the A/B that measured it ruled out a regression of
-        twice its threshold and says that bound (``not shown``)."""
-        return self.confirmation is not None and self.confirmation.outcome == NOT_SHOWN
+        """Not judged, yet passing, saying the largest regression not ruled out: the A/B
+        that measured it ruled out twice its threshold (``not shown``), or, for a bench
+        no A/B measured, the screen's interval did (:attr:`bound`)."""
+        if self.confirmation is not None:
+            return self.confirmation.outcome == NOT_SHOWN
+        if self.suspect or self.not_comparable or self.judged or self.time is None:
+            return False
+        bound = self.bound
+        return bound is not None and bound < BOUND_FACTOR * self.time.threshold
+
+    @property
+    def too_noisy(self) -> bool:
+        """Comparable, not a suspect, neither judged nor :attr:`bounded`: the screen has
+        not ruled out a regression of twice its threshold (or could not test it)."""
+        if self.suspect or self.not_comparable or self.time is None:
+            return False
+        return not (self.judged or self.bounded)
+
+    def bound_text(self) -> str:
+        """``no regression above +6.1%`` (the screen's), or why there is none."""
+        bound = self.bound
+        if bound is None:
+            return "no interval"
+        return f"no regression above {bound * 100:+.1f}%"
 
     @property
     def cpu_slower(self) -> bool:

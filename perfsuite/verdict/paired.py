@@ -70,7 +70,7 @@ import numpy as np
 
 from perfsuite.verdict.futility import futile, reachable, seconds_leave, sign_half_width
 from perfsuite.verdict.signtest import look_level, median_interval, sign_test_p
-from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.stats import BOUND_FACTOR, Verdict
 from perfsuite.verdict.table import pct
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
@@ -84,11 +84,6 @@ LEAN_PAIRS = 3
 #: inconclusive first estimate beyond the threshold a suspect of ``perfsuite ab``, and
 #: what the gate's outcome of an undecided suspect asks of its pairs
 LEAN_SIGN_P = 0.25
-#: a bench not shown slower passes while the largest regression its interval has not
-#: ruled out (:attr:`PairedResult.bound`) is below this many times its threshold: it
-#: would have caught a regression of that size. One whose bound reaches it is too noisy
-#: to pass, and says so with its bound.
-BOUND_FACTOR = 2.0
 
 
 def look_schedule(min_pairs: int, max_pairs: int, every: int = LOOK_EVERY) -> list[int]:

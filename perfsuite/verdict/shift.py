@@ -179,31 +179,29 @@ def mark_standouts(comparison: RunComparison) -> RunComparison:
     return replace(comparison, verdicts=verdicts)
 
 
-#: the most benches a screen that decided nothing sends to the A/B to decide
+#: the most benches a screen left too noisy that it sends to the A/B to decide
 UNDECIDED_AT_MOST = 16
 
 
 def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
-    """Where the screen judged no bench and no counter rose, ``comparison`` with each
-    bench it measured on both sides but could not decide (``inconclusive``, or too few
-    raw samples) made a time suspect, so that the A/B decides it; and their names. At
-    most ``UNDECIDED_AT_MOST``, those the screen read slowest first. Where the screen
-    judged one, nothing changes: its undecided benches stay undecided.
+    """``comparison`` with each bench the screen left too noisy
+    (:attr:`~perfsuite.verdict.judge.BenchVerdict.too_noisy`: measured on both sides,
+    neither judged nor bounded under twice its threshold) made a time suspect, so that
+    the A/B decides it; and their names. At most ``UNDECIDED_AT_MOST``, those the screen
+    read slowest first; where no counter rose.
 
     A screen compares runs of two processes, whose offsets can hide a few percent of
     either sign; the A/B measures both commits in one session, so it can decide them.
     """
     verdicts = comparison.verdicts
-    if any(v.judged or v.counters_rose for v in verdicts):
+    if any(v.counters_rose for v in verdicts):
         return comparison, set()
-    undecided = sorted(
-        (v for v in verdicts if v.time is not None and not v.not_comparable and not v.suspect),
-        key=screen_change,
-        reverse=True,
-    )[:UNDECIDED_AT_MOST]
+    undecided = sorted((v for v in verdicts if v.too_noisy), key=screen_change, reverse=True)[
+        :UNDECIDED_AT_MOST
+    ]
     names = {v.fullname for v in undecided}
     marked = [
-        replace(v, suspected=f"undecided on the screen ({_reading(v)}); the A/B decides it")
+        replace(v, suspected=f"too noisy on the screen ({_reading(v)}); the A/B decides it")
         if v.fullname in names
         else v
         for v in verdicts
@@ -214,4 +212,4 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
 def _reading(item: BenchVerdict) -> str:
     """What the screen read of an undecided bench: its change, or why it could not."""
     fallback = item.time.fallback if item.time is not None else None
-    return fallback or f"{pct(screen_change(item))}, inconclusive"
+    return fallback or f"{pct(screen_change(item))}, {item.bound_text()}"

@@ -46,6 +46,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: a bench not shown slower passes while the largest regression its interval has not
+#: ruled out (its bound) is below this many times its threshold: it would have caught a
+#: regression of that size. One whose bound reaches it is too noisy to pass, and says so
+#: with its bound (:attr:`perfsuite.verdict.paired.PairedResult.bound`,
+#: :attr:`perfsuite.verdict.judge.BenchVerdict.bound`).
+BOUND_FACTOR = 2.0
 #: significance level of the rank test (asv's)
 RANK_ALPHA = 0.002
 #: the fewest samples per side for which a two-sided rank test can reach RANK_ALPHA

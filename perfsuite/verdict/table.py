@@ -68,6 +68,10 @@ def _verdict_word(item: BenchVerdict) -> str:
         return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
     if item.verdict is Verdict.FASTER:  # two runs apart, unpaired: a move, not a verdict
         return UNCONFIRMED_FASTER
+    if item.bounded:
+        return f"{word}, {item.bound_text()}"
+    if item.too_noisy:
+        return f"{word}, TOO NOISY: {item.bound_text()}"
     return word.upper() if item.verdict is Verdict.SLOWER else word
 
 
