@@ -146,8 +146,14 @@ def test_without_an_ab_the_too_noisy_stay_undecided(tmp_path: Path) -> None:
     assert (note, [v.suspect for v in result.verdicts]) == (None, [False, False])
     decision = gate_decision(result, allow_mismatch=False)
     assert decision.exit_status == ExitCode.NOT_JUDGED
-    assert "every comparison inconclusive" in decision.message
-    decision = gate_decision(result, allow_mismatch=False, bounds=True)
+    assert (
+        "every comparison inconclusive: x no regression above +18.0%, "
+        "y no regression above +13.0%" in decision.message
+    )
+    bounded = replace(
+        found, verdicts=[*found.verdicts, *undecided({"z": 0.0}, spread=0.02).verdicts]
+    )
+    decision = gate_decision(bounded, allow_mismatch=False, bounds=True)
     assert decision.exit_status == ExitCode.NOT_JUDGED
     assert decision.message.startswith(
         "2 bench(es) too noisy to have caught a regression of twice their threshold: "

@@ -184,7 +184,9 @@ def gate_decision(
             f"; {len(sampled)} suspect(s) of unchanged code passed with those the A/B "
             f"measured ({', '.join(sampled)})"
         )
-    unjudged = [v.label for v in comparison.verdicts if not v.judged and not v.not_comparable]
+    unjudged = [
+        v.label for v in comparison.verdicts if not (v.judged or v.bounded or v.not_comparable)
+    ]
     if unjudged:
         message += f"; {len(unjudged)} not judged (see their rows)"
     return GateDecision(GateOutcome.PASS, message)
@@ -226,7 +228,9 @@ def nothing_judged(comparison: RunComparison) -> str | None:
     undecided = [v for v in comparison.verdicts if not v.not_comparable]
     if undecided and len(undecided) == len(comparison.verdicts):
         fallbacks = {v.time.fallback for v in undecided if v.time is not None and v.time.fallback}
+        bounds = ", ".join(f"{v.label} {v.bound_text()}" for v in undecided if v.bound is not None)
         why = "; ".join(sorted(fallbacks)) or "every comparison inconclusive"
+        why += f": {bounds}" if bounds and not fallbacks else ""
         tried = [v.confirmation.outcome for v in undecided if v.confirmation is not None]
         if tried:
             why += f"; the A/B did not decide them either ({', '.join(sorted(set(tried)))})"
