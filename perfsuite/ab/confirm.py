@@ -22,6 +22,12 @@ the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is 
 most ``alpha`` whatever the dependence between looks. It costs some power at the last
 look against a single look at ``alpha``, which the extra pairs more than repay.
 
+A look also keeps a suspect whose interval rules out a regression of twice its
+threshold (:attr:`perfsuite.ab.rows.Row.bounded`) and whose estimate is within the
+threshold: it passes as it stands, saying its bound, and no `slower` is near, so the
+budget goes to the suspects still open. One whose estimate is beyond the threshold goes
+on: it is where a decision is closest.
+
 A look also stops a suspect that the pairs still to come could not decide
 (:func:`perfsuite.verdict.futility.futile`): its t interval, narrowed to what the
 pairs of processes left (up to the last look, or as many as ``--confirm-seconds``
@@ -170,10 +176,21 @@ def cpu_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozense
     return frozenset(row.nodeid for row in _cost_only(verdicts, chosen, kind) if row.cpu_slower)
 
 
+def _settled(row: Row) -> bool:
+    """Bounded (:attr:`Row.bounded`: it passes as it stands, saying its bound) with an
+    estimate within the threshold, so that no `slower` is near: more pairs would only
+    narrow its bound."""
+    result = row.run.result if row.run else None
+    if result is None or not result.bounded:
+        return False
+    slower_by = -result.change if result.higher_is_better else result.change
+    return slower_by <= result.threshold
+
+
 def _decisive(row: Row, cpu: Collection[str]) -> bool:
-    """Whether a look can keep ``row``: its time is decisive, and so is its CPU per call
-    where it is in ``cpu`` (a suspect for its CPU)."""
-    if row.verdict not in DECISIVE:
+    """Whether a look can keep ``row``: its time is decisive or :func:`_settled`, and so
+    is its CPU per call where it is in ``cpu`` (a suspect for its CPU)."""
+    if row.verdict not in DECISIVE and not _settled(row):
         return False
     if row.nodeid not in cpu:
         return True
