@@ -262,6 +262,45 @@ def stage_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def decision_lines(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Per case: the exit statuses, and per bench what its rows said against the rule
+    of :mod:`perfsuite.ab.verdicts`: how many `slower`, how many with a bound (the slower
+    end of the interval of a bench not judged at its threshold: its X) and its spread,
+    and how many were caught or flagged (`slower`, or a bound of at least the
+    threshold, 5%)."""
+    lines = []
+    for case, runs in results.items():
+        exits = Counter(run["code"] for run in runs)
+        walls = sorted(run["seconds"] for run in runs)
+        lines.append(
+            f"{case}: exits {dict(sorted(exits.items()))} of {len(runs)}; wall s per run "
+            f"median {statistics.median(walls):.0f} (min {walls[0]:.0f}, max {walls[-1]:.0f})"
+            if walls
+            else f"{case}: no runs"
+        )
+        names = sorted({b for run in runs for b in run["benches"]})
+        for name in names:
+            entries = [run["benches"][name] for run in runs if name in run["benches"]]
+            slower = sum(1 for e in entries if e.get("verdict") == "slower")
+            bounds = [
+                e["ci"][1]
+                for e in entries
+                if e.get("verdict") == "inconclusive" and isinstance(e.get("ci"), list)
+            ]
+            flagged = slower + sum(1 for b in bounds if b >= 0.05)
+            spread = (
+                f"X median {statistics.median(bounds) * 100:+.1f}% "
+                f"(min {min(bounds) * 100:+.1f}%, max {max(bounds) * 100:+.1f}%)"
+                if bounds
+                else "no bound"
+            )
+            lines.append(
+                f"  {name}: {slower} slower, {len(bounds)} with a bound: {spread}; "
+                f"caught or flagged (slower, or X >= +5%) {flagged} of {len(entries)}"
+            )
+    return lines
+
+
 def summarize(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     header = [
         "case",
@@ -407,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.via == "gate":
             print("\n".join(user_suite.gate_lines(results)))
         else:
-            print("\n".join(summarize(results) + stage_lines(results) + machine_lines(results)))
+            lines = summarize(results) + decision_lines(results) + stage_lines(results)
+            print("\n".join(lines + machine_lines(results)))
         print(f"wrote {args.out}")
     finally:
         if args.keep is None:
