@@ -268,7 +268,6 @@ class VerdictPlugin:
         """Each time suspect of ``comparison`` decided
         (:func:`perfsuite.suspects.confirm_suspects`)."""
         import tempfile
-        import time
 
         from perfsuite.suspects import CONFIRM, UNDECIDED, Why, confirm_suspects, passed_options
 
@@ -280,7 +279,6 @@ class VerdictPlugin:
         from perfsuite.ab.budget import CHANGED_SUSPECTS, GATE_SUSPECTS, gate_args
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
-        start = time.monotonic()  # the confirmations' A/Bs share seconds from here
 
         def ab_args(nodeids: Sequence[str], why: Why) -> list[str]:
             kind = GATE_SUSPECTS if why == CONFIRM else CHANGED_SUSPECTS
@@ -291,7 +289,6 @@ class VerdictPlugin:
                 self.settings.scale.value,
                 kind,
                 screen_decided_none=why == UNDECIDED,
-                used=time.monotonic() - start,
             )
 
         try:

@@ -22,12 +22,10 @@ noisy to have caught a regression of twice its threshold
    regression of twice the threshold has ``not shown`` it (it passes, saying that
    bound: :func:`perfsuite.outcomes.decide`); anything else (too noisy for that, not
    measured) leaves it ``unconfirmed``, with the command that would decide it. Where
-   the measures disagree, confirmed wins, then unconfirmed. Benches
-   whose code changed have an A/B of their own, before the others', measuring again
-   every first pair of processes that is undecided; so do the benches the screen
-   could not decide. When the A/Bs ended with a verdict and left suspects
-   unconfirmed, a second A/B measures alone the ``RETRY_AT_MOST`` of them it
-   estimated slowest, and its outcome stands.
+   the measures disagree, confirmed wins, then unconfirmed. The gate runs at most one
+   A/B, over every suspect it measures, with one budget; where a bench whose code
+   changed or one the screen left too noisy is among them, it measures again every
+   first pair of processes that is too noisy to pass (``--suspects undecided``).
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
@@ -42,11 +40,10 @@ machine's move. So, of the suspects whose code is the same (a peak memory that r
 aside), the A/B of step 2 measures the ``SAME_CODE_SAMPLE`` the screen read slowest,
 beside every other suspect (:func:`perfsuite.verdict.shift.same_code_sample`). Where
 none of the sample is confirmed or left unconfirmed, the rest are cleared with it (or
-``not shown``, as the sample was), each row saying so; otherwise a second A/B measures
-the rest, as step 2.
+``not shown``, as the sample was), each row saying so; otherwise the rest are
+``unconfirmed``, not measured, each row giving the command that would measure it.
 
-The A/Bs of one gate share its seconds (:func:`perfsuite.ab.budget.gate_args`): each
-takes what the A/Bs before it left.
+The A/B takes its seconds from the gated run's (:func:`perfsuite.ab.budget.gate_args`).
 
 ``perfsuite nightly`` confirms its suspects by the same rule and the same child run
 (:mod:`perfsuite.nightly.command`): step 1, else ``perfsuite ab`` of the previous run's
@@ -74,14 +71,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
 from perfsuite.errors import PerfsuiteError
-from perfsuite.outcomes import AbRun, decide, decide_all, whats
+from perfsuite.outcomes import AbRun, decide_all, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
-from perfsuite.verdict.judge import UNCONFIRMED, BenchVerdict, Confirmed
+from perfsuite.verdict.judge import BenchVerdict, Confirmed
 from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
     cleared_with,
     mark_standouts,
     mark_undecided,
+    not_cleared_with,
     same_code_sample,
 )
 
@@ -98,16 +96,6 @@ Why = Literal["confirm", "changed", "undecided"]
 CONFIRM: Why = "confirm"
 CHANGED: Why = "changed"
 UNDECIDED: Why = "undecided"
-#: the most suspects an A/B left undecided beyond their threshold that a second A/B
-#: measures alone, those it estimated slowest; the rest stay unconfirmed
-RETRY_AT_MOST = 3
-#: what each A/B's suspects are, by the name of its report folder (else the screen's)
-WHAT = {
-    "ab-changed": "{n} bench(es) whose code changed",
-    "ab-undecided": "{n} bench(es) the screen could not decide",
-    "ab-rest": "the other {n} suspect(s) whose code is the same",
-    "ab-again": "{n} suspect(s) left unconfirmed, measured again alone",
-}
 #: perfsuite options that take no value
 FLAGS = ("--perf-gate", "--perf-allow-machine-mismatch")
 
@@ -197,8 +185,8 @@ def run_ab(
 
 
 def keep_confirmations(first: Path, into: Path) -> None:
-    """Copy the A/B reports into ``into``: the ``first`` A/B's there, each other's
-    (``ab-rest``, ``ab-changed``...) in a folder named after it (``rest``...)."""
+    """Copy the A/B report ``first`` into ``into`` (any other folder beside it into a
+    folder of its name, less an ``ab-`` prefix)."""
     for folder in sorted(p for p in first.parent.iterdir() if p.is_dir()):
         name = "" if folder == first else folder.name.removeprefix("ab-")
         with contextlib.suppress(OSError):
@@ -301,45 +289,25 @@ def confirm_suspects(
         alone = {v.fullname for v in changed + own}
         pool = [v for v in suspects if v.fullname not in alone and not v.memory_rose]
         sample, later = same_code_sample(pool) if known else ([], [])
-        first = [v for v in suspects if v not in later and v.fullname not in alone]
         if later:
             say(
                 f"perfsuite gate: the code of {len(pool)} suspect(s) is the same as at "
                 f"{(base.sha or '?')[:12]}: the A/B measures the {SAME_CODE_SAMPLE} the "
                 "screen read slowest"
             )
+        measured = [v for v in suspects if v not in later]
+        why: Why = UNDECIDED if own else CHANGED if changed else CONFIRM
+        nodeids = [v.fullname for v in measured]
         runs: list[AbRun] = []
-
-        def confirm(group: Sequence[BenchVerdict], name: str) -> dict[str, Confirmed]:
-            nodeids = [v.fullname for v in group]
-            why: Why = CONFIRM
-            if undecided.intersection(nodeids):
-                why = UNDECIDED
-            elif alone.intersection(nodeids):
-                why = CHANGED
-            args = ab_args(nodeids, why)
-            what = WHAT.get(name, "{n} suspect(s) of the screen").format(n=len(nodeids))
-            return _confirm(base, group, options, cwd, scratch(name), args, say, runs, what)
-
-        decided = confirm(changed, "ab-changed") if changed else {}
-        if own:
-            decided |= confirm(own, "ab-undecided")
-        if first:
-            decided |= confirm(first, "ab")
+        what = _what(len(changed), len(own), len(measured) - len(changed) - len(own))
+        decided = _confirm(
+            base, measured, options, cwd, scratch("ab"), ab_args(nodeids, why), say, runs, what
+        )
         if later:
             rest = cleared_with(sample, decided, base.sha or "?")
-            if rest is not None:
-                decided |= dict.fromkeys((v.fullname for v in later), rest)
-            elif runs[-1].status is None:  # no A/B can run here: neither can a second
-                decided |= {v.fullname: decide(v.fullname, runs[-1]) for v in later}
-            else:
-                decided |= confirm(later, "ab-rest")
-        slowest = _largest(
-            [v.fullname for v in suspects if decided[v.fullname].outcome == UNCONFIRMED], runs
-        )
-        again = [v for v in suspects if v.fullname in slowest]
-        if again and all(ab.concluded for ab in runs):
-            decided |= confirm(again, "ab-again")
+            if rest is None:
+                rest = not_cleared_with(sample, base.sha or "?")
+            decided |= dict.fromkeys((v.fullname for v in later), rest)
         ran = [ab for ab in runs if ab.status is not None]
         if ran:
             tally = Counter(outcome.outcome for outcome in decided.values())
@@ -352,18 +320,12 @@ def confirm_suspects(
     return replace(comparison, verdicts=verdicts), note
 
 
-def _largest(nodeids: Sequence[str], runs: Sequence[AbRun]) -> set[str]:
-    """The ``RETRY_AT_MOST`` of ``nodeids`` whose A/B estimates were largest (one with
-    no estimate last)."""
-
-    def estimate(nodeid: str) -> float:
-        for ab in reversed(runs):
-            change = ab.rows.get(nodeid, {}).get("change")
-            if isinstance(change, int | float):
-                return float(change)
-        return float("-inf")
-
-    return set(sorted(nodeids, key=estimate, reverse=True)[:RETRY_AT_MOST])
+def _what(changed: int, undecided: int, others: int) -> str:
+    """Which suspects the gate's one A/B measures, by why they are suspects."""
+    parts = [f"{changed} bench(es) whose code changed"] if changed else []
+    parts += [f"{undecided} bench(es) the screen left too noisy"] if undecided else []
+    parts += [f"{others} suspect(s) of the screen"] if others else []
+    return ", ".join(parts)
 
 
 def _confirm(

@@ -74,16 +74,15 @@ def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
 
 
 @pytest.mark.parametrize("answer", ["slower", "beyond"])
-def test_a_sample_confirmed_or_undecided_sends_the_rest_to_a_second_ab(
+def test_a_sample_not_cleared_leaves_the_rest_unconfirmed_in_one_ab(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answer: str
 ) -> None:
     changes = shifted(8, 4)
-    answers = dict.fromkeys(changes, "same") | {"m7": f"{answer},same", "m2": "slower"}
+    answers = dict.fromkeys(changes, "same") | {"m7": answer}
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, known=True)
-    assert fake.asked[:2] == [["m5", "m6", "m7"], ["m4", "m3", "m2", "m1", "m0"]]
-    assert fake.reports[:2] == ["ab", "ab-rest"]
-    confirmed = {"m7", "m2"} if answer == "slower" else {"m2"}
-    assert {n for n, o in outcomes.items() if o == CONFIRMED} == confirmed
+    assert (fake.asked, fake.reports) == ([["m5", "m6", "m7"]], ["ab"])  # at most one A/B
+    assert outcomes["m7"] == (CONFIRMED if answer == "slower" else UNCONFIRMED)
+    assert {outcomes[f"m{i}"] for i in range(5)} == {UNCONFIRMED}
 
 
 def test_a_peak_memory_that_rose_is_always_measured(
@@ -218,29 +217,14 @@ def test_the_session_is_the_reference_of_a_bench_alone_in_its_group() -> None:
     assert [n for n, why in marked.items() if why] == ["x"]
 
 
-def test_an_undecided_suspect_gets_a_second_ab_alone(
+def test_a_too_noisy_suspect_is_unconfirmed_after_the_one_ab(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     changes = {"x": 0.08, "y": 0.09, "f": 0.0}
-    answers = {"x": "beyond,same", "y": "same"}
+    answers = {"x": "beyond", "y": "same"}
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
-    assert fake.asked == [["x", "y"], ["x"]]
-    assert outcomes == {"x": CLEARED, "y": CLEARED}
-
-
-def test_of_many_undecided_suspects_the_slowest_get_a_second_ab(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    many = suspects.RETRY_AT_MOST + 2
-    changes = {f"x{i}": 0.08 for i in range(many)}
-    # the A/B estimates x0 slowest, x4 least slow; the second A/B confirms what it measures
-    answers = {f"x{i}": f"beyond={0.20 - i / 100},slower" for i in range(many)}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
-    assert fake.asked == [list(changes), [f"x{i}" for i in range(suspects.RETRY_AT_MOST)]]
-    assert outcomes == {
-        **dict.fromkeys([f"x{i}" for i in range(suspects.RETRY_AT_MOST)], CONFIRMED),
-        **dict.fromkeys([f"x{i}" for i in range(suspects.RETRY_AT_MOST, many)], UNCONFIRMED),
-    }
+    assert fake.asked == [["x", "y"]]
+    assert outcomes == {"x": UNCONFIRMED, "y": CLEARED}
 
 
 def _undecided(found: RunComparison, name: str, ci: tuple[float, float], p: float) -> RunComparison:
@@ -282,7 +266,7 @@ def test_an_undecided_bench_that_cannot_be_a_slowdown_past_the_threshold_is_no_s
     assert not any(v.suspect for v in mark_standouts(found).verdicts)
 
 
-def test_benches_whose_code_changed_have_an_ab_of_their_own(
+def test_benches_whose_code_changed_join_the_one_ab_strict(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     changes = shifted(8, 4) | {"c0": 0.0, "c1": 0.02}
@@ -299,10 +283,10 @@ def test_benches_whose_code_changed_have_an_ab_of_their_own(
     )
     answers = dict.fromkeys(changes, "same") | {"c1": "slower"}
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers, found=found, known=True)
-    # the changed benches first, strict, alone; then the sample of the same code's
-    assert fake.asked == [["m7", "c0", "c1"], ["m4", "m5", "m6"]]
-    assert fake.reports == ["ab-changed", "ab"]
-    assert fake.strict == [True, False]
+    # one A/B: the changed benches and the sample of the same code's, strict
+    assert fake.asked == [["m4", "m5", "m6", "m7", "c0", "c1"]]
+    assert fake.reports == ["ab"]
+    assert fake.strict == [True]
     assert outcomes["c1"] == CONFIRMED
     assert outcomes["c0"] == outcomes["m0"] == CLEARED
 

@@ -131,15 +131,14 @@ def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
     return BUDGETS[scale].confirm_seconds if seconds is None else seconds
 
 
-#: the share of the gated run's own seconds that its confirmations' alternation may take,
-#: all of its A/Bs together
+#: the share of the gated run's own seconds that its A/B's alternation may take
 CONFIRM_SHARE = 0.5
-#: the fewest seconds shared out to any of a gate's A/Bs, whatever the A/Bs before it took
+#: the fewest seconds shared out to a gate's A/B
 MIN_SHARE = 30.0
 #: the fewest seconds a suspect is given to alternate, and a bench file to confirm
 MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
-#: the fewest seconds shared out to the A/B that decides the benches of a screen that
-#: decided none: it is their only evidence, however short the gated run was
+#: the fewest seconds shared out to an A/B that decides benches the screen left too
+#: noisy: it is their only evidence, however short the gated run was
 DECIDE_SECONDS = 120.0
 #: what a gate's A/B measures again in fresh pairs of processes (``--suspects``)
 GATE_SUSPECTS = "leaning-slower"
@@ -160,20 +159,18 @@ def gate_args(
     suspects: str = GATE_SUSPECTS,
     *,
     screen_decided_none: bool = False,
-    used: float = 0.0,
 ) -> list[str]:
     """``ab_args``, with ``--max-seconds`` (a bench's alternation) and
-    ``--confirm-seconds`` (a bench file's confirmation) for a gate's confirming A/B of
-    ``nodeids``: shared out of what is left of ``CONFIRM_SHARE`` of ``seconds`` (the
-    gated run's own) after the ``used`` seconds of the gate's A/Bs before it, never
-    less than ``MIN_SHARE``; each at most its ``scale``'s default and at least
+    ``--confirm-seconds`` (a bench file's confirmation) for a gate's A/B of
+    ``nodeids``: shared out of ``CONFIRM_SHARE`` of ``seconds`` (the gated run's own),
+    never less than ``MIN_SHARE``; each at most its ``scale``'s default and at least
     ``MIN_BENCH_SECONDS`` or ``MIN_FILE_SECONDS`` (``CHANGED_FILE_SECONDS`` where
     ``suspects`` is ``CHANGED_SUSPECTS``); and ``--suspects=SUSPECTS``. An
-    option ``ab_args`` already sets is kept. So a gate's confirming A/Bs together take
-    about as long as the run again, however many suspects, unless the floors say
-    more. The A/B that decides the benches of a screen that decided none
-    (``screen_decided_none``) shares at least ``DECIDE_SECONDS``, so that a suite of a
-    few cheap benches gets a verdict.
+    option ``ab_args`` already sets is kept. So a gate's A/B takes about as long as
+    half the run again, however many suspects, unless the floors say more. An A/B
+    that decides benches the screen left too noisy (``screen_decided_none``) shares
+    at least ``DECIDE_SECONDS``, so that a suite of a few cheap benches gets a
+    verdict.
 
     By default (``GATE_SUSPECTS``) fresh pairs of processes measure again only a first
     pair that is decisive or leans slower: the gate asks whether a suspect regressed,
@@ -188,15 +185,12 @@ def gate_args(
     ['--max-seconds', '5', '--confirm-seconds=30', '--suspects=leaning-slower']
     >>> gate_args([], ["a.py::x", "b.py::y"], 6, "default", "undecided", screen_decided_none=True)
     ['--max-seconds=60', '--confirm-seconds=60', '--suspects=undecided']
-    >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default", used=120)
-    ['--max-seconds=10', '--confirm-seconds=20', '--suspects=leaning-slower']
-    >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default", "undecided", used=120)
+    >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 60, "default", "undecided")
     ['--max-seconds=10', '--confirm-seconds=60', '--suspects=undecided']
     """
     caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
-    left = seconds * CONFIRM_SHARE - used
-    share = max(left, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
+    share = max(seconds * CONFIRM_SHARE, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
     bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
     floor = CHANGED_FILE_SECONDS if suspects == CHANGED_SUSPECTS else MIN_FILE_SECONDS
     file = max(floor, min(caps.confirm_seconds, share / max(len(files), 1)))

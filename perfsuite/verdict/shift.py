@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.judge import CLEARED, NOT_SHOWN, BenchVerdict, Confirmed
+from perfsuite.verdict.judge import CLEARED, NOT_SHOWN, UNCONFIRMED, BenchVerdict, Confirmed
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.table import pct
 
@@ -87,6 +87,20 @@ def cleared_with(
         CLEARED if cleared else NOT_SHOWN,
         f"not measured: its code is the same as at {sha[:12]}, and the A/B {word} of the "
         f"{len(sample)} suspect(s) of the same code the screen read slowest ({names})",
+        measured=False,
+    )
+
+
+def not_cleared_with(sample: Sequence[BenchVerdict], sha: str) -> Confirmed:
+    """What a suspect of the rest concludes where the A/B of its sample did not clear it
+    (:func:`cleared_with` is None): ``unconfirmed``, not measured, with the command that
+    would measure it."""
+    names = ", ".join(v.fullname for v in sample)
+    return Confirmed(
+        UNCONFIRMED,
+        f"unconfirmed, not measured: its code is the same as at {sha[:12]}, and the A/B "
+        f"did not clear all {len(sample)} suspect(s) of the same code the screen read "
+        f"slowest ({names}); to decide it: perfsuite ab {sha} -- NODEID",
         measured=False,
     )
 
