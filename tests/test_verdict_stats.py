@@ -131,9 +131,9 @@ def test_a_suspect_that_passes_keeps_the_screen_word() -> None:
         ]
         words[outcome] = [row[1].split(" [")[0] for row in rows if row[0] in ("g/a", "g/b")]
     assert words == {
-        "cleared": ["slower, cleared", "faster, cleared"],
-        "not shown": ["slower, not shown", "faster, not shown"],
-        "machine": ["slower, the machine's", "faster, the machine's"],
+        "cleared": ["slower? cleared", "faster? cleared"],
+        "not shown": ["slower? not shown", "faster? not shown"],
+        "machine": ["slower? the machine's", "faster? the machine's"],
         "confirmed": ["SLOWER (confirmed)"] * 2,
         "unconfirmed": ["SLOWER? unconfirmed"] * 2,
     }
@@ -202,7 +202,7 @@ def test_baseline_without_raw_samples_is_never_judged_from_medians() -> None:
     assert "baseline has no raw samples" in item.time.fallback
     assert "--benchmark-save-data" in item.time.fallback
     text = "\n".join(text_lines(comparison))
-    assert "inconclusive [1]" in text
+    assert "inconclusive, TOO NOISY: no interval [1]" in text
     assert "[1] baseline has no raw samples" in text
     decision = gate_decision(comparison, allow_mismatch=False)
     assert decision.outcome is GateOutcome.NOTHING_JUDGED

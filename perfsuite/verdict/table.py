@@ -44,8 +44,9 @@ CONFIRMED_WORDS = {"confirmed": "SLOWER (confirmed)", "unconfirmed": "SLOWER? un
 #: the word of a screen's `faster` that no A/B measured: two runs taken apart, unpaired,
 #: show a move of the machine as readily as one of the code
 UNCONFIRMED_FASTER = "faster? unconfirmed"
-#: what follows the screen's own word (``slower, cleared``; ``inconclusive, not shown``
-#: for a suspect made by its changed code) for a time suspect that passes
+#: what follows the screen's own word (``slower? cleared``: a move the A/B did not
+#: confirm; ``inconclusive, not shown`` for a suspect made by its changed code) for a
+#: time suspect that passes
 PASSED_WORDS = {"cleared": "cleared", "machine": "the machine's", "not shown": "not shown"}
 #: the same for a suspect by its cost alone (CPU per item or peak memory)
 COST_CONFIRMED_WORDS = {
@@ -64,7 +65,10 @@ def _verdict_word(item: BenchVerdict) -> str:
     if item.confirmation is not None and item.suspect:
         outcome = item.confirmation.outcome
         if item.time_suspect:
-            return CONFIRMED_WORDS.get(outcome) or f"{word}, {PASSED_WORDS[outcome]}"
+            if outcome in CONFIRMED_WORDS:
+                return CONFIRMED_WORDS[outcome]
+            moved = item.verdict in (Verdict.SLOWER, Verdict.FASTER)  # a move, unconfirmed
+            return f"{word}{'?' if moved else ','} {PASSED_WORDS[outcome]}"
         return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
     if item.verdict is Verdict.FASTER:  # two runs apart, unpaired: a move, not a verdict
         return UNCONFIRMED_FASTER

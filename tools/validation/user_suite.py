@@ -104,13 +104,14 @@ def test_decode_pedantic(benchmark, jpegs):
 BENCHMARK_FILES = ("test_decode.py", "tests/test_decode_pedantic.py")
 
 #: a gated row's confirmation, by its verdict word (``SLOWER (confirmed)``) or the end of
-#: it after the screen's word (``slower, cleared``; ``perfsuite.verdict.table``)
+#: it after the screen's word (``slower? cleared``, ``inconclusive, cleared``:
+#: ``perfsuite.verdict.table``)
 ROW_OUTCOMES = {
     "SLOWER (confirmed)": "confirmed",
     "SLOWER? unconfirmed": "unconfirmed",
-    ", cleared": "cleared",
-    ", the machine's": "machine",
-    ", not shown": "not shown",
+    " cleared": "cleared",
+    " the machine's": "machine",
+    " not shown": "not shown",
 }
 GATE = "perfsuite gate: "
 GATE_STATUSES = ("passed", "FAILED", "UNCONFIRMED", "REFUSED")
