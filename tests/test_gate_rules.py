@@ -166,7 +166,7 @@ def test_too_few_samples_are_shown_not_judged(
     result = gate(bench, monkeypatch, "--perf-rounds=3", delay=0.04)
     assert result.ret == ExitCode.NOT_JUDGED, result.stdout.str()
     out = result.stdout.str()
-    assert "inconclusive, TOO NOISY: no interval [1]" in out  # +300% shown, never judged from 3 rounds
+    assert "inconclusive, TOO NOISY: no interval [1]" in out  # +300%, never judged: 3 rounds
     assert "rank test needs >= 7 rounds per side" in out
     assert "perfsuite gate: REFUSED: cannot judge: none of the 1 benches could be decided" in out
     save_baseline(bench, monkeypatch, delay=0.01)  # 0002: 10 rounds, enough for the test
