@@ -3,13 +3,15 @@
 verdicts with them,
 and ``perfsuite system``, which judges nothing, exits ``OK``.
 
-* ``OK`` (0): at least one bench was judged, and none regressed;
+* ``OK`` (0): no bench regressed, and every bench measured was judged at its threshold
+  or ruled out a regression of twice it (its bound, which its row states);
 * ``REGRESSION`` (1): a bench is slower (confirmed where the command confirms), or an
   exact counter rose;
 * ``BAD_INPUT`` (2): a file, run id, option or revision is wrong (the line names it);
-* ``NOT_JUDGED`` (3): no verdict could be reached: nothing was judged on both sides, the
-  runs come from different machines or stacks, or a suspect could not be confirmed;
-  the line says why and what would judge it;
+* ``NOT_JUDGED`` (3): no verdict could be reached: nothing was judged on both sides, a
+  bench was too noisy to have caught a regression of twice its threshold (named with
+  its bound), the runs come from different machines or stacks, or a suspect could not
+  be confirmed; the line says why and what would judge it;
 * ``BISECT_SKIP`` (125): only under ``perfsuite ab --bisect-exit``, which speaks ``git
   bisect run``'s language (0 good, 1 bad): nothing was judged, or a revision cannot be
   measured here (a side failed, its pins cannot be installed), so git skips the commit;
