@@ -27,10 +27,10 @@ MARKER = "<!-- perfsuite-pr-comment -->"
 LIMIT = 60_000
 
 HEADLINES = {
-    ExitCode.OK: "passed: no regression among the benches judged",
+    ExitCode.OK: "passed: no regression (each bench judged or bounded: see its row)",
     ExitCode.REGRESSION: "failed: a regression (a bench slower, or an exact counter rose)",
     ExitCode.BAD_INPUT: "failed: bad input or a fault (the job's log names it)",
-    ExitCode.NOT_JUDGED: "failed: nothing judged (the table says why)",
+    ExitCode.NOT_JUDGED: "failed: undecided (the table and its last line say why)",
     ExitCode.INTERRUPTED: "interrupted",
 }
 

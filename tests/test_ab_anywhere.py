@@ -338,7 +338,7 @@ def test_a_pedantic_pool_too_small_to_decide_says_to_raise_its_rounds(tmp_path: 
     result = repo.ab("HEAD~1", "HEAD", *BUDGET)
     assert result.code == 3, result.out + result.err
     row = next(line for line in result.out.splitlines() if line.startswith("test_pool.py"))
-    assert re.search(r"inconclusive \(its benchmark\.pedantic rounds= allow [123] pairs\)", row)
+    assert re.search(r"TOO NOISY: .*\(its benchmark\.pedantic rounds= allow [123] pairs\)", row)
     last = result.out.strip().splitlines()[-2]
     assert "alternates only the rounds= it asks for: more of them would decide" in last
     assert "--max-pairs" not in last

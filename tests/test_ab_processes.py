@@ -183,8 +183,12 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
 
 
 def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() -> None:
-    # 25 pairs spread from -15% to +19%: median +2%, the interval reaches both ways
-    wide = [-0.15 + 0.34 * i / 24 for i in range(25)]
+    # 25 pairs spread from -25% to +29%: median +2%, the interval reaches past +10%
+    wide = [-0.25 + 0.54 * i / 24 for i in range(25)]
+    # 25 pairs from -10% to +10%: inconclusive, its interval stopping short of +10%
+    bounded = Row("b.py::bounded", _run("b.py::bounded", [-0.1 + 0.2 * i / 24 for i in range(25)]))
+    assert bounded.bounded
+    assert not bounded.undecided
     leaning_slower = _run("b.py::up", wide)
     leaning_faster = _run("b.py::down", [-d for d in wide])
     # leaning slower (median +1%), the interval reaching -18% but not +5%: no
@@ -198,14 +202,14 @@ def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() 
     assert up.verdict is Verdict.INCONCLUSIVE
     assert 0 < up.change < 0.05
     assert up.ci is not None
-    assert up.ci[0] < 0 < 0.05 < up.ci[1]
+    assert up.ci[0] < 0 < 0.10 < up.ci[1]
     assert short_ci is not None
     assert short_ci[0] < -0.05
     assert short_ci[1] < 0.05
     assert results["b.py::short"].change > 0
     assert {n: r.undecided for n, r in rows.items()} == {
         "b.py::up": True,
-        "b.py::down": True,  # leans faster, but +5% is within its interval
+        "b.py::down": True,  # leans faster, but +10% is within its interval
         "b.py::short": False,
         "b.py::lone": False,
         "b.py::slow": False,

@@ -146,7 +146,7 @@ def test_a_pull_request_that_adds_work_fails_and_one_that_does_not_passes(
     assert "pins differ: perfwork (none) -> 1.0.post1" in first, first
     # exit 0: at least one bench judged and none slower (a bench the load left
     # inconclusive is listed as not judged)
-    assert same.lines("perfsuite ab: no regression in "), same.output[-6000:]
+    assert same.lines("perfsuite ab: no regression: "), same.output[-6000:]
     body = same.output[same.output.index("<!-- perfsuite-pr-comment -->") :].splitlines()
     assert "(exit status 0)" in body[1]
     assert any("(perfwork (none) -> 1.0.post1)" in line for line in body), body

@@ -1,9 +1,9 @@
 """``perfsuite ab BASE [CANDIDATE] [options] [-- PYTEST_ARGS]``: the command line entry.
 
-Exit status (:mod:`perfsuite.exitcodes`): 0 no regression among the benches judged, 1 a
-regression (a bench slower, or an exact counter rose), 2 bad input or a side fault,
-3 nothing judged (every bench skipped, unmeasured, inconclusive or on one side only),
-130 interrupted.
+Exit status (:mod:`perfsuite.exitcodes`): 0 no regression (every bench measured judged
+at its threshold or bounded under twice it), 1 a regression (a bench slower, or an
+exact counter rose), 2 bad input or a side fault, 3 undecided (nothing measured on both
+sides, or a bench too noisy to have caught twice its threshold), 130 interrupted.
 """
 
 from __future__ import annotations

@@ -48,8 +48,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "checkout; with no path among them, the default runs: under a subfolder's own "
         "pytest configuration, pytest's default there; else the repository root's: "
         "benches/ if it exists, else pytest's default there (its testpaths, else the "
-        "root). Exit status: 0 no regression among the benches judged, 1 regression, 2 "
-        "bad input or a side fault, 3 nothing judged.",
+        "root). Exit status: 0 no regression (each bench judged at its threshold or bounded "
+        "under twice it), 1 regression, 2 bad input or a side fault, 3 undecided (nothing "
+        "measured, or a bench too noisy).",
     )
     ab.add_argument("base", metavar="BASE", nargs="?", help="git revision of the baseline")
     ab.add_argument(

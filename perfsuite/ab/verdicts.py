@@ -184,10 +184,18 @@ class Verdicts:
         noisy = self.too_noisy
         if noisy:
             listed = "; ".join(_noisy_text(row) for row in noisy)
+            hints = []
+            if any(row.run and row.run.pool for row in noisy):
+                hints.append(
+                    "a benchmark.pedantic bench with setup= alternates only the rounds= it "
+                    "asks for: more of them would decide"
+                )
+            if any(not (row.run and row.run.pool) for row in noisy):
+                hints.append("more pairs (--max-seconds, --max-pairs) or a quieter machine")
+                hints[-1] += " would decide"
             return (
                 f"{len(noisy)} bench(es) too noisy to have caught a regression of twice "
-                f"their threshold: {listed}; more pairs (--max-seconds, --max-pairs) or a "
-                "quieter machine would decide"
+                f"their threshold: {listed}; " + "; ".join(hints)
             )
         if any(row.measured for row in self.rows):
             return None
