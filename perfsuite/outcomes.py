@@ -17,8 +17,8 @@ from perfsuite.verdict.judge import (
     BenchVerdict,
     Confirmed,
 )
-from perfsuite.verdict.stats import BOUND_FACTOR
-from perfsuite.verdict.table import pct
+from perfsuite.verdict.stats import within_bound
+from perfsuite.verdict.table import bound_text, pct
 
 #: the exit statuses of an A/B that ran to a verdict; any other is a fault
 VERDICT_STATUSES = (ExitCode.OK, ExitCode.REGRESSION, ExitCode.NOT_JUDGED)
@@ -80,11 +80,11 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     if verdict in ("same", "faster"):
         return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
     if verdict and ci is not None and isinstance(threshold, int | float):
-        bound, most = float(ci[1]), BOUND_FACTOR * float(threshold)
-        if bound < most:
+        bound = float(ci[1])
+        if within_bound(bound, threshold):
             return Confirmed(
                 NOT_SHOWN,
-                f"{label}not shown by A/B: no regression above {pct(bound)} ({measured}; "
+                f"{label}not shown by A/B: {bound_text(bound)} ({measured}; "
                 f"threshold {threshold * 100:g}%)",
             )
         return Confirmed(

@@ -73,7 +73,6 @@ from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
 from perfsuite.errors import PerfsuiteError
 from perfsuite.outcomes import AbRun, decide_all, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
-from perfsuite.verdict.judge import BenchVerdict, Confirmed
 from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
     cleared_with,
@@ -184,13 +183,11 @@ def run_ab(
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=fault_line(lines))
 
 
-def keep_confirmations(first: Path, into: Path) -> None:
-    """Copy the A/B report ``first`` into ``into`` (any other folder beside it into a
-    folder of its name, less an ``ab-`` prefix)."""
-    for folder in sorted(p for p in first.parent.iterdir() if p.is_dir()):
-        name = "" if folder == first else folder.name.removeprefix("ab-")
-        with contextlib.suppress(OSError):
-            shutil.copytree(folder, into / name, dirs_exist_ok=True)
+def keep_confirmations(report: Path, into: Path) -> None:
+    """Copy the gate's A/B report folder ``report`` into ``into`` (nothing where the A/B
+    wrote none)."""
+    with contextlib.suppress(OSError):
+        shutil.copytree(report, into, dirs_exist_ok=True)
 
 
 def _hear_sigint() -> None:
@@ -298,22 +295,20 @@ def confirm_suspects(
         measured = [v for v in suspects if v not in later]
         why: Why = UNDECIDED if own else CHANGED if changed else CONFIRM
         nodeids = [v.fullname for v in measured]
-        runs: list[AbRun] = []
         what = _what(len(changed), len(own), len(measured) - len(changed) - len(own))
-        decided = _confirm(
-            base, measured, options, cwd, scratch("ab"), ab_args(nodeids, why), say, runs, what
-        )
-        if later:
-            rest = cleared_with(sample, decided, base.sha or "?")
-            if rest is None:
-                rest = not_cleared_with(sample, base.sha or "?")
+        ab = _confirm(base, nodeids, options, cwd, scratch("ab"), ab_args(nodeids, why), say, what)
+        decided = {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in measured}
+        if later and ab.status is None:  # no A/B could run: the same reason holds for them
+            decided |= {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in later}
+        elif later:
+            sha = base.sha or "?"
+            rest = cleared_with(sample, decided, sha) or not_cleared_with(sample, sha)
             decided |= dict.fromkeys((v.fullname for v in later), rest)
-        ran = [ab for ab in runs if ab.status is not None]
-        if ran:
+        if ab.status is not None:
             tally = Counter(outcome.outcome for outcome in decided.values())
             counts = ", ".join(f"{n} {word}" for word, n in tally.items())
             note = (
-                f"perfsuite gate: confirmations took {sum(ab.seconds for ab in ran):.0f} s "
+                f"perfsuite gate: confirmations took {ab.seconds:.0f} s "
                 f"({len(suspects)} suspect(s): {counts})"
             )
     verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
@@ -330,18 +325,16 @@ def _what(changed: int, undecided: int, others: int) -> str:
 
 def _confirm(
     base: Commit,
-    suspects: Sequence[BenchVerdict],
+    nodeids: Sequence[str],
     options: Sequence[str],
     cwd: Path,
     report: Path,
     ab_args: Sequence[str],
     say: Callable[[str], None],
-    runs: list[AbRun],
     what: str,
-) -> dict[str, Confirmed]:
-    """Each of ``suspects`` decided by one A/B (step 2), which is appended to ``runs``;
-    ``what`` says which suspects they are."""
-    nodeids = [v.fullname for v in suspects]
+) -> AbRun:
+    """The gate's one A/B of ``nodeids`` (step 2), or why it could not run; ``what`` says
+    which suspects they are."""
     why_not = cannot_run(cwd, base)
     say(
         f"perfsuite gate: {what}; "
@@ -352,6 +345,4 @@ def _confirm(
         )
     )
     log = report.with_name(report.name + ".log")
-    ab = run_ab(base, nodeids, options, cwd, report, log, ab_args)
-    runs.append(ab)
-    return {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in suspects}
+    return run_ab(base, nodeids, options, cwd, report, log, ab_args)

@@ -323,3 +323,19 @@ def test_an_ab_judges_a_bench_the_screen_could_not(
     assert (decision.exit_status, fake.asked) == (status, [["x"]])
     if status == ExitCode.OK:
         assert decision.message.startswith("no regression in 1 judged bench;")
+
+
+def test_the_one_ab_report_is_kept_whole_and_a_missing_one_is_no_error(tmp_path: Path) -> None:
+    report = tmp_path / "scratch" / "ab"
+    (report / "plots").mkdir(parents=True)
+    (report / "pairs.json").write_text("[]")
+    (report / "plots" / "x.png").write_bytes(b"png")
+    suspects.keep_confirmations(report, tmp_path / "kept" / "confirmation")
+    kept = tmp_path / "kept" / "confirmation"
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == [
+        "pairs.json",
+        "plots",
+        "plots/x.png",
+    ]
+    suspects.keep_confirmations(tmp_path / "never-written", tmp_path / "none")
+    assert not (tmp_path / "none").exists()

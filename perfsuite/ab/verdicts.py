@@ -183,7 +183,7 @@ class Verdicts:
             return "no bench in the selection (check the pytest arguments after --)"
         noisy = self.too_noisy
         if noisy:
-            listed = "; ".join(_noisy_text(row) for row in noisy)
+            listed = "; ".join(_with_bound(row) for row in noisy)
             hints = []
             if any(row.run and row.run.pool for row in noisy):
                 hints.append(
@@ -191,8 +191,9 @@ class Verdicts:
                     "asks for: more of them would decide"
                 )
             if any(not (row.run and row.run.pool) for row in noisy):
-                hints.append("more pairs (--max-seconds, --max-pairs) or a quieter machine")
-                hints[-1] += " would decide"
+                hints.append(
+                    "more pairs (--max-seconds, --max-pairs) or a quieter machine would decide"
+                )
             return (
                 f"{len(noisy)} bench(es) too noisy to have caught a regression of twice "
                 f"their threshold: {listed}; " + "; ".join(hints)
@@ -258,7 +259,7 @@ class Verdicts:
         bounded = [row for row in self.rows if row.bounded]
         if bounded:
             message += f"; {len(bounded)} with a bound under twice their threshold: "
-            message += "; ".join(_noisy_text(row) for row in bounded)
+            message += "; ".join(_with_bound(row) for row in bounded)
         left = len(self.rows) - judged - len(bounded)
         return message + (f"; {left} not measured (see their rows)" if left else "")
 
@@ -286,7 +287,7 @@ class Verdicts:
         return lines
 
 
-def _noisy_text(row: Row) -> str:
+def _with_bound(row: Row) -> str:
     """``bench: no regression above +6.1% (threshold 5%)``: a row's bound."""
     result = row.run.result if row.run else None
     if result is None:

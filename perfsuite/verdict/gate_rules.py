@@ -28,6 +28,7 @@ from typing import Any
 from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import MACHINE, NOT_SHOWN, BenchVerdict
+from perfsuite.verdict.table import bound_text
 
 
 class GateOutcome(enum.Enum):
@@ -145,7 +146,7 @@ def gate_decision(
             f"{len(noisy)} bench(es) too noisy to have caught a regression of twice their "
             "threshold: "
             + "; ".join(
-                f"{v.label} ({v.bound_text()}, threshold {v.time.threshold * 100:g}%)"
+                f"{v.label} ({bound_text(v.bound)}, threshold {v.time.threshold * 100:g}%)"
                 for v in noisy
                 if v.time is not None
             )
@@ -157,7 +158,7 @@ def gate_decision(
     if screened:
         message += (
             f"; {len(screened)} with a bound under twice their threshold ("
-            + ", ".join(f"{v.label}: {v.bound_text()}" for v in screened)
+            + ", ".join(f"{v.label}: {bound_text(v.bound)}" for v in screened)
             + ")"
         )
     decided = {
@@ -228,7 +229,9 @@ def nothing_judged(comparison: RunComparison) -> str | None:
     undecided = [v for v in comparison.verdicts if not v.not_comparable]
     if undecided and len(undecided) == len(comparison.verdicts):
         fallbacks = {v.time.fallback for v in undecided if v.time is not None and v.time.fallback}
-        bounds = ", ".join(f"{v.label} {v.bound_text()}" for v in undecided if v.bound is not None)
+        bounds = ", ".join(
+            f"{v.label} {bound_text(v.bound)}" for v in undecided if v.bound is not None
+        )
         why = "; ".join(sorted(fallbacks)) or "every comparison inconclusive"
         why += f": {bounds}" if bounds and not fallbacks else ""
         tried = [v.confirmation.outcome for v in undecided if v.confirmation is not None]

@@ -39,11 +39,11 @@ from perfsuite.verdict.cost import (
 )
 from perfsuite.verdict.runs import Bench, Run
 from perfsuite.verdict.stats import (
-    BOUND_FACTOR,
     Comparison,
     Verdict,
     compare_aggregates,
     compare_samples,
+    within_bound,
 )
 
 DEFAULT_THRESHOLD = 0.05
@@ -153,8 +153,7 @@ class BenchVerdict:
             return self.confirmation.outcome == NOT_SHOWN
         if self.suspect or self.not_comparable or self.judged or self.time is None:
             return False
-        bound = self.bound
-        return bound is not None and bound < BOUND_FACTOR * self.time.threshold
+        return within_bound(self.bound, self.time.threshold)
 
     @property
     def too_noisy(self) -> bool:
@@ -163,13 +162,6 @@ class BenchVerdict:
         if self.suspect or self.not_comparable or self.time is None:
             return False
         return not (self.judged or self.bounded)
-
-    def bound_text(self) -> str:
-        """``no regression above +6.1%`` (the screen's), or why there is none."""
-        bound = self.bound
-        if bound is None:
-            return "no interval"
-        return f"no regression above {bound * 100:+.1f}%"
 
     @property
     def cpu_slower(self) -> bool:

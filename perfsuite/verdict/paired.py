@@ -70,8 +70,8 @@ import numpy as np
 
 from perfsuite.verdict.futility import futile, reachable, seconds_leave, sign_half_width
 from perfsuite.verdict.signtest import look_level, median_interval, sign_test_p
-from perfsuite.verdict.stats import BOUND_FACTOR, Verdict
-from perfsuite.verdict.table import pct
+from perfsuite.verdict.stats import Verdict, within_bound
+from perfsuite.verdict.table import bound_text
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
 PAIRED_ALPHA = 0.01
@@ -169,9 +169,8 @@ class PairedResult:
     def bounded(self) -> bool:
         """Inconclusive, with a bound below ``BOUND_FACTOR`` times the threshold: not
         judged at the threshold, yet it passes, saying its bound."""
-        bound = self.bound
         undecided = self.verdict is Verdict.INCONCLUSIVE
-        return undecided and bound is not None and bound < BOUND_FACTOR * self.threshold
+        return undecided and within_bound(self.bound, self.threshold)
 
     @property
     def too_noisy(self) -> bool:
@@ -181,12 +180,7 @@ class PairedResult:
 
     def bound_text(self) -> str:
         """``no regression above +6.1%`` (``no fall below -6.1%`` for a rate)."""
-        bound = self.bound
-        if bound is None:
-            return "no interval"
-        if self.higher_is_better:
-            return f"no fall below {pct(-bound)}"
-        return f"no regression above {pct(bound)}"
+        return bound_text(self.bound, self.higher_is_better)
 
 
 def log_ratios(

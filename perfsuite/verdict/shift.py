@@ -22,7 +22,7 @@ from dataclasses import replace
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import CLEARED, NOT_SHOWN, UNCONFIRMED, BenchVerdict, Confirmed
 from perfsuite.verdict.stats import Verdict
-from perfsuite.verdict.table import pct
+from perfsuite.verdict.table import bound_text, pct
 
 #: other judged benches needed before the session's median change is the reference of a
 #: bench alone in its group (:func:`standout`)
@@ -226,4 +226,4 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
 def _reading(item: BenchVerdict) -> str:
     """What the screen read of an undecided bench: its change, or why it could not."""
     fallback = item.time.fallback if item.time is not None else None
-    return fallback or f"{pct(screen_change(item))}, {item.bound_text()}"
+    return fallback or f"{pct(screen_change(item))}, {bound_text(item.bound)}"

@@ -63,6 +63,16 @@ BOOTSTRAP_RESAMPLES = 4000
 BOOTSTRAP_SEED = 20240605
 
 
+def within_bound(bound: float | None, threshold: float) -> bool:
+    """Whether ``bound``, the largest regression an interval has not ruled out, is below
+    ``BOUND_FACTOR`` times ``threshold``: a bench not shown slower then passes, saying it.
+
+    >>> within_bound(0.06, 0.05), within_bound(0.10, 0.05), within_bound(None, 0.05)
+    (True, False, False)
+    """
+    return bound is not None and bound < BOUND_FACTOR * threshold
+
+
 class Verdict(enum.Enum):
     """What a comparison of one bench concluded."""
 

@@ -39,6 +39,20 @@ def pct(value: object) -> str:
     return f"{float(value) * 100:+.1f}%" if isinstance(value, int | float) else "?"
 
 
+def bound_text(bound: float | None, higher_is_better: bool = False) -> str:
+    """What a bound (the largest regression an interval has not ruled out, positive the
+    slower way) says; a rate's is a fall.
+
+    >>> bound_text(0.061), bound_text(0.061, higher_is_better=True), bound_text(None)
+    ('no regression above +6.1%', 'no fall below -6.1%', 'no interval')
+    """
+    if bound is None:
+        return "no interval"
+    if higher_is_better:
+        return f"no fall below {pct(-bound)}"
+    return f"no regression above {pct(bound)}"
+
+
 #: the verdict word of a time suspect its confirmation found slower or could not decide
 CONFIRMED_WORDS = {"confirmed": "SLOWER (confirmed)", "unconfirmed": "SLOWER? unconfirmed"}
 #: the word of a screen's `faster` that no A/B measured: two runs taken apart, unpaired,
@@ -73,9 +87,9 @@ def _verdict_word(item: BenchVerdict) -> str:
     if item.verdict is Verdict.FASTER:  # two runs apart, unpaired: a move, not a verdict
         return UNCONFIRMED_FASTER
     if item.bounded:
-        return f"{word}, {item.bound_text()}"
+        return f"{word}, {bound_text(item.bound)}"
     if item.too_noisy:
-        return f"{word}, TOO NOISY: {item.bound_text()}"
+        return f"{word}, TOO NOISY: {bound_text(item.bound)}"
     return word.upper() if item.verdict is Verdict.SLOWER else word
 
 
