@@ -302,8 +302,11 @@ def test_an_ab_judges_a_bench_the_screen_could_not(
     found = replace(
         found,
         verdicts=[
-            replace(
-                v, time=replace(v.time, verdict=Verdict.INCONCLUSIVE, p=None, fallback=fallback)
+            replace(  # three rounds a side: no rank test and no interval
+                v,
+                time=replace(
+                    v.time, verdict=Verdict.INCONCLUSIVE, p=None, ci=None, fallback=fallback
+                ),
             )
             if v.time is not None
             else v

@@ -96,12 +96,20 @@ def test_too_few_rounds_fall_back_to_medians() -> None:
     assert result.verdict is Verdict.INCONCLUSIVE  # shown, never judged
     assert result.change == pytest.approx(0.3, abs=0.02)
     assert result.p is None
-    assert result.ci is None
     assert result.fallback is not None
     assert ">= 7 rounds" in result.fallback
+    # five rounds a side still carry the interval that bounds the change
+    assert result.ci is not None
+    assert result.ci[0] > 0.25
+    assert result.ci[1] < 0.35
     small = compare_samples([1.0] * 6, [1.01] * 6, 0.05)
     assert small.verdict is Verdict.INCONCLUSIVE
     assert small.fallback is not None
+    assert small.ci == (pytest.approx(0.01), pytest.approx(0.01))
+    # four rounds a side: no interval
+    four = compare_samples(normal(1.0, 0.01, n=4), normal(1.0, 0.01, n=4, seed=1), 0.05)
+    assert four.ci is None
+    assert four.fallback is not None
 
 
 def test_aggregates() -> None:

@@ -139,8 +139,10 @@ class BenchVerdict:
     @property
     def bound(self) -> float | None:
         """The largest slowdown the screen's interval of the time change has not ruled
-        out (its upper end); None without an interval or a rank test."""
-        if self.time is None or self.time.ci is None or self.time.fallback is not None:
+        out (its upper end); None without an interval (fewer than
+        :data:`~perfsuite.verdict.stats.MIN_BOUND_SAMPLES` rounds a side, or no raw
+        samples)."""
+        if self.time is None or self.time.ci is None:
             return None
         return self.time.ci[1]
 

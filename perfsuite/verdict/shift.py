@@ -151,10 +151,10 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
 
 
 def undecided_slower(item: BenchVerdict) -> str | None:
-    """Why ``item`` is a time suspect though ``inconclusive``, or None: the rank test
-    found it slower with significance, but under its threshold, with an interval that
-    reaches past it. The screen can neither rule that regression in nor out; the A/B
-    can.
+    """Why ``item`` is a time suspect though ``inconclusive``, or None: its interval lies
+    above 0 and reaches past its threshold, and the rank test found it slower with
+    significance (or could not run: too few rounds for it, yet enough for the interval).
+    The screen can neither rule that regression in nor out; the A/B can.
 
     >>> from types import SimpleNamespace as N
     >>> def t(c, lo, hi, p=1e-5):
@@ -165,11 +165,16 @@ def undecided_slower(item: BenchVerdict) -> str | None:
     slower, undecided: +4.9% [+3.0%, +6.3%] lies above 0 and reaches past its +5.0% threshold
     >>> undecided_slower(t(0.03, 0.01, 0.045)), undecided_slower(t(0.08, -0.01, 0.2, p=0.1))
     (None, None)
+    >>> few = N(time=N(change=0.07, ci=(0.02, 0.09), threshold=0.05, p=None,
+    ...                fallback="too few rounds", verdict=Verdict.INCONCLUSIVE, significant=False))
+    >>> print(undecided_slower(few))
+    slower, undecided: +7.0% [+2.0%, +9.0%] lies above 0 and reaches past its +5.0% threshold
     """
     time = item.time
-    if time is None or time.ci is None or time.fallback is not None:
+    if time is None or time.ci is None:
         return None
-    if time.verdict is not Verdict.INCONCLUSIVE or not time.significant:
+    untested = time.fallback is not None and time.p is None
+    if time.verdict is not Verdict.INCONCLUSIVE or not (time.significant or untested):
         return None
     low, high = time.ci
     if not (time.change > 0 and low > 0 and high > time.threshold):

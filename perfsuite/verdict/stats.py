@@ -35,6 +35,11 @@ machines. perfsuite's defaults are 7 rounds at ``--perf-scale smoke``, 12 at
 ``default`` and 20 at ``full``. With fewer samples on either side (``--perf-rounds``,
 a marker, or a baseline saved without raw samples) the change of the medians is shown
 but never judged: the verdict is ``inconclusive`` and the table says what is missing.
+From ``MIN_BOUND_SAMPLES`` (5) rounds a side, such a comparison still carries its
+interval: never a verdict, but the bound a bench that was not shown slower passes with
+(:func:`within_bound`). With five rounds the 99% bootstrap interval of the ratio of
+medians reaches about from the fastest current round over the slowest baseline round to
+the slowest current round over the fastest baseline round: a wide, cautious bound.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -56,6 +61,8 @@ BOUND_FACTOR = 2.0
 RANK_ALPHA = 0.002
 #: the fewest samples per side for which a two-sided rank test can reach RANK_ALPHA
 MIN_RANK_SAMPLES = 7
+#: the fewest samples per side whose interval bounds a bench that cannot be judged
+MIN_BOUND_SAMPLES = 5
 #: confidence level of the interval around the relative change of the median
 CONFIDENCE = 0.99
 #: bootstrap resamples; the seed is fixed so verdicts are reproducible
@@ -169,6 +176,12 @@ def compare_samples(
 
     >>> compare_samples([1.0, 1.01, 0.99] * 4, [1.3, 1.31, 1.29] * 4, 0.05).verdict
     <Verdict.SLOWER: 'slower'>
+
+    Five rounds a side: not judged, but bounded by the interval:
+
+    >>> five = compare_samples([1.0, 1.02, 0.98, 1.01, 0.99], [1.0, 1.01, 1.03, 0.99, 1.02], 0.05)
+    >>> five.verdict.value, five.fallback is not None, [round(x, 3) for x in five.ci]
+    ('inconclusive', True, [-0.02, 0.051])
     """
     if not threshold > 0:
         raise ValueError(f"threshold must be positive, got {threshold}")
@@ -181,7 +194,7 @@ def compare_samples(
             f"rank test needs >= {min_samples} rounds per side to reach p < {alpha}"
             f" (has {fewest}): medians alone are not judged; {more}"
         )
-        return compare_aggregates(
+        unjudged = compare_aggregates(
             float(np.median(base)),
             float(np.median(cur)),
             threshold,
@@ -190,6 +203,9 @@ def compare_samples(
             n_baseline=int(base.size),
             n_current=int(cur.size),
         )
+        if fewest < MIN_BOUND_SAMPLES:
+            return unjudged
+        return replace(unjudged, ci=bootstrap_ci(base, cur))
     from scipy.stats import mannwhitneyu
 
     if np.ptp(np.concatenate([base, cur])) == 0:
