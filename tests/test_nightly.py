@@ -400,3 +400,27 @@ def test_the_ab_child_keeps_every_line_it_printed_when_it_is_killed(
     with log.open("wb") as out:
         subprocess.run([*interpreter, "-c", dies], stdout=out, check=False)
     assert log.read_text() == "measured 3 of 5\n"
+
+
+def test_the_summary_gives_every_bench_its_bound(
+    tmp_path: Path, ab: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No suspect: each bench's row says ``same`` or the largest regression tonight did
+    not rule out, and the verdict line counts them; a short history has no bound yet."""
+    make_history(tmp_path / "long", nights=15, step_at=None, noise=0.03)
+    report = tmp_path / "report"
+    assert nightly(tmp_path / "long", ab, "--report", str(report)) == 0
+    summary = (report / "summary.md").read_text()
+    rows = [line for line in summary.splitlines() if line.startswith("| sum/")]
+    assert len(rows) == 2, summary
+    for row in rows:
+        assert "| same |" in row or "| no regression above +" in row, row
+    verdict = next(line for line in summary.splitlines() if line.startswith("Verdict: "))
+    assert verdict.startswith("Verdict: passed: no suspect among 2 benches; ")
+    assert "judged at their threshold" in verdict
+    capsys.readouterr()
+    make_history(tmp_path / "short", nights=3, step_at=None, noise=0.0)
+    assert nightly(tmp_path / "short", ab) == 0
+    out = capsys.readouterr().out
+    assert out.count("| no bound: 2 earlier runs, a noise band needs 5 |") == 2, out
+    assert "2 without a bound yet (fewer than 5 earlier runs)" in out

@@ -4,7 +4,9 @@ tonight's, unless the same code ran faster before: the machine's move)."""
 
 from __future__ import annotations
 
-from perfsuite.nightly.screen import Suspect, base_point, screen_series
+import pytest
+
+from perfsuite.nightly.screen import Suspect, base_point, screen_series, tonight_bound
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series
 
@@ -87,3 +89,35 @@ def test_a_night_outside_the_band_is_a_suspect_without_a_step() -> None:
     assert not only_previous
     inside, _, _ = screen_series(constructed([*earlier, 1.06]))  # past 5%, inside the band
     assert inside is None
+
+
+def test_every_screened_night_has_its_bound() -> None:
+    """Tonight's change plus the recent runs' noise band: ``same`` within a quiet
+    history's threshold, else the largest regression not ruled out."""
+    earlier = [1.0, 1.01, 0.99, 1.02, 0.98]  # an 8.2% band: the threshold widens to it
+    wide = tonight_bound(constructed([*earlier, 1.01]))
+    assert wide.threshold == pytest.approx(0.082, abs=0.001)
+    assert wide.word == "no regression above +9.2%"
+    quiet = [1.0, 1.001, 0.999, 1.002, 0.998]
+    steady = tonight_bound(constructed([*quiet, 1.01]))
+    assert steady.threshold == 0.05
+    assert steady.judged
+    assert steady.word == "same"
+    short = tonight_bound(constructed([1.0, 1.02]))
+    assert short.bound is None
+    assert short.word == "no bound: 1 earlier run, a noise band needs 5"
+
+
+def test_a_night_that_could_not_rule_out_twice_its_threshold_is_a_suspect() -> None:
+    """+8% inside an 8.2% band is no move, but it leaves +16.8% possible, over twice the
+    widened threshold: the A/B decides it."""
+    earlier = [1.0, 1.01, 0.99, 1.02, 0.98]
+    noisy, _, _ = screen_series(constructed([*earlier, 1.08]))
+    assert noisy is not None
+    assert noisy.reason == (
+        "too noisy tonight: no regression above +16.8%, twice its threshold or more"
+    )
+    assert noisy.metric == "time"
+    assert noisy.compared_from == 0
+    bounded, _, _ = screen_series(constructed([*earlier, 1.07]))
+    assert bounded is None

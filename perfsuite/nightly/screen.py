@@ -13,7 +13,13 @@ For each bench of tonight's run (the newest saved run), over its comparable poin
   :func:`perfsuite.verdict.judge.noise_band` over the last ``HISTORY_RUNS`` points;
 * with fewer, it is a suspect when it is slower than the previous point by more than its
   threshold (the noise of this machine is not known yet, so every move counts);
-* where no time moved, its CPU per item is screened the same way.
+* where no time moved, its CPU per item is screened the same way;
+* a bench none of these flagged is still a **suspect** when tonight's run could not
+  have caught a regression of twice its threshold: its :class:`Bound` (tonight's change
+  plus the recent runs' noise band) reaches that far.
+
+Every screened bench has its bound, which the summary lists: ``same`` when the
+interval lies within the threshold, else ``no regression above +X%``.
 
 Suspects are not verdicts: ``perfsuite nightly`` confirms them by an interleaved A/B
 run of the two commits before it fails (:func:`perfsuite.nightly.command.confirm_tonight`).
@@ -31,12 +37,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from perfsuite.verdict.changepoint import find_steps
+from perfsuite.verdict.changepoint import Step, find_steps
 from perfsuite.verdict.commits import Commit, same_code
 from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.history import Point, Series, bench_histories
 from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.runs import Run
+from perfsuite.verdict.stats import within_bound
+from perfsuite.verdict.table import bound_text
 
 #: earlier comparable points a bench needs before its own noise band screens it. The
 #: band's robust sigma (from adjacent runs) needs MIN_HISTORY points to mean anything:
@@ -67,6 +75,83 @@ class Suspect:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """What tonight's screen rules out for one bench: tonight's median time against the
+    median of the recent runs it was judged against, give or take their noise band
+    (:func:`~perfsuite.verdict.judge.noise_band`, three robust sigmas of the run-to-run
+    spread). The upper end of that interval is the largest slowdown tonight's run has
+    not ruled out (:attr:`bound`). Without ``MIN_NIGHTLY_HISTORY`` earlier runs the
+    noise is not known: no bound.
+
+    >>> b = Bound("x", "t.py::x", 0.05, change=0.01, noise=0.03, runs=8)
+    >>> round(b.bound, 4), b.word
+    (0.0403, 'same')
+    >>> Bound("x", "t.py::x", 0.05, change=0.04, noise=0.04, runs=8).word
+    'no regression above +8.2%'
+    >>> Bound("x", "t.py::x", 0.05, change=0.02, noise=0.09, runs=8).word
+    'TOO NOISY: no regression above +11.2%'
+    >>> Bound("x", "t.py::x", 0.05, change=0.02, noise=None, runs=2).word
+    'no bound: 2 earlier runs, a noise band needs 5'
+    """
+
+    label: str
+    fullname: str
+    threshold: float  # the bench's, widened to the noise band where that is wider
+    change: float  # tonight against the median of the recent runs (or the previous run)
+    noise: float | None  # the recent runs' noise band; None: too few of them
+    runs: int  # the earlier runs tonight was judged against
+
+    @property
+    def bound(self) -> float | None:
+        """The largest slowdown not ruled out: the change plus the noise band."""
+        if self.noise is None:
+            return None
+        return math.expm1(math.log1p(self.change) + math.log1p(self.noise))
+
+    @property
+    def judged(self) -> bool:
+        """The whole interval lies within the threshold: ``same``."""
+        if self.noise is None or self.bound is None:
+            return False
+        low = math.expm1(math.log1p(self.change) - math.log1p(self.noise))
+        return low >= -self.threshold and self.bound <= self.threshold
+
+    @property
+    def too_noisy(self) -> bool:
+        """A bound at twice the threshold or more: it could not have caught that."""
+        return self.noise is not None and not (
+            self.judged or within_bound(self.bound, self.threshold)
+        )
+
+    @property
+    def word(self) -> str:
+        if self.noise is None:
+            return (
+                f"no bound: {self.runs} earlier run{'s' if self.runs != 1 else ''}, "
+                f"a noise band needs {MIN_NIGHTLY_HISTORY}"
+            )
+        if self.judged:
+            return "same"
+        text = bound_text(self.bound)
+        return f"TOO NOISY: {text}" if self.too_noisy else text
+
+
+def tonight_bound(series: Series) -> Bound:
+    """Tonight's :class:`Bound` for ``series`` (its time), judged against the runs
+    since its history's last step, as the screen judges it."""
+    values = series.medians
+    _, since = _steps(values)
+    recent = _recent(values, since)
+    if len(recent) < MIN_NIGHTLY_HISTORY:
+        change = _change(values[-1], values[-2])
+        return Bound(series.label, series.fullname, series.threshold, change, None, len(recent))
+    noise = noise_band(recent) or 0.0
+    threshold = max(series.threshold, noise)
+    change = _change(values[-1], _center(recent))
+    return Bound(series.label, series.fullname, threshold, change, noise, len(recent))
+
+
+@dataclass(frozen=True)
 class Screening:
     """Tonight's screening: the suspects, the risen counters and what was screened."""
 
@@ -82,6 +167,8 @@ class Screening:
     #: machine's, is no point of its series), so each A/B's range holds its suspects'
     #: own step and no other
     groups: list[tuple[Run, list[Suspect]]] = field(default_factory=list)
+    #: every screened bench's bound, in the order screened
+    bounds: list[Bound] = field(default_factory=list)
 
     @property
     def base(self) -> Run | None:
@@ -100,6 +187,21 @@ def _center(medians: Sequence[float]) -> float:
     return math.exp(center)
 
 
+def _steps(values: Sequence[float]) -> tuple[list[Step], int]:
+    """The steps of ``values`` (none with fewer than ``MIN_NIGHTLY_HISTORY`` before the
+    last), and the index of the first value after the last step before tonight's."""
+    earlier = values[:-1]
+    steps = find_steps(values) if len(earlier) >= MIN_NIGHTLY_HISTORY else []
+    since = max((step.index for step in steps if step.index < len(earlier)), default=0)
+    return steps, since
+
+
+def _recent(values: Sequence[float], since: int) -> list[float]:
+    """The earlier values tonight's (the last) is judged against: the newest
+    ``HISTORY_RUNS`` since the history's last step."""
+    return list(values[:-1][since:][-HISTORY_RUNS:])
+
+
 def _slower(
     values: Sequence[float], threshold: float, what: str, previous: str
 ) -> tuple[str, int] | None:
@@ -113,8 +215,7 @@ def _slower(
     previous run.
     """
     newest, earlier = values[-1], values[:-1]
-    steps = find_steps(values) if len(earlier) >= MIN_NIGHTLY_HISTORY else []
-    since = max((step.index for step in steps if step.index < len(earlier)), default=0)
+    steps, since = _steps(values)
     for step in steps:
         if step.index == len(values) - 1 and step.up and step.change > threshold:
             low, high = step.ci
@@ -122,7 +223,7 @@ def _slower(
                 f"a step starts tonight: {what} {step.change * 100:+.1f}% "
                 f"[{low * 100:+.1f}%, {high * 100:+.1f}%]"
             ), since
-    recent = list(earlier[since:][-HISTORY_RUNS:])
+    recent = _recent(values, since)
     if len(recent) < MIN_NIGHTLY_HISTORY:
         change = _change(newest, earlier[-1])
         if change <= threshold:
@@ -212,6 +313,11 @@ def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]
         memory = _memory_rose(series)
         found, metric = (memory, len(points) - 2) if memory else None, "memory"
     if found is None:
+        bound = tonight_bound(series)
+        if bound.too_noisy:  # tonight could not rule out twice its threshold: the A/B can
+            why = f"too noisy tonight: {bound_text(bound.bound)}, twice its threshold or more"
+            found, metric = (why, len(points) - 1 - bound.runs), "time"
+    if found is None:
         return None, counter, only_previous
     reason, compared_from = found
     return Suspect(series, reason, change, False, compared_from, metric), counter, only_previous
@@ -226,6 +332,7 @@ def screen(runs: Sequence[Run]) -> Screening:
     counters: list[Suspect] = []
     short: list[str] = []
     unscreened: list[str] = []
+    bounds: list[Bound] = []
     bases: dict[str, int] = {}  # each screened bench's previous point, by run index
     index = {run.name: i for i, run in enumerate(runs)}
     screened = 0
@@ -236,6 +343,7 @@ def screen(runs: Sequence[Run]) -> Screening:
             unscreened.append(series.label)  # new, renamed, or another machine's before
             continue
         screened += 1
+        bounds.append(tonight_bound(series))
         bases[series.fullname] = index[series.points[-2].run]
         suspect, counter, only_previous = screen_series(series)
         if suspect is not None:
@@ -250,4 +358,6 @@ def screen(runs: Sequence[Run]) -> Screening:
     for suspect in suspects:  # each was screened, so it has a previous point
         grouped.setdefault(index[base_point(suspect).run], []).append(suspect)
     groups = [(runs[i], grouped[i]) for i in sorted(grouped)]
-    return Screening(tonight, previous, suspects, counters, screened, short, unscreened, groups)
+    return Screening(
+        tonight, previous, suspects, counters, screened, short, unscreened, groups, bounds
+    )

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from perfsuite.exitcodes import ExitCode
-from perfsuite.nightly.screen import Screening, Suspect
-from perfsuite.outcomes import AbRun
+from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Screening, Suspect
+from perfsuite.outcomes import AbRun, decide
 from perfsuite.verdict.commits import short_sha
-from perfsuite.verdict.table import code_span, markdown_table
+from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
+from perfsuite.verdict.table import bound_text, code_span, markdown_table, pct
 
 if TYPE_CHECKING:
     from perfsuite.bisect.command import Outcome as BisectOutcome
@@ -92,6 +93,74 @@ class Confirmations:
         return "; ".join(why)
 
 
+#: what a suspect's outcome makes of its row, as the gate's table says it
+OUTCOME_WORDS = {
+    CONFIRMED: "SLOWER (confirmed)",
+    CLEARED: "slower? cleared",
+    NOT_SHOWN: "slower? not shown",
+    UNCONFIRMED: "SLOWER? unconfirmed",
+}
+#: the A/B's measure for each metric a suspect is screened by
+METRIC_WHATS = {"time": "time", "cpu/item": "cpu", "memory": "memory"}
+
+
+def _part_of(suspect: Suspect, confirmation: Confirmations | None) -> Confirmation | None:
+    if confirmation is None:
+        return None
+    return next((p for p in confirmation.parts if suspect.label in p.suspects), None)
+
+
+def suspect_word(suspect: Suspect, part: Confirmation | None) -> str:
+    """A suspect's row: what its confirmation made of it, and why."""
+    if part is None:
+        return "SLOWER? unconfirmed (--no-confirm)"
+    if part.ab is None:
+        if part.machine:
+            return "slower? the machine's: no code changed"
+        return f"SLOWER? unconfirmed ({part.skipped})"
+    found = decide(suspect.series.fullname, part.ab, METRIC_WHATS[suspect.metric])
+    return f"{OUTCOME_WORDS[found.outcome]}: {found.text}"
+
+
+def bench_rows(screening: Screening, confirmation: Confirmations | None) -> list[list[str]]:
+    """Every screened bench's row: bench, threshold, tonight's change, what it says.
+    A suspect says what its confirmation made of it, a risen counter is a regression,
+    and every other bench its bound (:class:`~perfsuite.nightly.screen.Bound`)."""
+    suspects = {s.series.fullname: s for s in screening.suspects}
+    counters = {s.series.fullname for s in screening.counters}
+    rows = []
+    for bound in screening.bounds:
+        threshold = f"{bound.threshold * 100:.3g}%"
+        if bound.fullname in counters:
+            rows.append([bound.label, threshold, pct(bound.change), "REGRESSION: counter rose"])
+        elif bound.fullname in suspects:
+            suspect = suspects[bound.fullname]
+            word = suspect_word(suspect, _part_of(suspect, confirmation))
+            rows.append([bound.label, threshold, pct(suspect.change), word])
+        else:
+            rows.append([bound.label, threshold, pct(bound.change), bound.word])
+    return rows
+
+
+def _bounds_line(screening: Screening) -> str:
+    """How many benches that are no suspect were judged at their threshold, and the
+    others with their bound (those without one counted)."""
+    flagged = {s.series.fullname for s in screening.suspects + screening.counters}
+    rest = [b for b in screening.bounds if b.fullname not in flagged]
+    judged = sum(b.judged for b in rest)
+    bounded = [b for b in rest if b.bound is not None and not b.judged and not b.too_noisy]
+    unbounded = sum(b.bound is None for b in rest)
+    parts = [f"{judged} bench(es) judged at their threshold"]
+    if bounded:
+        named = ", ".join(f"{b.label}: {bound_text(b.bound)}" for b in bounded)
+        parts.append(f"{len(bounded)} with a bound under twice their threshold ({named})")
+    if unbounded:
+        parts.append(
+            f"{unbounded} without a bound yet (fewer than {MIN_NIGHTLY_HISTORY} earlier runs)"
+        )
+    return "; ".join(parts)
+
+
 def _series_cell(suspect: Suspect, last: int = 6) -> str:
     points = suspect.series.points[-last:]
     return " ".join(f"{p.median * 1000:.3g}" for p in points) + " ms"
@@ -118,18 +187,20 @@ def verdict_line(screening: Screening, confirmation: Confirmations | None, statu
         )
     if status != ExitCode.OK:
         return "**ERROR**: the suspects could not be confirmed (perfsuite ab failed)"
+    judged = _bounds_line(screening)
     if not screening.suspects:
-        return f"passed: no suspect among {screening.screened} benches"
+        return f"passed: no suspect among {screening.screened} benches; {judged}"
     count = f"{len(screening.suspects)} suspect{'s' if len(screening.suspects) != 1 else ''}"
     skipped = confirmation.skipped if confirmation is not None else None
     ran = confirmation is not None and any(part.ab for part in confirmation.parts)
     if skipped and not ran:
-        return f"passed: {count}, not confirmed: {skipped}"
+        return f"passed: {count}, not confirmed: {skipped}; {judged}"
     if skipped:
         return (
-            f"passed: {count}, perfsuite ab found no regression; the rest not confirmed: {skipped}"
+            f"passed: {count}, perfsuite ab found no regression; the rest not confirmed: "
+            f"{skipped}; {judged}"
         )
-    return f"passed: {count}, perfsuite ab found no regression"
+    return f"passed: {count}, perfsuite ab found no regression; {judged}"
 
 
 def _outcome(ab: AbRun) -> str:
@@ -221,6 +292,12 @@ def nightly_markdown(
         lines.extend(markdown_table(_suspect_rows(screening.suspects), header))
     else:
         lines.append("None.")
+    lines.extend(["", "## Every bench", ""])
+    lines.extend(
+        markdown_table(
+            bench_rows(screening, confirmation), ["bench", "threshold", "tonight", "verdict"]
+        )
+    )
     lines.append("")
     if screening.suspects:
         lines.extend(["## Confirmation", ""])
