@@ -43,6 +43,14 @@ class AbRun:
         return self.status in VERDICT_STATUSES
 
 
+def row_of(ab: AbRun, nodeid: str) -> dict[str, Any] | None:
+    """The A/B's row (``pairs.json``) of ``nodeid``, given from the rootdir or from a
+    folder below it; None where it has none."""
+    return ab.rows.get(nodeid) or next(
+        (r for n, r in ab.rows.items() if n.endswith("/" + nodeid)), None
+    )
+
+
 def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
     ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
@@ -56,9 +64,7 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     shown = ab.shown
     if ab.status is None:
         return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}; to confirm: {shown}")
-    row = ab.rows.get(nodeid) or next(
-        (r for n, r in ab.rows.items() if n.endswith("/" + nodeid)), None
-    )
+    row = row_of(ab, nodeid)
     if row is None or not ab.concluded:
         why = f"the A/B failed (exit {ab.status}: {ab.last_line})"
         if ab.concluded:

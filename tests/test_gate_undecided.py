@@ -169,3 +169,32 @@ def test_the_ab_decides_at_most_the_slowest_undecided() -> None:
     assert why == (
         "too noisy on the screen (+1.8%, no regression above +16.8%); the A/B decides it"
     )
+
+
+#: what the rank test says of 5 rounds a side
+FEW_ROUNDS = "rank test needs >= 7 rounds per side to reach p < 0.002 (has 5)"
+
+
+def few_rounds(change: float, spread: float) -> RunComparison:
+    """One bench of 5 rounds a side: no rank test, but an interval."""
+    found = undecided({"x": change}, FEW_ROUNDS, spread)
+    verdicts = [replace(v, time=replace(v.time, p=None)) for v in found.verdicts if v.time]
+    return replace(found, verdicts=verdicts)
+
+
+def test_five_rounds_bound_a_bench_and_one_above_zero_is_a_suspect(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Five rounds a side: an interval within twice the threshold passes with its bound;
+    one lying above 0 and past the threshold passes nowhere: too noisy for a plain
+    comparison, a suspect the gate's A/B decides."""
+    within = few_rounds(0.01, 0.05)  # [-4%, +6%]
+    assert within.verdicts[0].bounded
+    assert gate_decision(within, allow_mismatch=False).exit_status == ExitCode.OK
+    above = few_rounds(0.06, 0.02)  # [+4%, +8%]: bound under 10%, yet above 0
+    assert not above.verdicts[0].bounded
+    assert above.verdicts[0].too_noisy
+    assert gate_decision(above, allow_mismatch=False).exit_status == ExitCode.NOT_JUDGED
+    status, _, fake = gated(monkeypatch, tmp_path, above, {"x": "slower"})
+    assert fake.asked == [["x"]]
+    assert status == ExitCode.REGRESSION

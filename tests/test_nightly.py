@@ -33,6 +33,8 @@ args = sys.argv[1:]
 report = Path(args[args.index("--report") + 1])
 report.mkdir(parents=True, exist_ok=True)
 (report / "summary.md").write_text("# perfsuite ab\\n\\nab said " + os.environ["AB_STATUS"] + "\\n")
+if os.environ.get("AB_PAIRS"):
+    (report / "pairs.json").write_text(os.environ["AB_PAIRS"])
 Path(os.environ["AB_LOG"]).write_text(json.dumps(args))
 with open(os.environ["AB_LOG"] + "l", "a") as every:
     every.write(json.dumps(args) + "\\n")
@@ -423,4 +425,31 @@ def test_the_summary_gives_every_bench_its_bound(
     assert nightly(tmp_path / "short", ab) == 0
     out = capsys.readouterr().out
     assert out.count("| no bound: 2 earlier runs, a noise band needs 5 |") == 2, out
-    assert "2 without a bound yet (fewer than 5 earlier runs)" in out
+    assert "2 without a bound yet (fewer than 5 earlier runs since their last step)" in out
+
+
+def test_each_suspects_row_is_its_ab_row_and_one_left_undecided_is_unconfirmed(
+    tmp_path: Path, ab: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The A/B's row for a suspect decides it, as the gate's do: ``same`` clears it,
+    an interval that does not rule out twice its threshold leaves it unconfirmed, and
+    then the night is not passed, whatever the A/B's own exit status."""
+    store = tmp_path / "store"
+    make_history(
+        store, nights=15, step_at=14, step=0.3, noise=0.03, only=["bench_tiny.py::test_sum[large]"]
+    )
+    row = {"nodeid": "bench_tiny.py::test_sum[large]", "threshold": 0.05, "pairs": 12}
+    same = {**row, "verdict": "same", "change": 0.01, "ci": [-0.02, 0.03]}
+    monkeypatch.setenv("AB_PAIRS", json.dumps([same]))
+    report = tmp_path / "report"
+    assert nightly(store, ab, "--report", str(report)) == 0
+    summary = (report / "summary.md").read_text()
+    assert "| slower? cleared: cleared by A/B (same): +1.0% [-2.0%, +3.0%] in 12 pairs |" in (
+        summary
+    ), summary
+    noisy = {**row, "verdict": "inconclusive", "change": 0.04, "ci": [-0.05, 0.14]}
+    monkeypatch.setenv("AB_PAIRS", json.dumps([noisy]))
+    assert nightly(store, ab, "--report", str(report)) == 3
+    summary = (report / "summary.md").read_text()
+    assert "Verdict: **UNCONFIRMED**: 1 suspect(s) could not be confirmed" in summary
+    assert "| SLOWER? unconfirmed: unconfirmed: A/B too noisy (+4.0% [-5.0%, +14.0%]" in summary

@@ -33,9 +33,11 @@ A look also stops a suspect that the pairs still to come could not decide
 pairs of processes left (up to the last look, or as many as ``--confirm-seconds``
 leaves time for at the pace so far) would make of it and then by a margin
 (:func:`perfsuite.verdict.futility.t_margin`: 3/4, less while the spread rests on
-fewer than 7 pairs), would still hold 0 and reach past the threshold: more pairs of
-processes would end ``inconclusive`` all the same. It ends ``inconclusive`` there,
-``futile``; stopping without a verdict adds no false alarm.
+fewer than 7 pairs), would still hold 0 and reach past the threshold, and would still
+reach twice the threshold the slower way: more pairs of processes would end
+``inconclusive`` and too noisy all the same. It ends ``inconclusive`` there,
+``futile``; stopping without a verdict adds no false alarm. A suspect that more pairs
+could bound under twice its threshold goes on: it would pass.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
 from its first pair of processes; the first look's pairs always run. Once it has run
@@ -207,7 +209,8 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     n = len(run.sessions)
     if can_have <= n:
         return False  # the budget's own rule ends it
-    if not futile(run.result, t_half_width(run.result, n, can_have), t_margin(n)):
+    half = t_half_width(run.result, n, can_have)
+    if not futile(run.result, half, t_margin(n), bounding=True):
         return False
     run.result = replace(run.result, futile=True)
     return True

@@ -267,6 +267,23 @@ def _confirm_group(
     report: Path,
     ab_command: Sequence[str],
 ) -> Confirmation:
+    """``suspects``, screened against ``previous``, confirmed (:func:`_run_group`), with
+    what that made of each (:func:`perfsuite.nightly.summary.suspect_outcome`)."""
+    from perfsuite.nightly.summary import suspect_outcome
+
+    part = _run_group(previous, suspects, tonight, pytest_args, report, ab_command)
+    found = tuple((s.label, suspect_outcome(s, part)) for s in suspects)
+    return replace(part, outcomes=found)
+
+
+def _run_group(
+    previous: Run,
+    suspects: Sequence[Suspect],
+    tonight: Run,
+    pytest_args: Sequence[str],
+    report: Path,
+    ab_command: Sequence[str],
+) -> Confirmation:
     """``suspects``, screened against ``previous``: not confirmed without its commit,
     the machine's move on one commit and a clean tree, else ``perfsuite ab`` of that
     commit against tonight's run's commit (``HEAD`` where tonight's run has none; its

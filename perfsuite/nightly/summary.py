@@ -10,9 +10,16 @@ from typing import TYPE_CHECKING
 
 from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Screening, Suspect
-from perfsuite.outcomes import AbRun, decide
+from perfsuite.outcomes import AbRun, decide, row_of
 from perfsuite.verdict.commits import short_sha
-from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
+from perfsuite.verdict.judge import (
+    CLEARED,
+    CONFIRMED,
+    MACHINE,
+    NOT_SHOWN,
+    UNCONFIRMED,
+    Confirmed,
+)
 from perfsuite.verdict.table import bound_text, code_span, markdown_table, pct
 
 if TYPE_CHECKING:
@@ -39,10 +46,16 @@ class Confirmation:
     base_sha: str | None = None
     candidate: str | None = None
     selection: tuple[str, ...] = ()
+    #: what it made of each suspect, by label (:func:`suspect_outcome`)
+    outcomes: tuple[tuple[str, Confirmed], ...] = ()
 
     @property
     def confirmed(self) -> bool:
-        return self.ab is not None and self.ab.status == ExitCode.REGRESSION
+        """The A/B failed (a suspect, or a bench ``-k`` selected beside them), or a
+        suspect's row confirmed it."""
+        if self.ab is not None and self.ab.status == ExitCode.REGRESSION:
+            return True
+        return any(found.outcome == CONFIRMED for _, found in self.outcomes)
 
     @property
     def fault(self) -> bool:
@@ -55,7 +68,9 @@ class Confirmation:
         it judged nothing."""
         if self.ab is None:
             return not self.machine
-        return self.ab.status == ExitCode.NOT_JUDGED
+        if self.ab.status == ExitCode.NOT_JUDGED:
+            return True
+        return any(found.outcome == UNCONFIRMED for _, found in self.outcomes)
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,11 @@ class Confirmations:
         )
         return "; ".join(why)
 
+    def outcome_of(self, label: str) -> Confirmed | None:
+        """What its confirmation made of the suspect ``label``."""
+        found = (dict(part.outcomes).get(label) for part in self.parts)
+        return next((outcome for outcome in found if outcome is not None), None)
+
 
 #: what a suspect's outcome makes of its row, as the gate's table says it
 OUTCOME_WORDS = {
@@ -99,27 +119,32 @@ OUTCOME_WORDS = {
     CLEARED: "slower? cleared",
     NOT_SHOWN: "slower? not shown",
     UNCONFIRMED: "SLOWER? unconfirmed",
+    MACHINE: "slower? the machine's",
 }
 #: the A/B's measure for each metric a suspect is screened by
 METRIC_WHATS = {"time": "time", "cpu/item": "cpu", "memory": "memory"}
+#: a suspect the A/B has no row for, by the A/B's exit status
+STATUS_OUTCOMES = {
+    ExitCode.OK: (CLEARED, "perfsuite ab found no regression"),
+    ExitCode.REGRESSION: (CONFIRMED, "perfsuite ab found a regression"),
+    ExitCode.NOT_JUDGED: (UNCONFIRMED, "perfsuite ab could not decide"),
+}
 
 
-def _part_of(suspect: Suspect, confirmation: Confirmations | None) -> Confirmation | None:
-    if confirmation is None:
-        return None
-    return next((p for p in confirmation.parts if suspect.label in p.suspects), None)
-
-
-def suspect_word(suspect: Suspect, part: Confirmation | None) -> str:
-    """A suspect's row: what its confirmation made of it, and why."""
-    if part is None:
-        return "SLOWER? unconfirmed (--no-confirm)"
-    if part.ab is None:
+def suspect_outcome(suspect: Suspect, part: Confirmation) -> Confirmed:
+    """What ``part``, the confirmation of a group of suspects, made of ``suspect``: the
+    A/B's row for it by the measure that made it a suspect
+    (:func:`perfsuite.outcomes.decide`), else (no row) the A/B's exit status; the
+    machine's move on one commit; unconfirmed where no A/B ran."""
+    ab = part.ab
+    if ab is None:
         if part.machine:
-            return "slower? the machine's: no code changed"
-        return f"SLOWER? unconfirmed ({part.skipped})"
-    found = decide(suspect.series.fullname, part.ab, METRIC_WHATS[suspect.metric])
-    return f"{OUTCOME_WORDS[found.outcome]}: {found.text}"
+            return Confirmed(MACHINE, f"the machine's: {part.skipped}")
+        return Confirmed(UNCONFIRMED, f"not confirmed: {part.skipped}")
+    if ab.status is not None and ab.concluded and row_of(ab, suspect.series.fullname) is None:
+        outcome, text = STATUS_OUTCOMES[ExitCode(ab.status)]
+        return Confirmed(outcome, text)
+    return decide(suspect.series.fullname, ab, METRIC_WHATS[suspect.metric])
 
 
 def bench_rows(screening: Screening, confirmation: Confirmations | None) -> list[list[str]]:
@@ -134,9 +159,11 @@ def bench_rows(screening: Screening, confirmation: Confirmations | None) -> list
         if bound.fullname in counters:
             rows.append([bound.label, threshold, pct(bound.change), "REGRESSION: counter rose"])
         elif bound.fullname in suspects:
-            suspect = suspects[bound.fullname]
-            word = suspect_word(suspect, _part_of(suspect, confirmation))
-            rows.append([bound.label, threshold, pct(suspect.change), word])
+            found = None if confirmation is None else confirmation.outcome_of(bound.label)
+            word = "SLOWER? unconfirmed: --no-confirm"
+            if found is not None:
+                word = f"{OUTCOME_WORDS[found.outcome]}: {found.text}"
+            rows.append([bound.label, threshold, pct(bound.change), word])
         else:
             rows.append([bound.label, threshold, pct(bound.change), bound.word])
     return rows
@@ -156,7 +183,8 @@ def _bounds_line(screening: Screening) -> str:
         parts.append(f"{len(bounded)} with a bound under twice their threshold ({named})")
     if unbounded:
         parts.append(
-            f"{unbounded} without a bound yet (fewer than {MIN_NIGHTLY_HISTORY} earlier runs)"
+            f"{unbounded} without a bound yet (fewer than {MIN_NIGHTLY_HISTORY} earlier runs "
+            "since their last step)"
         )
     return "; ".join(parts)
 

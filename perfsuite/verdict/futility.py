@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from perfsuite.verdict.signtest import sign_rank
+from perfsuite.verdict.stats import within_bound
 
 
 class Estimate(Protocol):
@@ -38,6 +39,8 @@ class Estimate(Protocol):
     def alpha(self) -> float: ...
     @property
     def decisive(self) -> bool: ...
+    @property
+    def higher_is_better(self) -> bool: ...
 
 
 #: :func:`futile` projects an interval to the evidence a budget can still buy and then
@@ -46,7 +49,9 @@ class Estimate(Protocol):
 FUTILITY_MARGIN = 0.75
 
 
-def futile(result: Estimate, half: float, margin: float = FUTILITY_MARGIN) -> bool:
+def futile(
+    result: Estimate, half: float, margin: float = FUTILITY_MARGIN, *, bounding: bool = False
+) -> bool:
     """Whether ``result`` could not become decisive with an interval of half-width
     ``half`` (in log-ratio: what the evidence its budget can still buy would give).
 
@@ -54,7 +59,9 @@ def futile(result: Estimate, half: float, margin: float = FUTILITY_MARGIN) -> bo
     when it still holds 0 (so neither ``slower`` nor ``faster``) and still reaches past
     ``-threshold`` or ``+threshold`` (so not ``same``). An estimate beyond the
     threshold whose interval could clear 0 goes on, as does one that could fit inside
-    the threshold.
+    the threshold. With ``bounding``, so does one whose interval could come to rule out
+    a regression of ``BOUND_FACTOR`` times the threshold (it would then pass with that
+    bound: :func:`perfsuite.verdict.stats.within_bound`).
 
     >>> from perfsuite.verdict.paired import judge
     >>> noisy = [0.12, -0.1, 0.02, 0.15, -0.08, 0.01] * 4
@@ -63,11 +70,17 @@ def futile(result: Estimate, half: float, margin: float = FUTILITY_MARGIN) -> bo
     True
     >>> futile(result, sign_half_width(noisy, 0.001, 4000))
     False
+    >>> futile(result, sign_half_width(noisy, 0.001, 40), bounding=True)
+    False
     """
     if result.decisive or result.ci is None or not half < math.inf:
         return False
     center = math.log1p(result.change)
     half *= margin
+    if bounding:
+        low, high = math.expm1(center - half), math.expm1(center + half)
+        if within_bound(-low if result.higher_is_better else high, result.threshold):
+            return False  # more evidence could bound it: it would pass, saying so
     holds_zero = center - half <= 0 <= center + half
     limit = math.log1p(result.threshold), math.log1p(-result.threshold)
     sticks_out = center + half >= limit[0] or center - half <= limit[1]

@@ -155,6 +155,9 @@ class BenchVerdict:
             return self.confirmation.outcome == NOT_SHOWN
         if self.suspect or self.not_comparable or self.judged or self.time is None:
             return False
+        ci = self.time.ci
+        if self.too_few_samples and ci is not None and ci[0] > 0 and ci[1] > self.time.threshold:
+            return False  # untested, yet above 0 and past the threshold: no pass
         return within_bound(self.bound, self.time.threshold)
 
     @property

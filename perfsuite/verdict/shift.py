@@ -8,8 +8,9 @@ bench's code changed, an A/B measures a sample of those suspects, the slowest
 The same drift can hide a regression: where a bench's group read faster, a bench slowed
 down by its threshold can read unchanged. :func:`mark_standouts` makes a bench that
 stands out slower from the move of its group (or, in a group of fewer than
-``MIN_GROUP`` others, of the session) a time suspect too, and so does a bench the rank
-test found slower with significance but left undecided (:func:`undecided_slower`).
+``MIN_GROUP`` others, of the session) a time suspect too, and so does a bench left
+undecided whose interval lies above 0 and past its threshold, where the rank test found
+it slower with significance or had too few rounds to run (:func:`undecided_slower`).
 """
 
 from __future__ import annotations
@@ -231,4 +232,5 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
 def _reading(item: BenchVerdict) -> str:
     """What the screen read of an undecided bench: its change, or why it could not."""
     fallback = item.time.fallback if item.time is not None else None
-    return fallback or f"{pct(screen_change(item))}, {bound_text(item.bound)}"
+    reading = f"{pct(screen_change(item))}, {bound_text(item.bound)}"
+    return f"{reading}; {fallback}" if fallback and item.bound is not None else fallback or reading

@@ -37,9 +37,8 @@ a marker, or a baseline saved without raw samples) the change of the medians is 
 but never judged: the verdict is ``inconclusive`` and the table says what is missing.
 From ``MIN_BOUND_SAMPLES`` (5) rounds a side, such a comparison still carries its
 interval: never a verdict, but the bound a bench that was not shown slower passes with
-(:func:`within_bound`). With five rounds the 99% bootstrap interval of the ratio of
-medians reaches about from the fastest current round over the slowest baseline round to
-the slowest current round over the fastest baseline round: a wide, cautious bound.
+(:func:`within_bound`). With so few rounds the 99% bootstrap interval of the ratio of
+medians is wide, about the spread of the rounds themselves: a cautious bound.
 """
 
 from __future__ import annotations
