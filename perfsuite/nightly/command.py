@@ -242,10 +242,12 @@ def confirm_tonight(
     """Tonight's suspects decided by the gate's rule and child run
     (:mod:`perfsuite.suspects`), one group at a time
     (:attr:`perfsuite.nightly.screen.Screening.groups`): those screened against one run
-    are confirmed from its commit, so no A/B holds another suspect's step. Its report
+    are confirmed from its commit, so no A/B holds another suspect's step, and each part
+    says what it made of each of its suspects
+    (:func:`perfsuite.nightly.summary.suspect_outcome`). Its report
     goes to ``report``; with several groups, to ``report``'s name followed by the run's
     number (``ab-0041``)."""
-    from perfsuite.nightly.summary import Confirmations
+    from perfsuite.nightly.summary import Confirmations, suspect_outcome
 
     groups = screening.groups
     parts = []
@@ -253,30 +255,15 @@ def confirm_tonight(
         folder = report
         if len(groups) > 1:
             folder = report.with_name(f"{report.name}-{previous.name.split('_')[0]}")
-        parts.append(
-            _confirm_group(previous, suspects, screening.tonight, pytest_args, folder, ab_command)
+        part = _confirm_group(
+            previous, suspects, screening.tonight, pytest_args, folder, ab_command
         )
+        found = tuple((s.label, suspect_outcome(s, part)) for s in suspects)
+        parts.append(replace(part, outcomes=found))
     return Confirmations(tuple(parts))
 
 
 def _confirm_group(
-    previous: Run,
-    suspects: Sequence[Suspect],
-    tonight: Run,
-    pytest_args: Sequence[str],
-    report: Path,
-    ab_command: Sequence[str],
-) -> Confirmation:
-    """``suspects``, screened against ``previous``, confirmed (:func:`_run_group`), with
-    what that made of each (:func:`perfsuite.nightly.summary.suspect_outcome`)."""
-    from perfsuite.nightly.summary import suspect_outcome
-
-    part = _run_group(previous, suspects, tonight, pytest_args, report, ab_command)
-    found = tuple((s.label, suspect_outcome(s, part)) for s in suspects)
-    return replace(part, outcomes=found)
-
-
-def _run_group(
     previous: Run,
     suspects: Sequence[Suspect],
     tonight: Run,

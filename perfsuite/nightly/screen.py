@@ -116,10 +116,11 @@ class Bound:
     @property
     def judged(self) -> bool:
         """The whole interval lies within the threshold: ``same``."""
-        if self.noise is None or self.bound is None:
+        if self.noise is None:
             return False
-        low = math.expm1(math.log1p(self.change) - math.log1p(self.noise))
-        return low >= -self.threshold and self.bound <= self.threshold
+        center, width = math.log1p(self.change), math.log1p(self.noise)
+        low, high = math.expm1(center - width), math.expm1(center + width)
+        return low >= -self.threshold and high <= self.threshold
 
     @property
     def too_noisy(self) -> bool:
@@ -295,8 +296,11 @@ def _memory_rose(series: Series) -> str | None:
     return f"{memory} (threshold {threshold * 100:.3g}%)" if memory.rose else None
 
 
-def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]:
-    """(time or CPU suspect, outright regression, screened against the previous run only)."""
+def screen_series(
+    series: Series, bound: Bound | None = None
+) -> tuple[Suspect | None, Suspect | None, bool]:
+    """(time or CPU suspect, outright regression, screened against the previous run only).
+    ``bound`` is the series' :func:`tonight_bound`, where the caller has it."""
     points = series.points
     if len(points) < 2:
         return None, None, True
@@ -315,7 +319,7 @@ def screen_series(series: Series) -> tuple[Suspect | None, Suspect | None, bool]
         memory = _memory_rose(series)
         found, metric = (memory, len(points) - 2) if memory else None, "memory"
     if found is None:
-        bound = tonight_bound(series)
+        bound = bound or tonight_bound(series)
         if bound.too_noisy:  # tonight could not rule out twice its threshold: the A/B can
             why = f"too noisy tonight: {bound_text(bound.bound)}, twice its threshold or more"
             found, metric = (why, len(points) - 1 - bound.runs), "time"
@@ -347,7 +351,7 @@ def screen(runs: Sequence[Run]) -> Screening:
         screened += 1
         bounds.append(tonight_bound(series))
         bases[series.fullname] = index[series.points[-2].run]
-        suspect, counter, only_previous = screen_series(series)
+        suspect, counter, only_previous = screen_series(series, bounds[-1])
         if suspect is not None:
             suspects.append(suspect)
         if counter is not None:

@@ -12,15 +12,15 @@ from perfsuite.exitcodes import ExitCode
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Screening, Suspect
 from perfsuite.outcomes import AbRun, decide, row_of
 from perfsuite.verdict.commits import short_sha
-from perfsuite.verdict.judge import (
-    CLEARED,
-    CONFIRMED,
-    MACHINE,
-    NOT_SHOWN,
-    UNCONFIRMED,
-    Confirmed,
+from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Confirmed
+from perfsuite.verdict.table import (
+    CONFIRMED_WORDS,
+    PASSED_WORDS,
+    bound_text,
+    code_span,
+    markdown_table,
+    pct,
 )
-from perfsuite.verdict.table import bound_text, code_span, markdown_table, pct
 
 if TYPE_CHECKING:
     from perfsuite.bisect.command import Outcome as BisectOutcome
@@ -113,13 +113,11 @@ class Confirmations:
         return next((outcome for outcome in found if outcome is not None), None)
 
 
-#: what a suspect's outcome makes of its row, as the gate's table says it
+#: what a suspect's outcome makes of its row: the gate's table's words for a screen's
+#: `slower` (:data:`perfsuite.verdict.table.CONFIRMED_WORDS`, ``PASSED_WORDS``)
 OUTCOME_WORDS = {
-    CONFIRMED: "SLOWER (confirmed)",
-    CLEARED: "slower? cleared",
-    NOT_SHOWN: "slower? not shown",
-    UNCONFIRMED: "SLOWER? unconfirmed",
-    MACHINE: "slower? the machine's",
+    **CONFIRMED_WORDS,
+    **{outcome: f"slower? {word}" for outcome, word in PASSED_WORDS.items()},
 }
 #: the A/B's measure for each metric a suspect is screened by
 METRIC_WHATS = {"time": "time", "cpu/item": "cpu", "memory": "memory"}
@@ -151,21 +149,19 @@ def bench_rows(screening: Screening, confirmation: Confirmations | None) -> list
     """Every screened bench's row: bench, threshold, tonight's change, what it says.
     A suspect says what its confirmation made of it, a risen counter is a regression,
     and every other bench its bound (:class:`~perfsuite.nightly.screen.Bound`)."""
-    suspects = {s.series.fullname: s for s in screening.suspects}
+    suspects = {s.series.fullname for s in screening.suspects}
     counters = {s.series.fullname for s in screening.counters}
     rows = []
     for bound in screening.bounds:
-        threshold = f"{bound.threshold * 100:.3g}%"
+        word = bound.word
         if bound.fullname in counters:
-            rows.append([bound.label, threshold, pct(bound.change), "REGRESSION: counter rose"])
+            word = "REGRESSION: counter rose"
         elif bound.fullname in suspects:
             found = None if confirmation is None else confirmation.outcome_of(bound.label)
             word = "SLOWER? unconfirmed: --no-confirm"
             if found is not None:
                 word = f"{OUTCOME_WORDS[found.outcome]}: {found.text}"
-            rows.append([bound.label, threshold, pct(bound.change), word])
-        else:
-            rows.append([bound.label, threshold, pct(bound.change), bound.word])
+        rows.append([bound.label, f"{bound.threshold * 100:.3g}%", pct(bound.change), word])
     return rows
 
 

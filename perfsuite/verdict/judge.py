@@ -155,9 +155,8 @@ class BenchVerdict:
             return self.confirmation.outcome == NOT_SHOWN
         if self.suspect or self.not_comparable or self.judged or self.time is None:
             return False
-        ci = self.time.ci
-        if self.too_few_samples and ci is not None and ci[0] > 0 and ci[1] > self.time.threshold:
-            return False  # untested, yet above 0 and past the threshold: no pass
+        if self.time.untested and self.time.above_and_past:
+            return False  # not tested, and its interval rules nothing out: no pass
         return within_bound(self.bound, self.time.threshold)
 
     @property

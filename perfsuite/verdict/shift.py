@@ -158,28 +158,24 @@ def undecided_slower(item: BenchVerdict) -> str | None:
     The screen can neither rule that regression in nor out; the A/B can.
 
     >>> from types import SimpleNamespace as N
-    >>> def t(c, lo, hi, p=1e-5):
-    ...     time = N(change=c, ci=(lo, hi), threshold=0.05, fallback=None,
-    ...              verdict=Verdict.INCONCLUSIVE, significant=p < 0.002)
-    ...     return N(time=time)
+    >>> from perfsuite.verdict.stats import Comparison
+    >>> def t(c, lo, hi, p=1e-5, fallback=None):
+    ...     undecided = Verdict.INCONCLUSIVE
+    ...     return N(time=Comparison(undecided, c, (lo, hi), p, 0.05, 12, 12, fallback))
     >>> print(undecided_slower(t(0.049, 0.03, 0.063)))
     slower, undecided: +4.9% [+3.0%, +6.3%] lies above 0 and reaches past its +5.0% threshold
     >>> undecided_slower(t(0.03, 0.01, 0.045)), undecided_slower(t(0.08, -0.01, 0.2, p=0.1))
     (None, None)
-    >>> few = N(time=N(change=0.07, ci=(0.02, 0.09), threshold=0.05, p=None,
-    ...                fallback="too few rounds", verdict=Verdict.INCONCLUSIVE, significant=False))
+    >>> few = t(0.07, 0.02, 0.09, p=None, fallback="too few rounds")
     >>> print(undecided_slower(few))
     slower, undecided: +7.0% [+2.0%, +9.0%] lies above 0 and reaches past its +5.0% threshold
     """
     time = item.time
-    if time is None or time.ci is None:
+    if time is None or time.verdict is not Verdict.INCONCLUSIVE or time.ci is None:
         return None
-    untested = time.fallback is not None and time.p is None
-    if time.verdict is not Verdict.INCONCLUSIVE or not (time.significant or untested):
+    if not ((time.significant or time.untested) and time.above_and_past):
         return None
     low, high = time.ci
-    if not (time.change > 0 and low > 0 and high > time.threshold):
-        return None
     return (
         f"slower, undecided: {pct(time.change)} [{pct(low)}, {pct(high)}] lies above 0 "
         f"and reaches past its {pct(time.threshold)} threshold"
@@ -233,4 +229,6 @@ def _reading(item: BenchVerdict) -> str:
     """What the screen read of an undecided bench: its change, or why it could not."""
     fallback = item.time.fallback if item.time is not None else None
     reading = f"{pct(screen_change(item))}, {bound_text(item.bound)}"
-    return f"{reading}; {fallback}" if fallback and item.bound is not None else fallback or reading
+    if fallback is None:
+        return reading
+    return fallback if item.bound is None else f"{reading}; {fallback}"

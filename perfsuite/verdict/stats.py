@@ -127,6 +127,24 @@ class Comparison:
     def significant(self) -> bool:
         return self.p is not None and self.p < RANK_ALPHA
 
+    @property
+    def untested(self) -> bool:
+        """Too few samples for the rank test: shown, never judged."""
+        return self.fallback is not None and self.p is None
+
+    @property
+    def above_and_past(self) -> bool:
+        """Its interval lies above 0 and reaches past the threshold, its change rising:
+        neither ruled in nor out by it.
+
+        >>> Comparison(Verdict.INCONCLUSIVE, 0.07, (0.02, 0.09), None, 0.05, 5, 5).above_and_past
+        True
+        """
+        if self.ci is None:
+            return False
+        low, high = self.ci
+        return self.change > 0 and low > 0 and high > self.threshold
+
 
 def _as_array(samples: Sequence[float], side: str) -> np.ndarray:
     array = np.asarray(samples, dtype=float)
