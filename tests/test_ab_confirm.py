@@ -56,7 +56,7 @@ class Sessions:
         self.effects, self.offsets, self.calls = effects, offsets, 0
         self.asked: list[list[str]] = []  # the suspects each pair was asked to measure
 
-    def __call__(self, i: int, ids: list[str]) -> Verdicts:
+    def __call__(self, i: int, ids: list[str], more: bool = True) -> Verdicts:
         assert i == self.calls  # pairs of processes are asked for in order, once each
         self.calls += 1
         self.asked.append(list(ids))
@@ -76,7 +76,7 @@ def test_looks_double_from_three_up_to_the_most() -> None:
 
 def test_a_clear_regression_stops_at_the_first_look() -> None:
     sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
-    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).confirmed.rows
     assert sessions.calls == 3
     assert row.verdict is Verdict.SLOWER
     assert row.run is not None
@@ -89,7 +89,7 @@ def test_scattered_pairs_of_processes_go_on_to_the_last_look() -> None:
     # +10% with offsets of +-12% between pairs of processes: not decisive at 3 or 6
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
-    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM).confirmed.rows
     assert sessions.calls == 12
     assert row.run is not None
     assert len(row.run.sessions) == 12
@@ -100,7 +100,7 @@ def test_an_undecided_suspect_is_kept_as_the_last_look_found_it() -> None:
     # +10% with offsets of +-10%: 6 pairs could clear 0 (so it goes on) but do not
     offsets = [0.1, -0.1, 0.02, 0.08, -0.08, 0.0]
     sessions = Sessions({"b.py::noisy": math.log(1.1)}, offsets)
-    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).confirmed.rows
     assert sessions.calls == 6
     assert row.verdict is Verdict.INCONCLUSIVE
     assert row.run is not None
@@ -111,7 +111,7 @@ def test_an_undecided_suspect_is_kept_as_the_last_look_found_it() -> None:
 def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
     offsets = [0.3, -0.3, 0.25, -0.2]  # spread far beyond anything 6 pairs decide
     sessions = Sessions({"b.py::noisy": 0.0}, offsets)
-    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::noisy"], 6, ALPHA_CONFIRM).confirmed.rows
     assert sessions.calls == 3
     assert row.verdict is Verdict.INCONCLUSIVE
     assert row.run is not None
@@ -119,14 +119,14 @@ def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
     assert row.run.result.futile
     # +10% with offsets of +-12%: futile with 6 pairs in all, decided with 12
     scattered = Sessions({"b.py::pil": math.log(1.1)}, [0.12, -0.12, 0.0, 0.1, -0.1, 0.02])
-    (row,) = confirm_in_fresh_pairs(scattered, ["b.py::pil"], 6, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(scattered, ["b.py::pil"], 6, ALPHA_CONFIRM).confirmed.rows
     assert (scattered.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
 
 
 def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     offsets = [0.06, -0.01, 0.02, 0.0, 0.05, -0.02]  # unchanged, pairs of processes +-3%
     unbounded = Sessions({"b.py::aa": 0.0}, offsets)
-    (row,) = confirm_in_fresh_pairs(unbounded, ["b.py::aa"], 12, ALPHA_CONFIRM).rows
+    (row,) = confirm_in_fresh_pairs(unbounded, ["b.py::aa"], 12, ALPHA_CONFIRM).confirmed.rows
     # 6 pairs bound it under twice the threshold, its estimate within it: settled there
     assert (unbounded.calls, row.verdict) == (6, Verdict.INCONCLUSIVE)
     assert row.bounded
@@ -134,7 +134,9 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     # seconds run out (the pair started before them ends)
     bounded = Sessions({"b.py::aa": 0.0}, offsets)
     clock = Clock(bounded, 10.0)
-    (row,) = confirm_in_fresh_pairs(bounded, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock).rows
+    (row,) = confirm_in_fresh_pairs(
+        bounded, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock
+    ).confirmed.rows
     assert (bounded.calls, row.verdict) == (5, Verdict.INCONCLUSIVE)
     assert row.run is not None
     assert row.run.result is not None
@@ -143,7 +145,9 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     # bound it under twice its threshold
     noisy = Sessions({"b.py::aa": 0.0}, [0.3, -0.3, 0.25, -0.2, 0.3, -0.25])
     clock = Clock(noisy, 10.0)
-    (row,) = confirm_in_fresh_pairs(noisy, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock).rows
+    (row,) = confirm_in_fresh_pairs(
+        noisy, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock
+    ).confirmed.rows
     assert (noisy.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
     assert row.run is not None
     assert row.run.result is not None
@@ -161,7 +165,9 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
 def test_each_suspect_keeps_the_look_that_decided_it() -> None:
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
     sessions = Sessions({"b.py::slow": 0.5, "b.py::pil": math.log(1.1)}, offsets)
-    rows = confirm_in_fresh_pairs(sessions, ["b.py::slow", "b.py::pil"], 12, ALPHA_CONFIRM).rows
+    rows = confirm_in_fresh_pairs(
+        sessions, ["b.py::slow", "b.py::pil"], 12, ALPHA_CONFIRM
+    ).confirmed.rows
     assert sessions.calls == 12  # the scattered one needs every look
     counts = {row.nodeid: len(row.run.sessions) for row in rows if row.run}
     assert counts == {"b.py::slow": 6, "b.py::pil": 12}  # slow: decided at the second look
@@ -178,7 +184,10 @@ def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
         [0.01, -0.01, 0.0, 0.02, -0.02, 0.01],
     )
     alphas = {"b.py::lean": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
-    rows = {r.nodeid: r for r in confirm_in_fresh_pairs(sessions, list(alphas), 12, alphas).rows}
+    rows = {
+        r.nodeid: r
+        for r in confirm_in_fresh_pairs(sessions, list(alphas), 12, alphas).confirmed.rows
+    }
     results = {n: r.run.result for n, r in rows.items() if r.run and r.run.result}
     assert results["b.py::lean"].alpha == pytest.approx(ALPHA_CONFIRM / 3)
     assert results["b.py::open"].alpha == pytest.approx(PAIRED_ALPHA / 3)
@@ -191,7 +200,7 @@ def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
 def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
     first = _session({"b.py::slow": 0.2}, 99)
     sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
-    check = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM)
+    check = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).confirmed
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     assert "(confirmation in 3 pairs of processes; first pair +2" in final.rows[0].cells()[1]
     run = final.rows[0].run
@@ -207,7 +216,7 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
 ) -> None:
     first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
-    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
+    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM).confirmed
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     first.specs = final.specs = [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
@@ -262,7 +271,7 @@ def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
     # 10 s a pair, 35 s allowed: the 4th pair starts at 30 s, none after it
     check = confirm_in_fresh_pairs(
         sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 35.0, Clock(sessions, 10.0)
-    )
+    ).confirmed
     (row,) = check.rows
     assert sessions.calls == 4
     assert row.run is not None
@@ -280,7 +289,7 @@ def test_the_first_look_is_always_taken_and_a_decided_suspect_stops_early() -> N
     clear = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
     (row,) = confirm_in_fresh_pairs(
         clear, ["b.py::slow"], 12, ALPHA_CONFIRM, 1e9, Clock(clear, 10.0)
-    ).rows
+    ).confirmed.rows
     assert clear.calls == 3
     assert row.verdict is Verdict.SLOWER
 
@@ -314,7 +323,7 @@ def test_a_confirmation_the_other_way_from_the_first_estimate_is_not_confirmed()
     first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
     assert first.rows[0].suspect
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
-    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM)
+    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER  # fresh pairs alone would say slower
     final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
     assert final.rows[0].verdict is Verdict.INCONCLUSIVE
@@ -360,7 +369,7 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     assert either_way(first, ["b.py::x"], "leaning") == frozenset()
     assert pick_suspects(first, "leaning-slower", ALPHA_CONFIRM, PAIRED_ALPHA) == {}
     sessions = Sessions({"b.py::x": math.log(1.10)}, [0.004, -0.004, 0.0])
-    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, {"b.py::x": PAIRED_ALPHA})
+    check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, {"b.py::x": PAIRED_ALPHA}).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER
     how = "confirmation in {pairs} pairs of processes"
     kept = first.confirmed([check], how, either_way=either_way(first, ["b.py::x"], "undecided"))

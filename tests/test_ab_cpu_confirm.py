@@ -76,11 +76,11 @@ def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:
     cpu = [0.15, -0.12, 0.01, 0.0, 0.01, -0.01, 0.0, 0.01, -0.01, 0.0, 0.0, 0.01]
     calls: list[int] = []
 
-    def session(i: int, ids: list[str]) -> Verdicts:
+    def session(i: int, ids: list[str], more: bool = True) -> Verdicts:
         calls.append(i)
         return _session(0.0, math.log1p(cpu[i]), i)
 
-    (row,) = confirm_in_fresh_pairs(session, ["b.py::x"], 12, ALPHA, cpu={"b.py::x"}).rows
+    (row,) = confirm_in_fresh_pairs(session, ["b.py::x"], 12, ALPHA, cpu={"b.py::x"}).confirmed.rows
     assert len(calls) > 3  # the first look's time was `same`; its CPU was not decided
     assert row.run is not None
     assert row.run.cpu is not None
@@ -88,7 +88,7 @@ def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:
     assert not row.regressed
     plain: list[int] = []
 
-    def again(i: int, ids: list[str]) -> Verdicts:
+    def again(i: int, ids: list[str], more: bool = True) -> Verdicts:
         plain.append(i)
         return _session(0.0, math.log1p(cpu[i]), i)
 

@@ -35,13 +35,13 @@ def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdict
     """``first`` with its suspects confirmed in fresh pairs whose peaks are ``later``."""
     asked: list[int] = []
 
-    def session(i: int, ids: list[str]) -> Verdicts:
+    def session(i: int, ids: list[str], more: bool = True) -> Verdicts:
         asked.append(i)
         return _session(0.0, later[i % len(later)], 100 + i)
 
     alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
     memory = memory_only(first, list(alphas), "leaning")
-    check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory)
+    check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory).confirmed
     return first.confirmed([check], "confirmation in {pairs} pairs of processes", memory), asked
 
 
@@ -140,13 +140,13 @@ def test_a_check_that_sent_no_peaks_leaves_the_row_as_it_was() -> None:
     alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
     memory = memory_only(first, list(alphas), "leaning")
 
-    def session(i: int, ids: list[str]) -> Verdicts:
+    def session(i: int, ids: list[str], more: bool = True) -> Verdicts:
         part = _session(0.0, (1.0, 1.0), 200 + i)
         assert part.rows[0].run is not None
         part.rows[0].run.peak_mb = {}  # a side that sent no peak memory
         return part
 
-    check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory)
+    check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory).confirmed
     (row,) = first.confirmed([check], "confirmation in {pairs} pairs of processes", memory).rows
     assert row is first.rows[0]
     assert row.memory_rose

@@ -118,12 +118,10 @@ def test_a_first_look_that_cannot_decide_is_raised() -> None:
 
 def test_a_session_judged_across_pairs_of_processes_runs_a_fixed_plan() -> None:
     budget = budget_for(_args(), "default")
-    assert session_budget(budget, None, 1) is budget  # judged alone: the whole budget
-    for only, processes in [(["b.py::t"], 1), (None, 4), (["b.py::t"], 4)]:
-        across = session_budget(budget, only, processes)  # judged across pairs of processes
-        assert (across.min_pairs, across.max_pairs) == (12, 4 * 12)
-        assert (across.least_seconds, across.max_seconds) == (4.0, budget.max_seconds)
-    across = session_budget(budget, ["b.py::t"], 1)
+    assert session_budget(budget, None) is budget  # judged alone: the whole budget
+    across = session_budget(budget, ["b.py::t"])  # judged across pairs of processes
+    assert (across.min_pairs, across.max_pairs) == (12, 4 * 12)
+    assert (across.least_seconds, across.max_seconds) == (4.0, budget.max_seconds)
     decisive = [0.3] * 48  # a session's own interval never stops it early
 
     def stops(pace: float) -> int:
@@ -237,26 +235,6 @@ def test_worktree_cache_reuses_resets_and_cleans(tmp_path: Path) -> None:
     ).stdout
     assert str(path) not in listed
     assert not cache.folder.exists()
-
-
-def test_confirm_is_refused_beside_processes_not_ignored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``--processes N`` judges across fresh pairs of processes and confirms nothing, so
-    a ``--confirm`` given with it is a usage error, before any bench runs."""
-    from perfsuite.cli import main
-
-    root = _repo(tmp_path)
-    _commit(root, {"test_a.py": "def test_a():\n    pass\n"})
-    monkeypatch.chdir(root)
-    assert main(["ab", "HEAD", "HEAD", "--processes", "4", "--confirm", "6"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [
-        "perfsuite ab: error: --confirm 6: not with --processes 4, whose verdicts already "
-        "stand on fresh pairs of processes; drop one of them"
-    ]
-    assert main(["ab", "HEAD", "HEAD", "--processes", "4", "--confirm-seconds", "30"]) == 2
-    assert "error: --confirm-seconds 30: not with --processes 4" in capsys.readouterr().err
 
 
 def test_a_locked_half_made_worktree_is_removed_and_recreated(tmp_path: Path) -> None:

@@ -93,26 +93,25 @@ SESSION_SECONDS = 4.0
 SESSION_PAIRS_FACTOR = 4
 
 
-def session_budget(budget: Budget, only: Sequence[str] | None, processes: int) -> Budget:
+def session_budget(budget: Budget, only: Sequence[str] | None) -> Budget:
     """The budget of one pair of processes' lockstep session.
 
-    The first stage's one pair of processes (``only`` None, ``--processes 1``) is judged
-    on its own and gets the whole budget. A session judged across pairs of processes (a
-    confirmation of ``only`` these benches, one of ``--processes N``, a second pair's
-    recheck) gives the median of its paired log-ratios, so its own interval is never
-    decisive: it runs ``min_pairs`` pairs of blocks, more while it has alternated for
-    less than ``SESSION_SECONDS`` (up to ``SESSION_PAIRS_FACTOR`` times as many), and
-    fewer when its seconds run out. A bench of cheap rounds whose blocks scatter by
-    memory layout then gives each pair of processes an estimate whose own noise does not
-    drown the offsets between pairs that the t interval across them is for; a bench of
-    slow rounds stays at ``min_pairs``.
+    The first pair of processes (``only`` None) is judged on its own and gets the whole
+    budget. A fresh pair over ``only`` these benches (a pass's check, a suspect's
+    confirmation) gives the median of its paired log-ratios, as one estimate among
+    pairs of processes, so its own interval is never decisive: it runs ``min_pairs``
+    pairs of blocks, more while it has alternated for less than ``SESSION_SECONDS`` (up
+    to ``SESSION_PAIRS_FACTOR`` times as many), and fewer when its seconds run out. A
+    bench of cheap rounds whose blocks scatter by memory layout then gives each pair of
+    processes an estimate whose own noise does not drown the offsets between pairs that
+    the t interval across them is for; a bench of slow rounds stays at ``min_pairs``.
 
     >>> from perfsuite.verdict.paired import Budget
-    >>> b = session_budget(Budget(12, 240, 60.0), ["a.py::x"], 1)
+    >>> b = session_budget(Budget(12, 240, 60.0), ["a.py::x"])
     >>> b.min_pairs, b.max_pairs, b.least_seconds
     (12, 48, 4.0)
     """
-    if only is None and processes == 1:
+    if only is None:
         return budget
     most = min(budget.max_pairs, SESSION_PAIRS_FACTOR * budget.min_pairs)
     return replace(budget, max_pairs=most, least_seconds=SESSION_SECONDS)

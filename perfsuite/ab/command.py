@@ -37,9 +37,6 @@ if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` sta
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
 DEFAULT_CONFIRM = 12
-#: two-sided error rate of a confirmation's t intervals, shared by its looks: the second
-#: of two stages that must both find the bench slower, so a false alarm needs both to err
-CONFIRM_ALPHA = 0.05
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -161,21 +158,12 @@ def bisect_status(status: int, measurable: bool = True) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
-    from perfsuite.ab.confirm import (
-        confirm_in_fresh_pairs,
-        cpu_only,
-        either_way,
-        interval_alphas,
-        looks,
-        memory_only,
-        pick_suspects,
-    )
+    from perfsuite.ab.confirm import follow_up
     from perfsuite.ab.controller import Controller
     from perfsuite.ab.isolate import merge_json, sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
-    from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
+    from perfsuite.ab.process_pairs import ProcessPairs, key
     from perfsuite.ab.pytest_args import names_paths
-    from perfsuite.ab.recheck import recheck
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve, tree_files
     from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
@@ -186,7 +174,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.envs.build import changes, changes_text
     from perfsuite.envs.build import clean as clean_environments
     from perfsuite.envs.pins import pin_difference, read_pins
-    from perfsuite.verdict.paired import PAIRED_ALPHA
 
     root = repo_root(Path.cwd())
     cache = WorktreeCache(root, args.cache_dir)
@@ -212,21 +199,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             "each side runs in an environment of its own pins"
         )
     own_envs = args.env == "per-side" or (args.env == "auto" and problem is not None)
-    confirming = {
-        "--confirm": args.confirm or None,
-        "--suspects": args.suspects,
-        "--confirm-seconds": args.confirm_seconds,
-    }
-    given = [
-        f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
-        for option, value in confirming.items()
-        if value is not None
-    ]
-    if args.processes > 1 and given:
-        raise PerfsuiteError(
-            f"{given[0]}: not with --processes {args.processes}, whose verdicts already "
-            "stand on fresh pairs of processes; drop one of them"
-        )
     args.confirm = DEFAULT_CONFIRM if args.confirm is None else args.confirm
     if args.confirm == 1:
         raise PerfsuiteError(
@@ -262,7 +234,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if resolved:
             differs = f"; pins differ: {changes_text(upgrade)}"
             differs += " (each side in an environment of its own pins)"
-        first_budget = session_budget(budget, None, args.processes)
+        first_budget = session_budget(budget, None)
         pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
         default = ["(its default: testpaths, else the root)"]
         default = default if chosen == pytest_args and not own else []
@@ -281,14 +253,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             specs, env_lines = in_own_environments(specs, resolved, upgrade, workdir)
         args_for_sides = side_args(chosen, args.threshold)
         groups = [None] if args.isolate == "session" else sessions(specs, args_for_sides, workdir)
-        if len(groups) > 1 or args.processes > 1:
+        if len(groups) > 1:
             print(
-                f"perfsuite ab: {len(groups)} bench file(s), each in "
-                + (
-                    "its own pair of processes"
-                    if args.processes == 1
-                    else f"{args.processes} fresh pairs of processes, judged across them"
-                ),
+                f"perfsuite ab: {len(groups)} bench file(s), each in its own pair of processes",
                 flush=True,
             )
 
@@ -298,7 +265,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             return Controller(
                 a,
                 b,
-                session_budget(budget, only, args.processes),
+                session_budget(budget, only),
                 args.block_rounds,
                 seed,
                 args.threshold,
@@ -309,51 +276,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             )
 
         pairs = ProcessPairs(stack, specs, workdir, args_for_sides, seed, lockstep)
-        first = pairs.series([key(files, r) for files in groups for r in range(args.processes)])
-        n = args.processes
-        parts = [Verdicts.pool(first[i : i + n]) for i in range(0, len(first), n)]
-        verdicts = Verdicts.merge(parts)
+        verdicts = Verdicts.merge(pairs.series([key(files, 0) for files in groups]))
         for line in verdicts.resolution_lines():
             print(f"perfsuite ab: {line}", flush=True)
-        if args.confirm and args.processes == 1:  # one pair of processes said each `same`
-            verdicts = recheck(pairs, verdicts, groups == [None], suspect_kind)
-        alphas = pick_suspects(verdicts, suspect_kind, CONFIRM_ALPHA, PAIRED_ALPHA)
-        suspects = list(alphas)
-        memory = memory_only(verdicts, suspects, suspect_kind)
-        cpu = cpu_only(verdicts, suspects, suspect_kind)
-        open_ids = either_way(verdicts, suspects, suspect_kind)
-        alphas = interval_alphas(verdicts, alphas, open_ids)
-        # with --processes N every verdict already stands on fresh pairs of processes
-        if args.confirm and args.processes == 1 and suspects:
-            plan = ", ".join(str(k) for k in looks(args.confirm))
-            print(
-                f"perfsuite ab: {len(suspects)} suspect(s) measured again in up to "
-                f"{args.confirm} fresh pairs of processes each, looked at after {plan} "
-                f"(at most {confirm_seconds:g} s a file, its first look whatever it takes): "
-                + ", ".join(suspects),
-                flush=True,
-            )
-
-            def check(only: list[str] | None, ids: list[str]) -> Verdicts:
-                def again(i: int, left: list[str]) -> Verdicts:
-                    last = i + 1 >= args.confirm
-                    return pairs.session(
-                        key(only, 1000 + i), left, None if last else key(only, 1001 + i)
-                    )
-
-                try:
-                    return confirm_in_fresh_pairs(
-                        again, ids, args.confirm, alphas, confirm_seconds, memory=memory, cpu=cpu
-                    )
-                finally:  # a pair started for a look that was not needed
-                    pairs.drop_ahead()
-
-            checks = [
-                check(None if groups == [None] else [f], ids)
-                for f, ids in by_file(suspects).items()
-            ]
-            verdicts = verdicts.confirmed(
-                checks, "confirmation in {pairs} pairs of processes", memory, open_ids
+        if args.confirm:  # one pair of processes said each verdict so far
+            whole = groups == [None]
+            verdicts = follow_up(
+                pairs, verdicts, whole, suspect_kind, args.confirm, confirm_seconds
             )
         print("\n".join(verdicts.text_lines()))
         load = measured(start)

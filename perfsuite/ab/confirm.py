@@ -1,4 +1,19 @@
-"""Suspects measured again in fresh pairs of processes, looked at as they come in.
+"""After the first pair of processes: fresh pairs, one sequence per bench file.
+
+A pair of processes can be off as a whole, for its life, which its own interval does
+not show, so no verdict rests on the first pair alone (``--confirm`` on). Each file's
+fresh pairs of processes follow one plan:
+
+- The first fresh pair is the first pair's mirror (the other side starts first and
+  every pair of blocks runs in the other order: :func:`perfsuite.ab.process_pairs.first_side`,
+  ``session_seed``). It checks each pass of the first stage (`same`, or bounded under
+  twice the threshold: :func:`same_benches`), and measures the file's suspects for the
+  first time. A pass stands (``same (second pair of processes +x%)``) unless that pair
+  leans beyond the threshold (:func:`perfsuite.ab.rows.suspicious`); then it is a
+  suspect from the next pair on, judged one-sided at ``CONFIRM_ALPHA`` the way that pair
+  leaned. Only a lean makes a suspect of a pass: that pair reads ``--min-pairs`` pairs
+  of blocks, too few to rule a regression out on their own.
+- Every suspect is judged on its own fresh pairs, never the pair that made it one.
 
 A confirmation judges a suspect across fresh pairs of processes only (the first pair,
 chosen for looking slow, is never pooled in). One pair of processes costs a start-up
@@ -51,13 +66,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from perfsuite.ab.budget import SUSPECT_KINDS
-from perfsuite.ab.rows import Row
+from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
+from perfsuite.ab.rows import Row, suspicious
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
+from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.table import pct
+
+#: two-sided error rate of a confirmation's t intervals, shared by its looks: the second
+#: of two stages that must both find the bench slower, so a false alarm needs both to err
+CONFIRM_ALPHA = 0.05
 
 #: the first look of a confirmation: the fewest pairs of processes a t interval of
 #: their medians can be decisive with, at a clear regression
@@ -216,30 +239,48 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     return True
 
 
-def _memory_settled(
-    runs: Sequence[Verdicts],
-    suspects: Sequence[str],
-    kept: Mapping[str, Row],
-    memory: Collection[str],
-) -> bool:
-    """Whether every suspect not yet kept is in ``memory`` and some pair of processes
-    in ``runs`` read its peak as not risen: a peak rose only if it rose in every pair
+def _calm(runs: Sequence[Verdicts], nodeid: str) -> bool:
+    """Whether some pair of processes in ``runs`` read ``nodeid``'s peak as not risen: a
+    peak rose only if it rose in every pair
     (:attr:`perfsuite.verdict.cost.MemoryChange.rose`), so no further pair could
     confirm it."""
-    left = [n for n in suspects if n not in kept]
-    if not left or any(n not in memory for n in left):
-        return False
-    calm = {
-        row.nodeid
+    return any(
+        row.nodeid == nodeid
+        and row.run is not None
+        and row.run.memory is not None
+        and not row.run.memory.rose
         for run in runs
         for row in run.rows
-        if row.run is not None and row.run.memory is not None and not row.run.memory.rose
-    }
-    return all(n in calm for n in left)
+    )
+
+
+def _look(runs: Sequence[Verdicts], nodeid: str, alpha: float) -> Row | None:
+    """``nodeid`` judged across the pairs of processes ``runs`` at ``alpha``, or None
+    where one of them did not measure it."""
+    rows = Verdicts.pool([run.limited([nodeid]) for run in runs], alpha).rows
+    row = rows[0] if rows else None
+    return row if row is not None and row.run is not None and row.run.result else None
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What a bench file's fresh pairs of processes made of its first stage."""
+
+    #: each checked pass's reading in the first fresh pair (:func:`rechecked`)
+    second: dict[str, PairedResult]
+    #: each suspect at the look that kept it (:meth:`Verdicts.confirmed`)
+    confirmed: Verdicts
+
+
+class Session(Protocol):
+    """Runs the ``i``-th fresh pair of processes over ``ids``; ``more``: whether a next
+    pair may follow (so it can start beside this one's teardown)."""
+
+    def __call__(self, i: int, ids: list[str], more: bool) -> Verdicts: ...
 
 
 def confirm_in_fresh_pairs(
-    session: Callable[[int, list[str]], Verdicts],
+    session: Session,
     suspects: Sequence[str],
     most: int,
     alpha: float | Mapping[str, float],
@@ -247,53 +288,172 @@ def confirm_in_fresh_pairs(
     clock: Callable[[], float] = time.monotonic,
     memory: Collection[str] = (),
     cpu: Collection[str] = (),
-) -> Verdicts:
-    """The suspects of one bench file, each judged at its first decisive look.
+    checks: Sequence[str] = (),
+    promote: Callable[[PairedResult], float | None] | None = None,
+) -> FollowUp:
+    """One bench file's fresh pairs of processes: its checks and its suspects.
 
-    ``session(i, ids)`` runs the ``i``-th fresh pair of processes over ``ids``, the
-    suspects not yet kept, and returns its verdicts: a kept suspect's verdict is final,
-    so it is not measured again. Pairs are added up to each look of :func:`looks`; at a look,
-    every suspect not yet decided is judged on all pairs so far at its ``alpha`` (one
-    for all, or one per node id) divided by the number of looks, and kept if decisive,
-    futile (the pairs still to come could not decide it), or at the last look,
-    whatever it is. The confirmation stops as soon as every
-    suspect is kept. Once ``seconds`` (by ``clock``) have passed and the first look is
-    in, no further pair starts: the look due is taken on the pairs so far and is the
-    last. A suspect in ``memory`` (:func:`memory_only`) is kept at the first look, or
-    as soon as a pair reads its peak as not risen, which settles it: once only such
-    suspects are left, no further pair starts. A suspect in ``cpu`` (:func:`cpu_only`)
-    is kept before the last look only once its CPU per call is decisive too.
+    ``session(i, ids, more)`` runs the ``i``-th fresh pair over ``ids`` and returns its
+    verdicts. The first fresh pair measures the ``checks`` (first-stage passes) beside
+    the suspects; a check whose reading ``promote`` gives an error rate becomes a
+    suspect from the next pair on (the pair that made it one is not pooled in).
+
+    Each suspect is judged on its own fresh pairs at the looks of :func:`looks`
+    (counted from its first pair), on all its pairs so far at its ``alpha`` (one for
+    all, or one per node id) divided by the number of looks, and kept if decisive,
+    futile (the pairs still to come could not decide it), or at its last look, whatever
+    it is; a kept suspect's verdict is final, so it is not measured again, and the
+    pairs stop once none is open. Once ``seconds`` (by ``clock``) have passed and every
+    open suspect has had its first look, no further pair starts: each takes the look
+    due on its pairs so far, as its last. A suspect in ``memory`` (:func:`memory_only`)
+    is kept at its first look, or as soon as a pair reads its peak as not risen. A
+    suspect in ``cpu`` (:func:`cpu_only`) is kept before its last look only once its
+    CPU per call is decisive too.
     """
     plan = looks(most)
-    alphas = alpha if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
+    alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
+    begin = dict.fromkeys(suspects, 0)  # each suspect's first fresh pair
     start = clock()
     runs: list[Verdicts] = []
     kept: dict[str, Row] = {}
-    for look in plan:
-        spent = False
-        # kept suspects are final; the open ones were measured in every pair so far
-        left = [n for n in suspects if n not in kept]
-        while len(runs) < look and not spent:
-            spent = seconds is not None and len(runs) >= plan[0] and clock() - start >= seconds
-            if not spent:
-                runs.append(session(len(runs), left))
-                if _memory_settled(runs, suspects, kept, memory):
-                    break
-        open_runs = [run.limited(left) for run in runs]
-        pooled = {
-            a: {row.nodeid: row for row in Verdicts.pool(open_runs, a / len(plan)).rows}
-            for a in {alphas[n] for n in suspects}
-        }
-        found = [pooled[alphas[n]].get(n) for n in suspects]
-        measured = [row for row in found if row and row.run and row.run.result]
-        can_have = reachable(plan[-1], len(runs), clock() - start, seconds)
-        for row in measured:
-            if row.nodeid in kept:
-                continue
-            ends = _decisive(row, cpu) or look == plan[-1] or spent or row.nodeid in memory
-            if ends or _stop_if_futile(row, can_have):
-                kept[row.nodeid] = row
-        if all(row.nodeid in kept for row in measured):
+    second: dict[str, PairedResult] = {}
+    spent = False
+    while not spent:
+        left = [n for n in begin if n not in kept]
+        ids = left if runs else list(dict.fromkeys([*checks, *left]))
+        if not ids:
             break
-    rows = [kept[n] for n in suspects if n in kept]
-    return Verdicts(rows, runs[0].specs, runs[0].seed, [r.run for r in rows if r.run])
+        spent = bool(runs) and seconds is not None and clock() - start >= seconds
+        spent = spent and all(len(runs) - begin[n] >= plan[0] for n in left)
+        if not spent:
+            more = any(len(runs) + 1 < begin[n] + most for n in left)
+            runs.append(session(len(runs), ids, more))
+        if len(runs) == 1 and not spent:
+            for row in runs[0].limited(checks).rows:
+                result = row.run.result if row.run else None
+                level = promote(result) if promote and result else None
+                if result is not None:
+                    second[row.nodeid] = result
+                if level is not None and row.nodeid not in begin:
+                    begin[row.nodeid], alphas[row.nodeid] = 1, level
+        elapsed = clock() - start
+        per = elapsed / len(runs) if runs and elapsed > 0 else 0.0
+        for nodeid in [n for n in begin if n not in kept]:
+            own = runs[begin[nodeid] :]
+            have = len(own)
+            calm = nodeid in memory and _calm(own, nodeid)
+            if have == 0 or not (have in plan or have >= most or spent or calm):
+                continue
+            found = _look(own, nodeid, alphas[nodeid] / len(plan))
+            if found is None:
+                if have >= most or spent:
+                    begin.pop(nodeid)  # never measured: the first stage's row stands
+                continue
+            left_s = None if seconds is None else per * have + max(0.0, seconds - elapsed)
+            can_have = reachable(most, have, per * have, left_s)
+            ends = _decisive(found, cpu) or have >= most or spent or nodeid in memory
+            if ends or _stop_if_futile(found, can_have):
+                kept[nodeid] = found
+    rows = [kept[n] for n in begin if n in kept]
+    specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
+    return FollowUp(second, Verdicts(rows, specs, seed, [r.run for r in rows if r.run]))
+
+
+def same_benches(verdicts: Verdicts) -> list[str]:
+    """The first stage's benches that would pass on one pair of processes, in order:
+    `same`, or inconclusive with a bound under twice the threshold
+    (:attr:`perfsuite.ab.rows.Row.bounded`). What the first fresh pair checks."""
+    return [
+        row.nodeid
+        for row in verdicts.rows
+        if row.run is not None
+        and (row.verdict is Verdict.SAME or row.bounded)
+        and row.run.second is None
+    ]
+
+
+def rechecked(
+    verdicts: Verdicts, second: Mapping[str, PairedResult], ids: Collection[str], kind: str
+) -> Verdicts:
+    """``verdicts`` with each check of ``ids`` carrying what its first fresh pair of
+    processes read (``second``), shown in its status, which says when that made it a
+    suspect of ``--suspects kind``; a check that pair did not measure keeps its verdict,
+    its status saying so."""
+    rows = []
+    for row in verdicts.rows:
+        if row.nodeid not in ids or row.run is None:
+            rows.append(row)
+            continue
+        again = second.get(row.nodeid)
+        if again is None:
+            rows.append(replace(row, status="the second pair of processes did not measure it"))
+            continue
+        said = f"second pair of processes {pct(again.change)}"
+        said += ", a suspect" if suspicious(again, kind) else ""
+        rows.append(replace(row, run=replace(row.run, second=again), status=said))
+    return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
+
+
+def follow_up(
+    pairs: ProcessPairs,
+    verdicts: Verdicts,
+    whole: bool,
+    kind: str,
+    most: int,
+    seconds: float,
+) -> Verdicts:
+    """``verdicts`` after each bench file's fresh pairs of processes (:func:`follow_ups`
+    of at most ``most`` pairs a suspect, ``seconds`` a file; ``whole``: one pair of
+    processes over the whole selection, not one per file; ``kind``: ``--suspects``)."""
+    checks = same_benches(verdicts)
+    alphas = pick_suspects(verdicts, kind, CONFIRM_ALPHA, PAIRED_ALPHA)
+    memory = memory_only(verdicts, alphas, kind)
+    cpu = cpu_only(verdicts, alphas, kind)
+    open_ids = either_way(verdicts, alphas, kind)
+    alphas = interval_alphas(verdicts, alphas, open_ids)
+    if not checks and not alphas:
+        return verdicts
+    plan = ", ".join(str(k) for k in looks(most))
+    names = f": {', '.join(alphas)}" if alphas else ""
+    print(
+        f"perfsuite ab: fresh pairs of processes: {len(checks)} pass(es) checked in one, "
+        f"{len(alphas)} suspect(s) in up to {most} each, looked at after {plan} (at most "
+        f"{seconds:g} s a file, its first look whatever it takes){names}",
+        flush=True,
+    )
+
+    def promote(result: PairedResult) -> float | None:
+        """A check that leans (``--suspects kind``) is a suspect, tested one-sided."""
+        return 2 * CONFIRM_ALPHA if suspicious(result, kind) else None
+
+    measured = list(dict.fromkeys([*checks, *alphas]))
+    groups: dict[str | None, list[str]] = {None: measured}
+    if not whole:
+        groups = {file: ids for file, ids in by_file(measured).items()}
+    found: list[FollowUp] = []
+    for files, ids in groups.items():
+        only = None if files is None else [files]
+
+        def again(i: int, ids: list[str], more: bool, only: list[str] | None = only) -> Verdicts:
+            return pairs.session(key(only, 1 + i), ids, key(only, 2 + i) if more else None)
+
+        try:
+            found.append(
+                confirm_in_fresh_pairs(
+                    again,
+                    [n for n in alphas if n in ids],
+                    most,
+                    alphas,
+                    seconds,
+                    memory=memory,
+                    cpu=cpu,
+                    checks=[n for n in checks if n in ids],
+                    promote=promote,
+                )
+            )
+        finally:  # a pair started for a look that was not needed
+            pairs.drop_ahead()
+    second = {n: r for part in found for n, r in part.second.items()}
+    verdicts = rechecked(verdicts, second, checks, kind)
+    how = "confirmation in {pairs} pairs of processes"
+    return verdicts.confirmed([part.confirmed for part in found], how, memory, open_ids)

@@ -135,7 +135,7 @@ def _key(bench: dict[str, Any]) -> str:
 def merge_json(parts: Sequence[Path], out: Path) -> None:
     """One pytest-benchmark JSON from several sessions' files of one side: the first
     file's machine and commit info, every file's benchmarks, each bench once (its
-    first session's, when ``--processes`` ran it in several). Written atomically; with
+    first session's, where fresh pairs of processes ran it again). Written atomically; with
     no readable part, nothing is written."""
     merged: dict[str, Any] | None = None
     for part in parts:

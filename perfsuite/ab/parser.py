@@ -100,27 +100,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
     ab.add_argument(
-        "--processes",
-        type=positive_int,
-        default=1,
-        metavar="N",
-        help="fresh pairs of processes per bench file, judged across the "
-        "pairs (t interval of their medians): cancels an offset that one "
-        "process holds for its life; N >= 4 to decide (default 1)",
-    )
-    ab.add_argument(
         "--confirm",
         type=_count,
         metavar="N",
-        help="measure each suspect (slower or faster, or inconclusive beyond "
-        "the threshold with pairs leaning that way) again in up to N fresh "
-        "pairs of processes, and judge it on those alone, looking after 3, "
-        "6, 12, ... pairs and stopping at "
-        f"a decisive look (default {DEFAULT_CONFIRM}); each `same` is first "
-        "measured again in a second pair of processes, and is a suspect if "
-        "that pair leans beyond the threshold; 0 turns both off (a verdict then "
-        "rests on one pair, whose lasting offset can read as a change); not "
-        "with --processes, whose verdicts already stand on fresh pairs",
+        help="after the first pair of processes, check each pass in one fresh "
+        "pair (a suspect if it leans beyond the threshold there), and measure "
+        "each suspect (slower or faster, or inconclusive beyond the threshold "
+        "with pairs leaning that way) again in up to N fresh pairs, judged on "
+        "those alone, looking after 3, 6, 12, ... pairs and stopping at a "
+        f"decisive look (default {DEFAULT_CONFIRM}); 0 turns both off (a verdict "
+        "then rests on one pair, whose lasting offset can read as a change)",
     )
     ab.add_argument(
         "--suspects",

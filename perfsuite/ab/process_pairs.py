@@ -104,7 +104,7 @@ def first_side(seed: int, key: Key) -> str:
     """Which side starts first (and so sets up first) in the pair of processes ``key``.
 
     Drawn at random for a file's first pair, then alternating with the offset, so the
-    pairs of processes a verdict is judged across (``--processes``, a confirmation) are
+    pairs of processes a verdict is judged across (a confirmation) are
     split evenly between the two orders. Setting up first is not neutral (a cold-start
     bench can read the side that set up second several percent slower), so an uneven
     split of orders would read as a change.

@@ -63,7 +63,7 @@ def shuffle_layout(rng: random.Random) -> None:
     which the paired interval spans. A draw moves only what is allocated after it:
     buffers a bench builds once (its fixtures, its warm-up, at import) and the stack
     keep the layout their process drew at start, and an offset they cause is left to
-    ``--confirm`` and ``--processes``, which judge across fresh pairs of processes."""
+    the fresh pairs of processes of ``--confirm``, which judge across them."""
     _spacers.clear()
     _spacers.append(bytearray(rng.randrange(0, 1 << 17, 16)))  # malloc's heap
     _spacers.extend(bytes(rng.randrange(1, 512)) for _ in range(rng.randrange(4096)))  # pools

@@ -86,9 +86,9 @@ class Row:
         """Judged slower or faster, or inconclusive with an estimate beyond the
         threshold either way and pairs that lean that way (:func:`leans`): what
         ``--confirm`` measures again in fresh pairs of processes (a claimed speedup
-        deserves the same trust as a slowdown). A `same` measured again in a second
-        pair of processes (:mod:`perfsuite.ab.recheck`) is a suspect when that pair
-        leans so.
+        deserves the same trust as a slowdown). A pass checked in the first fresh
+        pair of processes (:func:`perfsuite.ab.confirm.rechecked`) is a suspect when
+        that pair leans so.
         """
         return self.suspect_of("leaning")
 

@@ -2,9 +2,9 @@
 
 :class:`Verdicts` is built from what one pair of processes measured (its
 :class:`~perfsuite.ab.outcome.SessionOutcome`), merged over the sessions of bench files,
-pooled over fresh pairs of processes (``--processes``) and updated with the rows of a
-confirmation; :meth:`Verdicts.text_lines` and :meth:`Verdicts.markdown_lines` are its
-table (the report folder is :mod:`perfsuite.ab.report`).
+pooled over fresh pairs of processes and updated with the rows of a confirmation;
+:meth:`Verdicts.text_lines` and :meth:`Verdicts.markdown_lines` are its table (the report
+folder is :mod:`perfsuite.ab.report`).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class Verdicts:
 
     @classmethod
     def pool(cls, sessions: Sequence[Verdicts], alpha: float = PAIRED_ALPHA) -> Verdicts:
-        """One file's verdicts from several fresh pairs of processes (``--processes``):
+        """One file's verdicts from several fresh pairs of processes:
         a bench measured in every pair is judged across the pairs
         (:func:`~perfsuite.verdict.paired.judge_processes`), its blocks kept in order;
         any other bench keeps its first row (skipped, added, removed)."""

@@ -346,7 +346,7 @@ def judge_processes(
     *,
     higher_is_better: bool = False,
 ) -> PairedResult:
-    """Judge an A/B run over several fresh pairs of processes (``--processes N``).
+    """Judge a bench across several fresh pairs of processes (a confirmation).
 
     Two processes running identical code can differ by a stable offset that
     alternating blocks inside them cannot cancel, so the unit of evidence is the pair

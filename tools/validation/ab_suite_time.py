@@ -95,7 +95,7 @@ def split_report(ab_args: list[str], default: Path) -> tuple[Path, list[str]]:
 
 #: what ``perfsuite ab`` prints when its first stage is over and a second pair of
 #: processes (for a `same`) or a confirmation (for a suspect) starts
-CONFIRMING = "measured again in "
+CONFIRMING = "fresh pairs of processes: "
 
 
 def ab_run(

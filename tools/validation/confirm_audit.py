@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from perfsuite.ab.command import CONFIRM_ALPHA, DEFAULT_CONFIRM
-from perfsuite.ab.confirm import FIRST_LOOK, looks
+from perfsuite.ab.command import DEFAULT_CONFIRM
+from perfsuite.ab.confirm import CONFIRM_ALPHA, FIRST_LOOK, looks
 from perfsuite.verdict.paired import log_ratios
 
 FIRST_PAIR = re.compile(r"`([^`]+)` \|.*first pair ([+-][0-9.]+)%")
