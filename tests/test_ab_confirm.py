@@ -393,3 +393,22 @@ def test_a_suspect_held_to_its_lean_is_tested_one_sided_and_an_open_one_two_side
         "b.py::slow": 2 * ALPHA_CONFIRM,  # one-sided at its rate: only `slower` counts
         "b.py::open": PAIRED_ALPHA,  # taken whichever way: two-sided
     }
+
+
+def test_a_confirmation_left_inconclusive_says_how_many_pairs_its_threshold_needs() -> None:
+    offsets = [0.12, -0.12, 0.0]  # pairs of processes that scatter: 3 cannot decide
+    sessions = Sessions({"b.py::pil": math.log(1.04)}, offsets)
+    (row,) = confirm_in_fresh_pairs(sessions, ["b.py::pil"], 3, ALPHA_CONFIRM).confirmed.rows
+    assert row.verdict is Verdict.INCONCLUSIVE
+    assert row.run is not None
+    assert row.run.result is not None
+    assert row.run.result.ci is not None
+    low, high = row.run.result.ci
+    needs = math.ceil(3 * ((high - low) / 2 / 0.05) ** 2)
+    found = Verdicts([row], [], 1, [row.run])
+    assert found.resolution_lines(across=True) == [
+        f"b.py::pil resolves ±{(high - low) / 2 * 100:.1f}% across 3 pairs of processes "
+        f"here; ±5% needs about {needs} pairs (--confirm)"
+    ]
+    assert needs > 3
+    assert found.resolution_lines() == []  # the first pairs' lines are of their seconds

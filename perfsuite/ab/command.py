@@ -284,6 +284,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             verdicts = follow_up(
                 pairs, verdicts, whole, suspect_kind, args.confirm, confirm_seconds
             )
+            for line in verdicts.resolution_lines(across=True):
+                print(f"perfsuite ab: {line}", flush=True)
         print("\n".join(verdicts.text_lines()))
         load = measured(start)
         load_lines = [load.line()] if load else []

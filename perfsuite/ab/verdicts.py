@@ -218,24 +218,36 @@ class Verdicts:
             )
         return listed + "".join(f"; {hint}" for hint in hints)
 
-    def resolution_lines(self) -> list[str]:
-        """For each bench left inconclusive, what its pairs resolved in the seconds they
-        took, and about how long ``±threshold`` would take here at that pace (a
-        half-width shrinks as one over the square root of the pairs):
-        ``x.py::t resolves ±7.0% in 60 s here; ±5% needs about 118 s (--max-seconds)``."""
+    def resolution_lines(self, across: bool = False) -> list[str]:
+        """For each bench left inconclusive, what its evidence resolved and about how
+        much more ``±threshold`` would take here at that pace (a half-width shrinks as
+        one over the square root of the pairs). Of the first pairs of processes (their
+        seconds): ``x.py::t resolves ±7.0% in 60 s here; ±5% needs about 118 s
+        (--max-seconds)``; ``across`` pairs of processes, for a bench the fresh pairs
+        left inconclusive: ``x.py::t resolves ±9.0% across 12 pairs of processes here;
+        ±5% needs about 39 pairs (--confirm)``."""
         lines = []
         for row in self.rows:
             result, run = (row.run.result, row.run) if row.run else (None, None)
             if result is None or run is None or result.decisive or result.ci is None:
                 continue
             half = (result.ci[1] - result.ci[0]) / 2
-            if not half > 0 or not run.seconds > 0:
+            share = (half / result.threshold) ** 2
+            pairs = len(run.sessions)
+            if not half > 0 or bool(pairs) != across:
                 continue
-            needs = run.seconds * (half / result.threshold) ** 2
-            lines.append(
-                f"{row.nodeid} resolves ±{half * 100:.1f}% in {run.seconds:.0f} s here; "
-                f"±{result.threshold * 100:g}% needs about {needs:.0f} s (--max-seconds)"
-            )
+            if across:
+                lines.append(
+                    f"{row.nodeid} resolves ±{half * 100:.1f}% across {pairs} pairs of "
+                    f"processes here; ±{result.threshold * 100:g}% needs about "
+                    f"{math.ceil(pairs * share)} pairs (--confirm)"
+                )
+            elif run.seconds > 0:
+                lines.append(
+                    f"{row.nodeid} resolves ±{half * 100:.1f}% in {run.seconds:.0f} s here; "
+                    f"±{result.threshold * 100:g}% needs about {run.seconds * share:.0f} s "
+                    "(--max-seconds)"
+                )
         return lines
 
     def title(self) -> str:
