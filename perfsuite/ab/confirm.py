@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from perfsuite.ab.budget import SUSPECT_KINDS
@@ -257,9 +257,45 @@ def _calm(runs: Sequence[Verdicts], nodeid: str) -> bool:
 def _look(runs: Sequence[Verdicts], nodeid: str, alpha: float) -> Row | None:
     """``nodeid`` judged across the pairs of processes ``runs`` at ``alpha``, or None
     where one of them did not measure it."""
-    rows = Verdicts.pool([run.limited([nodeid]) for run in runs], alpha).rows
-    row = rows[0] if rows else None
-    return row if row is not None and row.run is not None and row.run.result else None
+    own = [run.limited([nodeid]) for run in runs]
+    if not all(any(r.run and r.run.result for r in part.rows) for part in own):
+        return None
+    (row,) = Verdicts.pool(own, alpha).rows
+    return row
+
+
+@dataclass(frozen=True)
+class Suspects:
+    """The benches fresh pairs of processes measure again, and how each is judged."""
+
+    #: each suspect's two-sided interval level (:func:`interval_alphas`), in order
+    alphas: dict[str, float]
+    #: suspects for their peak memory alone (:func:`memory_only`)
+    memory: frozenset[str] = frozenset()
+    #: suspects for their CPU per call, not their time (:func:`cpu_only`)
+    cpu: frozenset[str] = frozenset()
+    #: suspects taken whichever way their fresh pairs point (:func:`either_way`)
+    either: frozenset[str] = frozenset()
+
+    @classmethod
+    def pick(cls, verdicts: Verdicts, kind: str) -> Suspects:
+        """The suspects of ``verdicts`` under ``--suspects kind`` (:func:`pick_suspects`)."""
+        alphas = pick_suspects(verdicts, kind, CONFIRM_ALPHA, PAIRED_ALPHA)
+        either = either_way(verdicts, alphas, kind)
+        return cls(
+            interval_alphas(verdicts, alphas, either),
+            memory_only(verdicts, alphas, kind),
+            cpu_only(verdicts, alphas, kind),
+            either,
+        )
+
+    def __or__(self, other: Suspects) -> Suspects:
+        return Suspects(
+            {**self.alphas, **other.alphas},
+            self.memory | other.memory,
+            self.cpu | other.cpu,
+            self.either | other.either,
+        )
 
 
 @dataclass(frozen=True)
@@ -270,6 +306,8 @@ class FollowUp:
     second: dict[str, PairedResult]
     #: each suspect at the look that kept it (:meth:`Verdicts.confirmed`)
     confirmed: Verdicts
+    #: the checks the first fresh pair made suspects
+    promoted: Suspects = field(default_factory=lambda: Suspects({}))
 
 
 class Session(Protocol):
@@ -289,14 +327,15 @@ def confirm_in_fresh_pairs(
     memory: Collection[str] = (),
     cpu: Collection[str] = (),
     checks: Sequence[str] = (),
-    promote: Callable[[PairedResult], float | None] | None = None,
+    promote: Callable[[dict[str, PairedResult]], Suspects] | None = None,
 ) -> FollowUp:
     """One bench file's fresh pairs of processes: its checks and its suspects.
 
     ``session(i, ids, more)`` runs the ``i``-th fresh pair over ``ids`` and returns its
-    verdicts. The first fresh pair measures the ``checks`` (first-stage passes) beside
-    the suspects; a check whose reading ``promote`` gives an error rate becomes a
-    suspect from the next pair on (the pair that made it one is not pooled in).
+    verdicts. The first fresh pair measures the ``checks`` (first-stage passes, none of
+    them a suspect) beside the suspects; ``promote(readings)`` then says which checks
+    are suspects after it, each judged from the next pair on (the pair that made it
+    one is never pooled in).
 
     Each suspect is judged on its own fresh pairs at the looks of :func:`looks`
     (counted from its first pair), on all its pairs so far at its ``alpha`` (one for
@@ -312,7 +351,10 @@ def confirm_in_fresh_pairs(
     """
     plan = looks(most)
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
+    if set(checks) & set(suspects):
+        raise ValueError(f"a check is no suspect: {sorted(set(checks) & set(suspects))}")
     begin = dict.fromkeys(suspects, 0)  # each suspect's first fresh pair
+    promoted = Suspects({})
     start = clock()
     runs: list[Verdicts] = []
     kept: dict[str, Row] = {}
@@ -330,12 +372,12 @@ def confirm_in_fresh_pairs(
             runs.append(session(len(runs), ids, more))
         if len(runs) == 1 and not spent:
             for row in runs[0].limited(checks).rows:
-                result = row.run.result if row.run else None
-                level = promote(result) if promote and result else None
-                if result is not None:
-                    second[row.nodeid] = result
-                if level is not None and row.nodeid not in begin:
-                    begin[row.nodeid], alphas[row.nodeid] = 1, level
+                if row.run is not None and row.run.result is not None:
+                    second[row.nodeid] = row.run.result
+            promoted = promote(second) if promote and second else promoted
+            alphas.update(promoted.alphas)
+            begin.update(dict.fromkeys(promoted.alphas, 1))
+            memory, cpu = {*memory, *promoted.memory}, {*cpu, *promoted.cpu}
         elapsed = clock() - start
         per = elapsed / len(runs) if runs and elapsed > 0 else 0.0
         for nodeid in [n for n in begin if n not in kept]:
@@ -345,9 +387,8 @@ def confirm_in_fresh_pairs(
             if have == 0 or not (have in plan or have >= most or spent or calm):
                 continue
             found = _look(own, nodeid, alphas[nodeid] / len(plan))
-            if found is None:
-                if have >= most or spent:
-                    begin.pop(nodeid)  # never measured: the first stage's row stands
+            if found is None:  # a pair did not measure it: its first-stage row stands
+                begin.pop(nodeid)
                 continue
             left_s = None if seconds is None else per * have + max(0.0, seconds - elapsed)
             can_have = reachable(most, have, per * have, left_s)
@@ -356,7 +397,8 @@ def confirm_in_fresh_pairs(
                 kept[nodeid] = found
     rows = [kept[n] for n in begin if n in kept]
     specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
-    return FollowUp(second, Verdicts(rows, specs, seed, [r.run for r in rows if r.run]))
+    confirmed = Verdicts(rows, specs, seed, [r.run for r in rows if r.run])
+    return FollowUp(second, confirmed, promoted)
 
 
 def same_benches(verdicts: Verdicts) -> list[str]:
@@ -402,31 +444,35 @@ def follow_up(
     most: int,
     seconds: float,
 ) -> Verdicts:
-    """``verdicts`` after each bench file's fresh pairs of processes (:func:`follow_ups`
-    of at most ``most`` pairs a suspect, ``seconds`` a file; ``whole``: one pair of
-    processes over the whole selection, not one per file; ``kind``: ``--suspects``)."""
+    """``verdicts`` after each bench file's fresh pairs of processes
+    (:func:`confirm_in_fresh_pairs`: at most ``most`` pairs a suspect, ``seconds`` a
+    file; ``whole``: one pair of processes over the whole selection, not one per file;
+    ``kind``: ``--suspects``).
+
+    A first-stage pass (:func:`same_benches`) is a check, never a suspect at once,
+    whatever its cost: its first fresh pair's reading stands for its time from then on
+    (:attr:`perfsuite.ab.rows.Row.suspicion`), and the suspects among the checks are
+    picked again on it (its peak memory or CPU per call still counting), as any other
+    suspect is picked on its first pair."""
     checks = same_benches(verdicts)
-    alphas = pick_suspects(verdicts, kind, CONFIRM_ALPHA, PAIRED_ALPHA)
-    memory = memory_only(verdicts, alphas, kind)
-    cpu = cpu_only(verdicts, alphas, kind)
-    open_ids = either_way(verdicts, alphas, kind)
-    alphas = interval_alphas(verdicts, alphas, open_ids)
-    if not checks and not alphas:
+    others = [row.nodeid for row in verdicts.rows if row.nodeid not in checks]
+    first = Suspects.pick(verdicts.limited(others), kind)
+    if not checks and not first.alphas:
         return verdicts
     plan = ", ".join(str(k) for k in looks(most))
-    names = f": {', '.join(alphas)}" if alphas else ""
+    names = f": {', '.join(first.alphas)}" if first.alphas else ""
     print(
         f"perfsuite ab: fresh pairs of processes: {len(checks)} pass(es) checked in one, "
-        f"{len(alphas)} suspect(s) in up to {most} each, looked at after {plan} (at most "
-        f"{seconds:g} s a file, its first look whatever it takes){names}",
+        f"{len(first.alphas)} suspect(s) in up to {most} each, looked at after {plan} (at "
+        f"most {seconds:g} s a file, its first look whatever it takes){names}",
         flush=True,
     )
 
-    def promote(result: PairedResult) -> float | None:
-        """A check that leans (``--suspects kind``) is a suspect, tested one-sided."""
-        return 2 * CONFIRM_ALPHA if suspicious(result, kind) else None
+    def promote(second: dict[str, PairedResult]) -> Suspects:
+        """The checks read in ``second`` that are suspects on that reading."""
+        return Suspects.pick(rechecked(verdicts.limited(second), second, second, kind), kind)
 
-    measured = list(dict.fromkeys([*checks, *alphas]))
+    measured = list(dict.fromkeys([*checks, *first.alphas]))
     groups: dict[str | None, list[str]] = {None: measured}
     if not whole:
         groups = {file: ids for file, ids in by_file(measured).items()}
@@ -441,12 +487,12 @@ def follow_up(
             found.append(
                 confirm_in_fresh_pairs(
                     again,
-                    [n for n in alphas if n in ids],
+                    [n for n in first.alphas if n in ids],
                     most,
-                    alphas,
+                    first.alphas,
                     seconds,
-                    memory=memory,
-                    cpu=cpu,
+                    memory=first.memory,
+                    cpu=first.cpu,
                     checks=[n for n in checks if n in ids],
                     promote=promote,
                 )
@@ -455,5 +501,9 @@ def follow_up(
             pairs.drop_ahead()
     second = {n: r for part in found for n, r in part.second.items()}
     verdicts = rechecked(verdicts, second, checks, kind)
+    picked = first
+    for part in found:
+        picked = picked | part.promoted
     how = "confirmation in {pairs} pairs of processes"
-    return verdicts.confirmed([part.confirmed for part in found], how, memory, open_ids)
+    confirmations = [part.confirmed for part in found]
+    return verdicts.confirmed(confirmations, how, picked.memory, picked.either)

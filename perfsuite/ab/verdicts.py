@@ -29,6 +29,8 @@ from perfsuite.verdict.table import code_span, pct
 
 #: the status of a bench only one side has: listed, never run (nothing to compare it with)
 REMOVED, ADDED = "removed (base only), not run", "added (candidate only), not run"
+#: a confirmation that pointed the other way from the estimate that made the suspect
+OTHER_WAY = "the other way: not confirmed"
 
 
 def _load(path: Path) -> Run | None:
@@ -119,7 +121,7 @@ class Verdicts:
             run = replace(new.run, first=first, second=second)
             if run.result and against(lead, run.result) and row.nodeid not in either_way:
                 run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
-                status += ", the other way: not confirmed"
+                status += f", {OTHER_WAY}"
             elif run.result and run.result.futile:
                 status += ", stopped early: more could not decide"
             rows.append(replace(row, run=run, status=status))
@@ -225,7 +227,8 @@ class Verdicts:
         seconds): ``x.py::t resolves ±7.0% in 60 s here; ±5% needs about 118 s
         (--max-seconds)``; ``across`` pairs of processes, for a bench the fresh pairs
         left inconclusive: ``x.py::t resolves ±9.0% across 12 pairs of processes here;
-        ±5% needs about 39 pairs (--confirm)``."""
+        ±5% needs about 39 pairs (--confirm)``. Only where the interval is wider than
+        ±threshold, and not for a confirmation that pointed the other way."""
         lines = []
         for row in self.rows:
             result, run = (row.run.result, row.run) if row.run else (None, None)
@@ -234,7 +237,8 @@ class Verdicts:
             half = (result.ci[1] - result.ci[0]) / 2
             share = (half / result.threshold) ** 2
             pairs = len(run.sessions)
-            if not half > 0 or bool(pairs) != across:
+            other_way = row.status is not None and OTHER_WAY in row.status
+            if share <= 1 or other_way or bool(pairs) != across:
                 continue
             if across:
                 lines.append(
