@@ -133,10 +133,7 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     # 10 s a pair, 45 s allowed: the pairs left could bound it, so it goes on until the
     # seconds run out (the pair started before them ends)
     bounded = Sessions({"b.py::aa": 0.0}, offsets)
-    clock = Clock(bounded, 10.0)
-    (row,) = confirm_in_fresh_pairs(
-        bounded, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock
-    ).confirmed.rows
+    row = _within_45_s(bounded)
     assert (bounded.calls, row.verdict) == (5, Verdict.INCONCLUSIVE)
     assert row.run is not None
     assert row.run.result is not None
@@ -144,10 +141,7 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     # offsets of +-30%: after 3 pairs, time for 1 more, which could neither decide it nor
     # bound it under twice its threshold
     noisy = Sessions({"b.py::aa": 0.0}, [0.3, -0.3, 0.25, -0.2, 0.3, -0.25])
-    clock = Clock(noisy, 10.0)
-    (row,) = confirm_in_fresh_pairs(
-        noisy, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock
-    ).confirmed.rows
+    row = _within_45_s(noisy)
     assert (noisy.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
     assert row.run is not None
     assert row.run.result is not None
@@ -263,6 +257,15 @@ class Clock:
 
     def __call__(self) -> float:
         return self.sessions.calls * self.step
+
+
+def _within_45_s(sessions: Sessions) -> Row:
+    """``b.py::aa`` confirmed in pairs of 10 s each, at most 45 s."""
+    clock = Clock(sessions, 10.0)
+    (row,) = confirm_in_fresh_pairs(
+        sessions, ["b.py::aa"], 12, ALPHA_CONFIRM, 45.0, clock
+    ).confirmed.rows
+    return row
 
 
 def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:

@@ -362,7 +362,7 @@ def confirm_in_fresh_pairs(
     spent = False
     while not spent:
         left = [n for n in begin if n not in kept]
-        ids = left if runs else list(dict.fromkeys([*checks, *left]))
+        ids = left if runs else [*checks, *left]
         if not ids:
             break
         spent = bool(runs) and seconds is not None and clock() - start >= seconds
@@ -370,7 +370,7 @@ def confirm_in_fresh_pairs(
         if not spent:
             more = any(len(runs) + 1 < begin[n] + most for n in left)
             runs.append(session(len(runs), ids, more))
-        if len(runs) == 1 and not spent:
+        if len(runs) == 1 and checks:  # the checks' pair is in: their suspects join
             for row in runs[0].limited(checks).rows:
                 if row.run is not None and row.run.result is not None:
                     second[row.nodeid] = row.run.result
@@ -378,6 +378,7 @@ def confirm_in_fresh_pairs(
             alphas.update(promoted.alphas)
             begin.update(dict.fromkeys(promoted.alphas, 1))
             memory, cpu = {*memory, *promoted.memory}, {*cpu, *promoted.cpu}
+            checks = ()
         elapsed = clock() - start
         per = elapsed / len(runs) if runs and elapsed > 0 else 0.0
         for nodeid in [n for n in begin if n not in kept]:
