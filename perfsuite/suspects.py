@@ -37,8 +37,10 @@ the baseline's commit and the working tree; for a suspect whose code is the same
 both sides (where git can tell: :mod:`perfsuite.changed`) that is a data or
 configuration file at most, which moves the benches that read it on top of the
 machine's move. So, of the suspects whose code is the same (a peak memory that rose
-aside), the A/B of step 2 measures the ``SAME_CODE_SAMPLE`` the screen read slowest,
-beside every other suspect (:func:`perfsuite.verdict.shift.same_code_sample`). Where
+aside; the benches the screen left too noisy among them, since their code cannot have
+made them slower either), the A/B of step 2 measures the ``SAME_CODE_SAMPLE`` the
+screen read slowest, beside every other suspect
+(:func:`perfsuite.verdict.shift.same_code_sample`). Where
 none of the sample is confirmed or left unconfirmed, the rest are cleared with it (or
 ``not shown``, as the sample was), each row saying so; otherwise the rest are
 ``unconfirmed``, not measured, each row giving the command that would measure it.
@@ -282,9 +284,7 @@ def confirm_suspects(
         decided = {v.fullname: machine_move(base) for v in suspects}
     else:
         changed = [v for v in suspects if v.changed is not None]
-        own = [v for v in suspects if v.fullname in undecided]
-        alone = {v.fullname for v in changed + own}
-        pool = [v for v in suspects if v.fullname not in alone and not v.memory_rose]
+        pool = [v for v in suspects if v.changed is None and not v.memory_rose]
         sample, later = same_code_sample(pool) if known else ([], [])
         if later:
             say(
@@ -293,6 +293,7 @@ def confirm_suspects(
                 "screen read slowest"
             )
         measured = [v for v in suspects if v not in later]
+        own = [v for v in measured if v.fullname in undecided and v.changed is None]
         why: Why = UNDECIDED if own else CHANGED if changed else CONFIRM
         nodeids = [v.fullname for v in measured]
         what = _what(len(changed), len(own), len(measured) - len(changed) - len(own))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import suspects
+from perfsuite import changed, suspects
 from perfsuite.exitcodes import ExitCode
 from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.compare import RunComparison
@@ -110,6 +110,32 @@ def test_benches_the_ab_bounded_pass_and_too_noisy_ones_judge_nothing(
     status, message, _ = gated(monkeypatch, tmp_path, found, answers)
     assert status == ExitCode.NOT_JUDGED
     assert "the A/B did not decide them either (unconfirmed)" in message
+
+
+@pytest.mark.parametrize("answer", ["same", "beyond=0.05,beyond=0.05"], ids=["same", "noisy"])
+def test_too_noisy_benches_of_unchanged_code_are_sampled(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answer: str
+) -> None:
+    """Where git tells that no bench's code changed, the A/B measures the 3 too-noisy
+    benches the screen read slowest, in its one A/B, and the rest pass or stay
+    unconfirmed with them."""
+    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    found = undecided({f"b{i}": i / 100 for i in range(6)})
+    status, message, fake = gated(
+        monkeypatch,
+        tmp_path,
+        found,
+        dict.fromkeys(["b5"], "same") | dict.fromkeys(["b3", "b4"], answer),
+    )
+    assert (fake.asked, fake.strict) == ([["b3", "b4", "b5"]], [True])
+    if answer == "same":
+        assert status == ExitCode.OK
+        assert message.endswith(
+            "; 3 suspect(s) of unchanged code passed with those the A/B measured (b0, b1, b2)"
+        )
+    else:
+        assert status == ExitCode.NOT_JUDGED
+        assert message.startswith("5 suspect(s) could be neither confirmed nor cleared: ")
 
 
 def test_a_screen_that_judged_a_bench_still_sends_its_too_noisy_ones(
