@@ -276,7 +276,12 @@ class VerdictPlugin:
                 self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
             return self._confirmation_dir.with_name(name)
 
-        from perfsuite.ab.budget import CHANGED_SUSPECTS, GATE_SUSPECTS, gate_args
+        from perfsuite.ab.budget import (
+            CHANGED_SUSPECTS,
+            GATE_SUSPECTS,
+            first_look_fits,
+            gate_args,
+        )
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
 
@@ -300,6 +305,9 @@ class VerdictPlugin:
                 scratch,
                 ab_args,
                 self._say,
+                lambda round_s, count: first_look_fits(
+                    round_s, count, spent, self.settings.scale.value
+                ),
             )
         except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt
             if self._confirmation_dir is not None:

@@ -77,6 +77,7 @@ from perfsuite.outcomes import AbRun, decide_all, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
+    UNDECIDED_AT_MOST,
     cleared_with,
     mark_standouts,
     mark_undecided,
@@ -86,6 +87,7 @@ from perfsuite.verdict.shift import (
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
+    from perfsuite.verdict.judge import BenchVerdict
 
 #: the A/B's command: unbuffered (``-u``), so an interrupt loses none of its lines
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-u", "-m", "perfsuite.cli", "ab")
@@ -250,6 +252,7 @@ def confirm_suspects(
     scratch: Callable[[str], Path],
     ab_args: Callable[[Sequence[str], Why], list[str]] = lambda nodeids, why: [],
     say: Callable[[str], None] = print,
+    fits: Callable[[float, int], bool] = lambda round_seconds, count: True,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
@@ -257,7 +260,9 @@ def confirm_suspects(
     ``ab_args(nodeids, why)`` the A/B's own options for those suspects, ``why`` saying
     what it is for: ``CONFIRM`` suspects of the screen, or decide benches whose code
     changed (``CHANGED``) or that a screen which decided none measured
-    (``UNDECIDED``)."""
+    (``UNDECIDED``); ``fits(round_seconds, count)`` whether a bench whose rounds take
+    that long reaches its first look in an A/B of ``count`` benches (the same-code
+    sample is drawn from those that do)."""
     comparison = mark_standouts(comparison)
     base = Commit.of(comparison.baseline.commit_info)
     unchanged = same_code(base, Commit.of(commit_info))
@@ -269,8 +274,9 @@ def confirm_suspects(
     known = False  # whether git told which benches' code changed
     if not unchanged and base.sha is not None:
         comparison, known = mark_changed(comparison, base.sha, cwd, say)
-        if cannot_run(cwd, base) is None:
-            comparison, undecided = mark_undecided(comparison)
+        if cannot_run(cwd, base) is None:  # of the same code, every one joins the sample
+            at_most = None if known else UNDECIDED_AT_MOST
+            comparison, undecided = mark_undecided(comparison, at_most)
     if undecided:
         say(
             f"perfsuite gate: the screen left {len(undecided)} bench(es) too noisy to "
@@ -285,16 +291,28 @@ def confirm_suspects(
     else:
         changed = [v for v in suspects if v.changed is not None]
         pool = [v for v in suspects if v.changed is None and not v.memory_rose]
-        sample, later = same_code_sample(pool) if known else ([], [])
+        count = len(suspects) - len(pool) + SAME_CODE_SAMPLE  # the A/B's benches
+
+        def decidable(item: BenchVerdict) -> bool:
+            return fits(item.current.median or 0.0, count)
+
+        sample, later = same_code_sample(pool, decidable) if known else ([], [])
         if later:
+            slow = sum(not decidable(v) for v in pool)
             say(
                 f"perfsuite gate: the code of {len(pool)} suspect(s) is the same as at "
                 f"{(base.sha or '?')[:12]}: the A/B measures the {SAME_CODE_SAMPLE} the "
                 "screen read slowest"
+                + (
+                    f" of those whose rounds let it reach a first look ({slow} do not)"
+                    if slow and any(decidable(v) for v in sample)
+                    else ""
+                )
             )
         measured = [v for v in suspects if v not in later]
         own = [v for v in measured if v.fullname in undecided and v.changed is None]
-        why: Why = UNDECIDED if own else CHANGED if changed else CONFIRM
+        deciding = any(v.fullname in undecided for v in measured)
+        why: Why = UNDECIDED if deciding else CHANGED if changed else CONFIRM
         nodeids = [v.fullname for v in measured]
         what = _what(len(changed), len(own), len(measured) - len(changed) - len(own))
         ab = _confirm(base, nodeids, options, cwd, scratch("ab"), ab_args(nodeids, why), say, what)

@@ -73,6 +73,40 @@ def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
     )
 
 
+def test_the_sample_leaves_out_a_bench_whose_first_look_would_not_fit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """m7 and m5 read slowest, but their rounds take 2 s: an A/B's share of time could
+    not bring them to a first look, so the sample is the slowest three that can."""
+    found = comparison(shifted(8, 4))
+    slow = {"m5", "m7"}
+    verdicts = [
+        replace(v, current=replace(v.current, median=2.0)) if v.fullname in slow else v
+        for v in found.verdicts
+    ]
+    fake = FakeAb(dict.fromkeys(shifted(8, 4), "same"))
+    monkeypatch.setattr(suspects, "run_ab", fake)
+    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    said: list[str] = []
+    result, _ = confirm_suspects(
+        replace(found, verdicts=verdicts),
+        HEAD,
+        [],
+        tmp_path,
+        lambda name: tmp_path / name,
+        lambda *_: [],
+        said.append,
+        lambda round_seconds, count: round_seconds <= 1.0 and count == 3,
+    )
+    assert fake.asked == [["m3", "m4", "m6"]]
+    outcomes = {v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation}
+    assert outcomes == dict.fromkeys([f"m{i}" for i in range(8)], CLEARED)
+    assert any(
+        line.endswith("read slowest of those whose rounds let it reach a first look (2 do not)")
+        for line in said
+    ), said
+
+
 @pytest.mark.parametrize("answer", ["slower", "beyond"])
 def test_a_sample_not_cleared_leaves_the_rest_unconfirmed_in_one_ab(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answer: str

@@ -138,6 +138,20 @@ def test_too_noisy_benches_of_unchanged_code_are_sampled(
         assert message.startswith("5 suspect(s) could be neither confirmed nor cleared: ")
 
 
+def test_every_too_noisy_bench_of_unchanged_code_passes_with_the_sample(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """More too-noisy benches than an A/B would take on its own: of unchanged code, each
+    joins the sample's pool, so none is left too noisy and the gate passes with it."""
+    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    names = [f"b{i:02}" for i in range(UNDECIDED_AT_MOST + 4)]
+    found = undecided({name: i / 1000 for i, name in enumerate(names)})
+    status, message, fake = gated(monkeypatch, tmp_path, found, dict.fromkeys(names, "same"))
+    assert fake.asked == [names[-3:]]
+    assert status == ExitCode.OK, message
+    assert f"; {len(names) - 3} suspect(s) of unchanged code passed with those" in message
+
+
 def test_a_screen_that_judged_a_bench_still_sends_its_too_noisy_ones(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -187,10 +187,10 @@ def gate_args(
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 60, "default", "undecided")
     ['--max-seconds=10', '--confirm-seconds=60', '--suspects=undecided']
     """
-    caps = BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
+    caps = _caps(scale)
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
-    share = max(seconds * CONFIRM_SHARE, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
-    bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
+    share = _share(seconds, screen_decided_none)
+    bench = bench_seconds(len(nodeids), seconds, scale, screen_decided_none=screen_decided_none)
     floor = CHANGED_FILE_SECONDS if suspects == CHANGED_SUSPECTS else MIN_FILE_SECONDS
     file = max(floor, min(caps.confirm_seconds, share / max(len(files), 1)))
     wanted = {
@@ -200,3 +200,43 @@ def gate_args(
     }
     given = {arg.split("=", 1)[0] for arg in ab_args}
     return [*ab_args, *(f"{k}={v}" for k, v in wanted.items() if k not in given)]
+
+
+def _caps(scale: str) -> ScaleBudget:
+    return BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
+
+
+def _share(seconds: float, screen_decided_none: bool) -> float:
+    """The seconds a gate's A/B shares out, from the gated run's own ``seconds``."""
+    return max(seconds * CONFIRM_SHARE, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
+
+
+def bench_seconds(
+    count: int, seconds: float, scale: str, *, screen_decided_none: bool = False
+) -> float:
+    """The seconds a gate's A/B of ``count`` benches gives each to alternate
+    (``--max-seconds``: :func:`gate_args`), from the gated run's own ``seconds``.
+
+    >>> bench_seconds(3, 300, "default"), bench_seconds(30, 300, "default")
+    (50.0, 10.0)
+    """
+    share = _share(seconds, screen_decided_none)
+    return max(MIN_BENCH_SECONDS, min(_caps(scale).max_seconds, share / max(count, 1)))
+
+
+#: a pair of one-round blocks takes about this many times its two rounds (the switch
+#: between the sides, a block's own start)
+PAIR_OVERHEAD = 1.5
+
+
+def first_look_fits(round_seconds: float, count: int, seconds: float, scale: str) -> bool:
+    """Whether a bench whose rounds take ``round_seconds`` reaches its first look (the
+    scale's ``min_pairs`` pairs of one-round blocks) in what a gate's A/B of ``count``
+    benches gives each (:func:`bench_seconds`); a bench that cannot is left
+    inconclusive by it, however it moved.
+
+    >>> first_look_fits(0.1, 3, 300, "default"), first_look_fits(1.5, 3, 300, "default")
+    (True, False)
+    """
+    need = _caps(scale).min_pairs * 2 * round_seconds * PAIR_OVERHEAD
+    return need <= bench_seconds(count, seconds, scale)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from perfsuite.verdict.compare import RunComparison
@@ -55,20 +55,29 @@ def _log_change(item: BenchVerdict) -> float:
 
 def same_code_sample(
     pool: Sequence[BenchVerdict],
+    decidable: Callable[[BenchVerdict], bool] = lambda item: True,
 ) -> tuple[list[BenchVerdict], list[BenchVerdict]]:
     """Suspects whose code is the same on both sides, split into the sample an A/B
-    measures (the ``SAME_CODE_SAMPLE`` the screen read slowest) and the rest, slowest
-    first. A real slowdown of one of them (a data or configuration file both sides read
-    differently) adds to the machine's move, so it ranks high.
+    measures (the ``SAME_CODE_SAMPLE`` the screen read slowest of those the A/B can
+    ``decidable``, or of all where it can decide none) and the rest, slowest first. A
+    real slowdown of one of them (a data or configuration file both sides read
+    differently) adds to the machine's move, so it ranks high; a bench whose A/B could
+    not reach its first look would leave the sample, and so the rest, unconfirmed.
 
     >>> from types import SimpleNamespace as N
     >>> t = lambda name, c: N(fullname=name, time=N(change=c))
-    >>> sample, rest = same_code_sample([t("a", 0.1), t("b", 0.3), t("c", 0.2), t("d", 0.4)])
+    >>> pool = [t("a", 0.1), t("b", 0.3), t("c", 0.2), t("d", 0.4)]
+    >>> sample, rest = same_code_sample(pool)
     >>> [v.fullname for v in sample], [v.fullname for v in rest]
     (['d', 'b', 'c'], ['a'])
+    >>> sample, rest = same_code_sample(pool, lambda item: item.fullname != "b")
+    >>> [v.fullname for v in sample], [v.fullname for v in rest]
+    (['d', 'c', 'a'], ['b'])
     """
     ranked = sorted(pool, key=screen_change, reverse=True)
-    return ranked[:SAME_CODE_SAMPLE], ranked[SAME_CODE_SAMPLE:]
+    fit = [v for v in ranked if decidable(v)] or ranked
+    sample = fit[:SAME_CODE_SAMPLE]
+    return sample, [v for v in ranked if v not in sample]
 
 
 def cleared_with(
@@ -199,12 +208,14 @@ def mark_standouts(comparison: RunComparison) -> RunComparison:
 UNDECIDED_AT_MOST = 16
 
 
-def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
+def mark_undecided(
+    comparison: RunComparison, at_most: int | None = UNDECIDED_AT_MOST
+) -> tuple[RunComparison, set[str]]:
     """``comparison`` with each bench the screen left too noisy
     (:attr:`~perfsuite.verdict.judge.BenchVerdict.too_noisy`: measured on both sides,
     neither judged nor bounded under twice its threshold) made a time suspect, so that
-    the A/B decides it; and their names. At most ``UNDECIDED_AT_MOST``, those the screen
-    read slowest first; where no counter rose.
+    the A/B decides it; and their names. At most ``at_most`` (None: every one), those
+    the screen read slowest first; where no counter rose.
 
     A screen compares runs of two processes, whose offsets can hide a few percent of
     either sign; the A/B measures both commits in one session, so it can decide them.
@@ -213,7 +224,7 @@ def mark_undecided(comparison: RunComparison) -> tuple[RunComparison, set[str]]:
     if any(v.counters_rose for v in verdicts):
         return comparison, set()
     undecided = sorted((v for v in verdicts if v.too_noisy), key=screen_change, reverse=True)[
-        :UNDECIDED_AT_MOST
+        :at_most
     ]
     names = {v.fullname for v in undecided}
     marked = [
