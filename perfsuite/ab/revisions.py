@@ -16,7 +16,6 @@ import fcntl
 import hashlib
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +24,6 @@ from typing import IO
 from perfsuite.data.fsutil import cache_home
 from perfsuite.envs.pins import PIN_FILES
 from perfsuite.errors import PerfsuiteError
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass  # type: ignore[import-not-found,unused-ignore]
 
 WORKTREE = "working tree"
 
@@ -113,15 +107,6 @@ def tree_files(root: Path, sha: str | None) -> dict[str, str]:
     }
 
 
-def cache_root() -> Path:
-    return cache_home("ab")
-
-
-def repo_key(root: Path) -> str:
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-    return f"{root.name}-{digest}"
-
-
 @contextlib.contextmanager
 def file_lock(path: Path, what: str) -> Iterator[None]:
     """Hold an exclusive ``fcntl`` lock on ``path``; say so once when waiting for it."""
@@ -143,7 +128,8 @@ class WorktreeCache:
 
     def __init__(self, root: Path, base: Path | None = None) -> None:
         self.root = root
-        self.folder = (base or cache_root()) / repo_key(root)
+        digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+        self.folder = (base or cache_home("ab")) / f"{root.name}-{digest}"
 
     def path(self, sha: str) -> Path:
         return self.folder / sha
