@@ -76,16 +76,10 @@ class ProcessPairs:
             self.logs[side.spec.name].append(side.log_path)
         return found
 
-    def series(
-        self, keys: Sequence[Key], only: Sequence[Sequence[str] | None] | None = None
-    ) -> list[Verdicts]:
-        """A session for each key in turn, over ``only``'s benches for that key (default:
-        every bench), each next pair started ahead."""
-        limits = list(only) if only is not None else [None] * len(keys)
-        return [
-            self.session(key, limit, keys[i + 1] if i + 1 < len(keys) else None)
-            for i, (key, limit) in enumerate(zip(keys, limits, strict=True))
-        ]
+    def series(self, keys: Sequence[Key]) -> list[Verdicts]:
+        """A session over every bench for each key in turn, each next pair started ahead."""
+        ahead = [*keys[1:], None]
+        return [self.session(key, None, then) for key, then in zip(keys, ahead, strict=True)]
 
     def drop_ahead(self) -> None:
         """Stop the pairs started for sessions that will not run."""

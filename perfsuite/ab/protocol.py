@@ -95,9 +95,6 @@ class Channel:
         self._buffer = b""
         self._messages: list[dict[str, Any]] = []
 
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
     def send(self, kind: str, **fields: Any) -> None:
         try:
             self.sock.sendall(encode(kind, **fields))

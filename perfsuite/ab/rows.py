@@ -184,10 +184,6 @@ class Row:
         """Both sides measured it: it has a verdict, decisive or not."""
         return self.verdict is not None
 
-    def unjudged_reason(self) -> str:
-        """What this row's status says of why it was not judged."""
-        return self.status or "not measured"
-
     def cells(self) -> list[str]:
         result = self.run.result if self.run else None
         if result is None:

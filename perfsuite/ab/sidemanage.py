@@ -111,10 +111,6 @@ class SideProcess:
         self._listener.bind(str(self.socket_path))
         self._listener.listen(1)
 
-    @property
-    def title(self) -> str:
-        return self.spec.title
-
     def start(self, pytest_args: Sequence[str], files: Sequence[str] | None = None) -> None:
         """Start the side's pytest; ``files`` (rootdir-relative) limits what it collects."""
         env = self.spec.env()
@@ -190,7 +186,7 @@ class SideProcess:
         it exits."""
         if ended:
             self.wait(ENDING_S)
-        message = f"{self.title}: {problem}"
+        message = f"{self.spec.title}: {problem}"
         if not self.alive and self.returncode is not None:
             message += f" (exit status {self.returncode})"
         said = pytest_error(self.log_tail(lines=200)) if ended else None

@@ -204,7 +204,7 @@ class Verdicts:
             return None
         reasons: dict[str, int] = {}
         for row in self.rows:
-            reason = row.unjudged_reason()
+            reason = row.status or "not measured"
             reasons[reason] = reasons.get(reason, 0) + 1
         listed = "; ".join(f"{n} {why}" for why, n in reasons.items())
         hints = []
