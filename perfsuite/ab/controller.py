@@ -169,11 +169,6 @@ class Controller:
 
     # -- the session -------------------------------------------------------------
 
-    def run(self) -> SessionOutcome:
-        """Both sides from connection to exit: :meth:`measure`, then :meth:`finish`."""
-        self.measure()
-        return self.finish()
-
     def measure(self) -> None:
         """Connect, send the plan and alternate until every planned bench is measured
         or skipped: once this returns, no timed work is left, only the sides' teardown
@@ -307,20 +302,14 @@ class Controller:
         run = self.runs.setdefault(nodeid, BenchRun(nodeid, self.threshold))
         run.skipped = run.skipped or reason
 
-    def _threshold(self) -> float:
-        for name in ("B", "A"):  # as perfsuite compare: the candidate's marker first
-            ready = self.state[name].ready or {}
-            value = ready.get("threshold")
-            if isinstance(value, int | float) and value > 0:
-                return float(value)
-        return self.threshold
-
-    def _memory_threshold(self) -> float:
+    def _marker(self, field: str, default: float) -> float:
+        """The bench's ``field`` (a threshold) from the sides' ``ready``, the candidate's
+        first as in perfsuite compare, else ``default``."""
         for name in ("B", "A"):
-            value = (self.state[name].ready or {}).get("memory_threshold")
+            value = (self.state[name].ready or {}).get(field)
             if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
                 return float(value)
-        return MEMORY_THRESHOLD
+        return default
 
     def _pair_limit(self, rounds: int) -> tuple[int, int]:
         """(rounds per block, most pairs), given the bench's ``rounds`` per block: a side
@@ -337,7 +326,9 @@ class Controller:
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
         self._running = nodeid
-        run = BenchRun(nodeid, self._threshold(), memory_threshold=self._memory_threshold())
+        threshold = self._marker("threshold", self.threshold)
+        memory = self._marker("memory_threshold", MEMORY_THRESHOLD)
+        run = BenchRun(nodeid, threshold, memory_threshold=memory)
         run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
         fixtures = [(self.state[n].ready or {}).get("fixture") for n in self.sides]
