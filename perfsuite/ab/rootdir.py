@@ -50,7 +50,6 @@ CONFIG_NAMES = (
 )
 #: the section that makes an ini-style file a pytest configuration
 INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
-CONFIG_OPTIONS = ("-c", "--config-file")
 
 
 def refuse_rootdir(pytest_args: Sequence[str]) -> None:
@@ -61,13 +60,6 @@ def refuse_rootdir(pytest_args: Sequence[str]) -> None:
                 f"pytest option {arg!r}: perfsuite ab roots each side's pytest at its own "
                 "checkout, so node ids are repository-relative on both sides; drop it"
             )
-
-
-def names_config(pytest_args: Sequence[str]) -> bool:
-    """Whether the arguments name a configuration file (``-c FILE``, ``--config-file=FILE``)."""
-    return any(
-        arg in CONFIG_OPTIONS or arg.startswith(("--config-file=", "-c")) for arg in pytest_args
-    )
 
 
 def holds_config(path: Path) -> bool:
@@ -140,7 +132,8 @@ def rooted(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[str]:
     """The options that root a side's pytest at ``root``: ``--rootdir`` and, unless the
     arguments name one, the configuration file (see the module doc)."""
     options = [f"--rootdir={root.resolve()}"]
-    if not names_config(pytest_args):
+    config = ("--config-file=", "-c")  # -c FILE, -cFILE, --config-file[=]FILE
+    if not any(arg == "--config-file" or arg.startswith(config) for arg in pytest_args):
         found = config_file(cwd, root, pytest_args)
         if found is not None:
             options.append(f"--config-file={found}")

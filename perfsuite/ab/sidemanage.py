@@ -167,10 +167,6 @@ class SideProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    @property
-    def returncode(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
-
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
             text = self.log_path.read_text(errors="replace")
@@ -187,8 +183,9 @@ class SideProcess:
         if ended:
             self.wait(ENDING_S)
         message = f"{self.spec.title}: {problem}"
-        if not self.alive and self.returncode is not None:
-            message += f" (exit status {self.returncode})"
+        code = None if self.proc is None else self.proc.poll()
+        if code is not None:
+            message += f" (exit status {code})"
         said = pytest_error(self.log_tail(lines=200)) if ended else None
         if said:  # a path of the side's checkout, named from the repository root
             message += f": pytest said {said.replace(f'{self.spec.root}/', '')!r}"
