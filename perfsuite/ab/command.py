@@ -199,7 +199,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             "each side runs in an environment of its own pins"
         )
     own_envs = args.env == "per-side" or (args.env == "auto" and problem is not None)
-    args.confirm = DEFAULT_CONFIRM if args.confirm is None else args.confirm
     if args.confirm == 1:
         raise PerfsuiteError(
             "--confirm 1: a confirmation is judged across pairs of processes and needs "

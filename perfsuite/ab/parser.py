@@ -102,6 +102,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument(
         "--confirm",
         type=_count,
+        default=DEFAULT_CONFIRM,
         metavar="N",
         help="after the first pair of processes, check each pass in one fresh "
         "pair (a suspect if it leans beyond the threshold there), and measure "

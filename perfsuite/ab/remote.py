@@ -152,8 +152,6 @@ class LockstepSide:
         self._collect_errors: list[str] = []
         self._collect_skips: dict[str, str] = {}  # a module skipped whole: its reason
 
-    # -- pytest hooks ------------------------------------------------------------
-
     def _unlisted(self, path: Path, config: pytest.Config) -> bool:
         """Whether ``path`` is a Python file outside this session's bench files."""
         if self.files is None or path.suffix != ".py" or path.name == "conftest.py":
@@ -245,8 +243,6 @@ class LockstepSide:
     def pytest_sessionfinish(self, exitstatus: int) -> None:
         self._send("finished", exitstatus=int(exitstatus))
 
-    # -- the measuring hook ------------------------------------------------------
-
     def measure(
         self,
         benchmark: Any,
@@ -284,10 +280,8 @@ class LockstepSide:
         spent = 0.0  # the last round's CPU seconds
 
         def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
-            if setup is None:
-                return (), {}
-            made = setup()
-            return made if made else ((), {})
+            """One ``setup`` call's arguments; none without ``setup``, or if it gave none."""
+            return (setup() if setup is not None else None) or ((), {})
 
         result: Any = None
 
@@ -370,8 +364,6 @@ class LockstepSide:
             for value in rounds:
                 stats.update(value)
         return result
-
-    # -- helpers -----------------------------------------------------------------
 
     def _send(self, kind: str, **fields: Any) -> None:
         with contextlib.suppress(ProtocolError):  # the controller is gone and stops us

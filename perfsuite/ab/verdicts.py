@@ -335,12 +335,8 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
         pooled.pair_peaks += run.peaks_by_pair()
     pooled.memory_threshold = first.memory_threshold
     cpu = [run.cpu_ratios() for run in runs]
-    # across the pairs of processes, as the time: a process's layout moves its CPU too
-    pooled.cpu = (
-        judge_processes([r for r in cpu if r is not None], first.threshold, alpha)
-        if all(r is not None for r in cpu)
-        else None
-    )
+    if all(r is not None for r in cpu):  # across the pairs, as the time: layout moves CPU too
+        pooled.cpu = judge_processes([r for r in cpu if r is not None], first.threshold, alpha)
     higher = first.result.higher_is_better if first.result else False
     pooled.result = judge_processes(
         [run.ratios for run in runs], first.threshold, alpha, higher_is_better=higher
