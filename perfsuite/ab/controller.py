@@ -4,31 +4,25 @@ Both sides collect the same selection and say ``hello``; the controller answers 
 the benches they have in common, in A's order (benches on one side only are listed
 as added or removed). In each bench a side runs its warm-up and says ``ready``; once
 both are ready at the same bench, the controller sends ``block`` to one side at a
-time, so only one side ever runs timed work while the other waits idle on its
-socket. An asynchronous pipeline goes on working after its block (it refills its
-prefetch buffers), so the idle side is handled in one of two ways (``idle``):
-
-* ``freeze`` (default): the idle side's process group is stopped (SIGSTOP) from the
-  end of its block to the start of its next one. Its threads compete with nothing,
-  and each block resumes the side's pipeline where its last block left it, in the
-  steady state the rounds measure; its drain rounds (below) find nothing buffered.
-* ``wait``: before each block the controller waits until the idle side's threads are
-  quiet, and each block starts with untimed drain rounds that take what the side's
-  own pipeline prefetched while it waited.
+time, so only one side ever runs timed work. An asynchronous pipeline goes on working
+after its block (it refills its prefetch buffers), so the idle side (``idle``) is
+either stopped (``freeze``, the default: SIGSTOP to its process group until its next
+block, which resumes its pipeline in the steady state the rounds measure), or waited
+for until its threads are quiet (``wait``: each block then starts with untimed drain
+rounds that take what the pipeline prefetched meanwhile).
 
 Pairs of blocks run in a seeded, balanced random order: the first pair of every two
 is AB or BA at random and the second is its mirror (ABBA or BAAB). After each pair
 the bench is judged on the look schedule of :class:`perfsuite.verdict.paired.Sequential`;
 once it is decisive or its budget (pairs, seconds) is spent, both sides get ``done``.
 
-Warming up takes turns too; setting up need not. A side says ``arrive`` (phase
-``setup``) before a bench's fixtures and test body, and again (``warmup``) when the
-body hands its rounds to perfsuite, and starts each on ``go``. Both sides may set up
-at once (nothing is timed then); a warm-up is granted, in the order asked for, only
-while the other side neither sets up nor warms up (and, after a settle, is quiet), so
-warm-up rounds are uncontended: they are the yardstick of each block's drain and the
-state its first block starts from. A side that predates the phases says ``arrive``
-once, without one, and gets its setup and warm-up as one turn alone.
+A side says ``arrive`` (phase ``setup``) before a bench's fixtures and test body, and
+again (``warmup``) when the body hands its rounds to perfsuite, and starts each on
+``go``. Both sides may set up at once (nothing is timed then); a warm-up is granted,
+in the order asked for, only while the other side is neither setting up nor warming up
+(and, after a settle, is quiet): warm-up rounds are the yardstick of each block's
+drain. A side that predates the phases says ``arrive`` once, without one, and gets its
+setup and warm-up as one turn alone.
 
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
@@ -106,8 +100,6 @@ class Controller:
         self._running: str | None = None  # the bench whose blocks alternate now
         self._plan: tuple[list[str], list[str], list[str]] = ([], [], [])  # common, A, B only
 
-    # -- messages ----------------------------------------------------------------
-
     def _channel(self, name: str) -> Any:
         channel = self.sides[name].channel
         assert channel is not None
@@ -166,8 +158,6 @@ class Controller:
         except ProtocolError as exc:
             self.sides[name].wait(2.0)
             raise self.sides[name].fault(f"died{self._during(name)} ({exc})") from None
-
-    # -- the session -------------------------------------------------------------
 
     def measure(self) -> None:
         """Connect, send the plan and alternate until every planned bench is measured
