@@ -142,12 +142,9 @@ class MachineLoad:
             )
         return said
 
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
-
     def to_json(self) -> str:
         """The text of a report's ``machine.json``."""
-        return json.dumps(self.as_dict()) + "\n"
+        return json.dumps(asdict(self)) + "\n"
 
     @classmethod
     def from_report(cls, folder: Path) -> MachineLoad | None:
