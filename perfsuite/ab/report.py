@@ -17,6 +17,7 @@ import json
 import math
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,8 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
 
 #: every block, and each bench's verdict, change and interval, one entry per bench
 PAIRS = "pairs.json"
+#: the fields of a :class:`BenchRun` that pairs.json writes in a form of their own, or not
+OWN_FORM = {"result", "first", "second", "cpu", "seconds", "pool", "pair_peaks", "cpu_missing"}
 #: the files an A/B report holds beside its PNGs
 REPORT_FILES = ("summary.md", PAIRS, "machine.json", "A.json", "B.json", "A.log", "B.log")
 
@@ -160,29 +163,14 @@ def write_report(
         pairs: list[dict[str, Any]] = []
         taken: set[str] = set()
         for run in verdicts.runs:
+            kept = {f.name: getattr(run, f.name) for f in fields(run) if f.name not in OWN_FORM}
             pairs.append(
                 {
-                    "nodeid": run.nodeid,
-                    "order": run.order,
-                    "a_blocks": run.a_blocks,
-                    "b_blocks": run.b_blocks,
-                    "drained": run.drained,
-                    "warmup": run.warmup,
-                    "unsettled": run.unsettled,
-                    "threshold": run.threshold,
-                    "skipped": run.skipped,
+                    **kept,
                     "seconds": round(run.seconds, 3),
-                    "sessions": run.sessions,
-                    "session_pairs": run.session_pairs,
-                    "started": run.started,
                     **_result(run.result),
                     **({"first": _result(run.first)} if run.first else {}),
                     **({"second": _result(run.second)} if run.second else {}),
-                    "a_cpu": run.a_cpu,
-                    "b_cpu": run.b_cpu,
-                    "calls": run.calls,
-                    "peak_mb": run.peak_mb,
-                    "memory_threshold": run.memory_threshold,
                     **({"cpu": _result(run.cpu)} if run.cpu else {}),
                     **({"memory": _memory(run.memory)} if run.memory else {}),
                 }
