@@ -25,7 +25,7 @@ from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
-from perfsuite.verdict.table import code_span, pct
+from perfsuite.verdict.table import code_span, markdown_table, pct
 
 #: the status of a bench only one side has: listed, never run (nothing to compare it with)
 REMOVED, ADDED = "removed (base only), not run", "added (candidate only), not run"
@@ -287,20 +287,11 @@ class Verdicts:
         return lines
 
     def markdown_lines(self) -> list[str]:
-        lines = [
-            "## perfsuite ab",
-            "",
-            f"{self.title()}, blocks alternated in one session (seed {self.seed}).",
-            "",
-            "| " + " | ".join(HEADER) + " |",
-            "|" + "|".join(["---", "---", "---:", "---:", "---:", "---", "---"]) + "|",
-        ]
-        for row in self.rows:
-            cells = row.cells()
-            cells[0] = code_span(cells[0])
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        lines += ["", f"**{self.conclusion()}**", ""]
-        return lines
+        """The table as ``summary.md`` shows it, its numbers right-aligned."""
+        rows = [[code_span(row.nodeid), *row.cells()[1:]] for row in self.rows]
+        table = markdown_table(rows, HEADER, right=(2, 3, 4))
+        heading = f"{self.title()}, blocks alternated in one session (seed {self.seed})."
+        return ["## perfsuite ab", "", heading, "", *table, "", f"**{self.conclusion()}**", ""]
 
 
 def _with_bound(row: Row) -> str:
