@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome, collection_skips
-from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, block_plan, pair_orders
+from perfsuite.ab.protocol import PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
 from perfsuite.verdict.paired import Budget, Sequential
@@ -86,8 +86,6 @@ class Controller:
         """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
         one seed, one mirrored, run every pair in both orders); ``drain_rounds`` and
         ``block_rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
-        if idle not in IDLE_MODES:
-            raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
         self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all

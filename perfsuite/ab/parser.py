@@ -7,6 +7,7 @@ from pathlib import Path
 
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
+from perfsuite.ab.protocol import IDLE_MODES
 
 
 def positive_int(value: str) -> int:
@@ -136,7 +137,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--idle",
-        choices=["freeze", "wait"],
+        choices=IDLE_MODES,
         default="freeze",
         help="freeze (default): the idle side and the processes it started "
         "are stopped (SIGSTOP) during the other side's block, so its threads "

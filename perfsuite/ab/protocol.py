@@ -135,7 +135,7 @@ class Channel:
             self.sock.close()
 
 
-#: how the idle side waits out the other side's block (see the controller's doc)
+#: how the idle side waits out the other side's block (``--idle``; the controller's doc)
 IDLE_MODES = ("freeze", "wait")
 #: the least untimed rounds a block starts with, unless ``--block-warmup`` says
 DRAIN_ROUNDS = 1

@@ -74,10 +74,8 @@ class Verdicts:
 
     @classmethod
     def merge(cls, parts: Sequence[Verdicts]) -> Verdicts:
-        """One A/B's verdicts from its sessions (one per bench file): every session's
-        measured benches first, in order, then the added and removed ones."""
-        if not parts:
-            raise ValueError("no session to merge")
+        """One A/B's verdicts from its sessions (one per bench file, at least one): every
+        session's measured benches first, in order, then the added and removed ones."""
         rows = [r for part in parts for r in part.rows if r.run is not None]
         rows += [r for part in parts for r in part.rows if r.run is None]
         runs = [run for part in parts for run in part.runs]
