@@ -72,22 +72,25 @@ def selection(root: Path, pytest_args: Sequence[str], own: bool, here: Path) -> 
     return [*(os.path.relpath(path, here) for path in default), *pytest_args]
 
 
-#: pytest options that spread a session over worker processes, which lockstep cannot drive
-PARALLEL_OPTIONS = ("-n", "--numprocesses", "--dist", "--tx")
+#: pytest options lockstep cannot honour, and why: those that spread a session over
+#: worker processes, and a rootdir of the user's (see :mod:`perfsuite.ab.rootdir`)
+REFUSED = {
+    **dict.fromkeys(
+        ("-n", "--numprocesses", "--dist", "--tx"),
+        "each side of perfsuite ab is one pytest process (blocks alternate between the two)",
+    ),
+    "--rootdir": "perfsuite ab roots each side's pytest at its own checkout, so node ids "
+    "are repository-relative on both sides",
+}
 
 
 def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
     """Both sides' pytest arguments; options lockstep cannot honour raise one line."""
-    from perfsuite.ab.rootdir import refuse_rootdir
-
-    refuse_rootdir(pytest_args)
     for arg in pytest_args:
         glued = arg.startswith("-n") and (arg[2:].isdigit() or arg[2:] in ("auto", "logical"))
-        if arg.split("=", 1)[0] in PARALLEL_OPTIONS or glued:
-            raise PerfsuiteError(
-                f"pytest option {arg!r}: each side of perfsuite ab is one pytest process "
-                "(blocks alternate between the two); drop it"
-            )
+        why = REFUSED.get("-n" if glued else arg.split("=", 1)[0])
+        if why is not None:
+            raise PerfsuiteError(f"pytest option {arg!r}: {why}; drop it")
     args = ["-p", "no:cacheprovider", *pytest_args]
     if importlib.util.find_spec("xdist") is not None:  # an -n in the user's addopts: off
         args += ["-n", "0", "--dist", "no"]

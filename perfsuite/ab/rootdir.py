@@ -17,7 +17,7 @@ name the same bench differently on the two sides. So each side's pytest starts w
   path names each side's own copy).
 
 A ``--rootdir`` of the user's would move one side's node ids or both away from the
-repository root: :func:`refuse_rootdir` rejects it.
+repository root: :func:`perfsuite.ab.command.side_args` rejects it.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import iniconfig
-
-from perfsuite.errors import PerfsuiteError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,16 +48,6 @@ CONFIG_NAMES = (
 )
 #: the section that makes an ini-style file a pytest configuration
 INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
-
-
-def refuse_rootdir(pytest_args: Sequence[str]) -> None:
-    """Raise :class:`PerfsuiteError` (one line) when the arguments set pytest's rootdir."""
-    for arg in pytest_args:
-        if arg == "--rootdir" or arg.startswith("--rootdir="):
-            raise PerfsuiteError(
-                f"pytest option {arg!r}: perfsuite ab roots each side's pytest at its own "
-                "checkout, so node ids are repository-relative on both sides; drop it"
-            )
 
 
 def holds_config(path: Path) -> bool:
