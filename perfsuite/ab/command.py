@@ -1,9 +1,7 @@
 """``perfsuite ab BASE [CANDIDATE] [options] [-- PYTEST_ARGS]``: the command line entry.
 
-Exit status (:mod:`perfsuite.exitcodes`): 0 no regression (every bench measured judged
-at its threshold or bounded under twice it), 1 a regression (a bench slower, or an
-exact counter rose), 2 bad input or a side fault, 3 undecided (nothing measured on both
-sides, or a bench too noisy to have caught twice its threshold), 130 interrupted.
+Its exit statuses are those of :mod:`perfsuite.exitcodes`, as the parser's description
+(:mod:`perfsuite.ab.parser`) lists them, and 130 when interrupted.
 """
 
 from __future__ import annotations

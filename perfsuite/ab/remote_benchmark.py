@@ -25,8 +25,7 @@ pytest-benchmark's, unchanged.
   and the rest is the most the controller may time.
 
 Either way, under ``--idle freeze`` a block starts with no untimed drain round unless
-``--block-warmup`` asks for some (:func:`perfsuite.ab.protocol.block_plan`): between
-blocks the frozen side runs nothing, so there is nothing to drain. The stats hold
+``--block-warmup`` asks for some (:func:`perfsuite.ab.protocol.block_plan`). The stats hold
 seconds per call (a round's seconds over its calls), as pytest-benchmark records them;
 the bench's minimum effect is the ``perf`` marker's ``threshold``, else
 ``--perf-threshold``; and the test gets the last call's result. The side times with
