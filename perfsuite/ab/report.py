@@ -5,7 +5,7 @@ bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-b
 run, which ``pytest-benchmark compare`` reads), ``A.log``/``B.log`` (each side's pytest
 output), ``pairs.json`` (every block, and each bench's verdict, change and interval)
 and ``machine.json`` (:mod:`perfsuite.ab.load`). The folder is written next to DIR and
-renamed into place, so it is whole or absent. Since it replaces DIR whole, DIR must be
+swapped into place, so it is whole or absent. Since it replaces DIR whole, DIR must be
 absent, empty, or an earlier A/B report (:func:`check_report_dir`, before any bench
 runs): never a folder of anything else.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.data.fsutil import check_replaceable, made_dir
+from perfsuite.data.fsutil import check_replaceable, made_dir, replace_dir
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.paired import PairedResult
@@ -143,8 +143,9 @@ def write_report(
     notes: Sequence[str] = (),
     files: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Write the report folder atomically (a temporary sibling renamed into place):
-    ``notes`` end ``summary.md``, ``files`` (name: text) are written beside it."""
+    """Write the report folder atomically (a temporary sibling swapped in by
+    :func:`perfsuite.data.fsutil.replace_dir`): ``notes`` end ``summary.md``, ``files``
+    (name: text) are written beside it."""
     out = out.resolve()
     check_report_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -178,12 +179,7 @@ def write_report(
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid, taken)}.png")
         (tmp / PAIRS).write_text(json.dumps(pairs, indent=1))
-        old = out.with_name(f".{out.name}.old")
-        if out.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
