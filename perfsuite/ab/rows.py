@@ -144,11 +144,6 @@ class Row:
         result = self.run.result if self.run else None
         return result is not None and result.too_noisy and not self.regressed
 
-    @property
-    def measured(self) -> bool:
-        """Both sides measured it: it has a verdict, decisive or not."""
-        return self.verdict is not None
-
     def cells(self) -> list[str]:
         result = self.run.result if self.run else None
         if result is None:

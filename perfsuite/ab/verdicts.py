@@ -161,12 +161,6 @@ class Verdicts:
         return any(row.regressed for row in self.rows)
 
     @property
-    def judged(self) -> list[Row]:
-        """The rows measured on both sides and decided at their threshold: a verdict
-        other than `inconclusive`."""
-        return [row for row in self.rows if row.judged]
-
-    @property
     def too_noisy(self) -> list[Row]:
         """The rows measured on both sides that neither regressed nor passed: their
         interval has not ruled out a regression of twice their threshold
@@ -198,7 +192,7 @@ class Verdicts:
                 f"{len(noisy)} bench(es) too noisy to have caught a regression of twice "
                 f"their threshold: {listed}; " + "; ".join(hints)
             )
-        if any(row.measured for row in self.rows):
+        if any(row.verdict is not None for row in self.rows):  # measured on both sides
             return None
         reasons: dict[str, int] = {}
         for row in self.rows:
@@ -268,7 +262,7 @@ class Verdicts:
         if why is not None:
             word = "UNDECIDED" if self.too_noisy else "NOTHING JUDGED"
             return f"{word}: {why}"
-        judged = len(self.judged)
+        judged = sum(row.judged for row in self.rows)
         message = f"no regression: {judged} bench(es) judged at their threshold"
         bounded = [row for row in self.rows if row.bounded]
         if bounded:
