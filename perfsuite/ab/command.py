@@ -17,7 +17,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from perfsuite.ab.budget import (
     budget_for,
@@ -28,9 +27,6 @@ from perfsuite.ab.budget import (
 )
 from perfsuite.errors import CannotMeasure, PerfsuiteError
 from perfsuite.exitcodes import ExitCode
-
-if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
-    from perfsuite.ab.revisions import Revision, WorktreeCache
 
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
@@ -110,20 +106,6 @@ def _terminate_as_interrupt() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-def _checkout(
-    stack: contextlib.ExitStack,
-    cache: WorktreeCache,
-    root: Path,
-    rev: Revision,
-    done: dict[str, Path],
-) -> Path:
-    if rev.sha is None:
-        return root
-    if rev.sha not in done:
-        done[rev.sha] = stack.enter_context(cache.checkout(rev.sha))
-    return done[rev.sha]
 
 
 def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
@@ -219,11 +201,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     chosen = selection(root.resolve(), pytest_args, own, here if pytest_args else root.resolve())
     subdir = here.relative_to(root.resolve()) if pytest_args else Path()
     with contextlib.ExitStack() as stack:
-        done: dict[str, Path] = {}
+        checkout: dict[str | None, Path] = {None: root}  # the working tree runs in the root
+        for sha in dict.fromkeys(rev.sha for rev in (base, candidate) if rev.sha is not None):
+            checkout[sha] = stack.enter_context(cache.checkout(sha))
         specs = peered(
             [
-                SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
-                SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
+                SideSpec("A", base, checkout[base.sha], subdir),
+                SideSpec("B", candidate, checkout[candidate.sha], subdir),
             ]
         )
         check_sides(specs, chosen)
