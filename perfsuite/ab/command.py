@@ -218,13 +218,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if resolved:
             differs = f"; pins differ: {changes_text(upgrade)}"
             differs += " (each side in an environment of its own pins)"
-        first_budget = session_budget(budget, None)
-        pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
+        pair_counts = f"{budget.min_pairs}-{budget.max_pairs}"  # the first pair's budget
         default = ["(its default: testpaths, else the root)"]
         default = default if chosen == pytest_args and not own else []
         blocks = f"{args.block_rounds or '1- or 2'}-round blocks"
-        if first_budget.min_pairs == first_budget.max_pairs:
-            pair_counts = str(first_budget.min_pairs)
+        if budget.min_pairs == budget.max_pairs:
+            pair_counts = str(budget.min_pairs)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}{differs}; "
             f"pytest {' '.join([shlex.join(chosen), *default]).strip()}; "
