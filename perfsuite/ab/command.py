@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import os
 import random
@@ -22,7 +23,6 @@ from perfsuite.ab.budget import (
     budget_for,
     confirm_seconds_for,
     scale_of,
-    session_budget,
     suspects_for,
 )
 from perfsuite.errors import CannotMeasure, PerfsuiteError
@@ -150,7 +150,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve, tree_files
     from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
-    from perfsuite.ab.sidemanage import SideProcess
     from perfsuite.ab.sidespec import SideSpec, check_sides, peered
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
@@ -242,22 +241,14 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 flush=True,
             )
 
-        def lockstep(
-            a: SideProcess, b: SideProcess, seed: int, mirror: bool, only: Sequence[str] | None
-        ) -> Controller:
-            return Controller(
-                a,
-                b,
-                session_budget(budget, only),
-                args.block_rounds,
-                seed,
-                args.threshold,
-                args.block_warmup,
-                only,
-                args.idle,
-                mirror,
-            )
-
+        lockstep = functools.partial(
+            Controller,
+            budget=budget,
+            threshold=args.threshold,
+            block_rounds=args.block_rounds,
+            drain_rounds=args.block_warmup,
+            idle=args.idle,
+        )
         pairs = ProcessPairs(stack, specs, workdir, args_for_sides, seed, lockstep)
         verdicts = Verdicts.merge(pairs.series([key(files, 0) for files in groups]))
         for line in verdicts.resolution_lines():

@@ -33,10 +33,11 @@ from __future__ import annotations
 import random
 import selectors
 import time
-from collections.abc import Collection
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.ab.budget import session_budget
 from perfsuite.ab.outcome import BenchRun, SessionOutcome, collection_skips
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
@@ -74,22 +75,25 @@ class Controller:
         self,
         a: SideProcess,
         b: SideProcess,
-        budget: Budget,
-        block_rounds: int | None,
         seed: int,
-        threshold: float,
-        drain_rounds: int | None = 0,
-        only: Collection[str] | None = None,
-        idle: str = "freeze",
         mirror: bool = False,
+        only: Sequence[str] | None = None,
+        *,
+        budget: Budget,
+        threshold: float,
+        block_rounds: int | None = None,
+        drain_rounds: int | None = 0,
+        idle: str = "freeze",
     ) -> None:
         """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
-        one seed, one mirrored, run every pair in both orders); ``drain_rounds`` and
-        ``block_rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
+        one seed, one mirrored, run every pair in both orders); ``only``: the benches of
+        a fresh pair, which gets :func:`perfsuite.ab.budget.session_budget`; ``drain_rounds``
+        and ``block_rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
         self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all
-        self.budget, self.block_rounds, self.drain_rounds = budget, block_rounds, drain_rounds
+        self.budget = session_budget(budget, only)
+        self.block_rounds, self.drain_rounds = block_rounds, drain_rounds
         self.seed, self.mirror, self.threshold = seed, mirror, threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
