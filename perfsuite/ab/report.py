@@ -21,6 +21,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from perfsuite.ab.load import MACHINE_JSON
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.data.fsutil import check_replaceable, made_dir, replace_dir
@@ -63,7 +64,7 @@ PAIRS = "pairs.json"
 #: the fields of a :class:`BenchRun` that pairs.json writes in a form of their own, or not
 OWN_FORM = {"result", "first", "second", "cpu", "seconds", "pool", "pair_peaks", "cpu_missing"}
 #: the files an A/B report holds beside its PNGs
-REPORT_FILES = ("summary.md", PAIRS, "machine.json", "A.json", "B.json", "A.log", "B.log")
+REPORT_FILES = ("summary.md", PAIRS, MACHINE_JSON, "A.json", "B.json", "A.log", "B.log")
 
 
 def read_pairs(folder: Path) -> list[dict[str, Any]]:
