@@ -149,8 +149,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.pytest_args import names_paths
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve, tree_files
-    from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
-    from perfsuite.ab.sidespec import SideSpec, check_sides, peered
+    from perfsuite.ab.sidespec import (
+        SideSpec,
+        check_sides,
+        in_own_environments,
+        peered,
+        resolve_sides,
+    )
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.envs.build import changes, changes_text
