@@ -213,8 +213,6 @@ def gather(seconds: float) -> SystemFacts:
 
 def noisy(facts: SystemFacts) -> list[str]:
     """What of ``facts`` would make timings noisy, each with what would steady it."""
-    from perfsuite.ab.load import BUSY
-
     found = []
     frequency = facts.frequency
     if frequency is not None:
@@ -231,7 +229,7 @@ def noisy(facts: SystemFacts) -> list[str]:
                 "turn it off for steadier timings (intel_pstate/no_turbo or cpufreq/boost)"
             )
     load = facts.load
-    if load is not None and load.other + load.steal >= BUSY:
+    if load is not None and load.busy:  # other work took perfsuite.ab.load.BUSY or more
         found.append(
             f"other work took {load.other + load.steal:.0%} of the CPUs over "
             f"{load.seconds:.1f} s (other processes {load.other:.0%}, steal "

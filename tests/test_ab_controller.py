@@ -68,7 +68,7 @@ class ScriptedSide:
 
 def controller() -> tuple[Controller, ScriptedSide, ScriptedSide]:
     a, b = ScriptedSide("A"), ScriptedSide("B")
-    ctl = Controller(a, b, Budget(10, 12, 60.0), 1, 7, 0.05)  # type: ignore[arg-type]
+    ctl = Controller(a, b, 7, budget=Budget(10, 12, 60.0), threshold=0.05, block_rounds=1)  # type: ignore[arg-type]
     for name, side in (("A", a), ("B", b)):
         assert side.channel is not None
         ctl._selector.register(side.channel.sock, 1, name)

@@ -3,6 +3,7 @@ time counted, the shares of the CPUs worked out on constructed counters."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_shares_of_the_cpus_between_two_snapshots() -> None:
     assert load == MachineLoad(cpus=4, seconds=20.0, own=0.35, other=0.15, steal=0.05)
     assert load.busy  # 0.15 + 0.05 >= BUSY
     assert "busy with other work" in load.line()
-    assert load.as_dict() == {
+    assert json.loads(load.to_json()) == {
         "cpus": 4.0,
         "seconds": 20.0,
         "own": 0.35,

@@ -1,15 +1,14 @@
 """``perfsuite ab BASE [CANDIDATE] [options] [-- PYTEST_ARGS]``: the command line entry.
 
-Exit status (:mod:`perfsuite.exitcodes`): 0 no regression (every bench measured judged
-at its threshold or bounded under twice it), 1 a regression (a bench slower, or an
-exact counter rose), 2 bad input or a side fault, 3 undecided (nothing measured on both
-sides, or a bench too noisy to have caught twice its threshold), 130 interrupted.
+Its exit statuses are those of :mod:`perfsuite.exitcodes`, as the parser's description
+(:mod:`perfsuite.ab.parser`) lists them, and 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import os
 import random
@@ -19,20 +18,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from perfsuite.ab.budget import (
     budget_for,
     confirm_seconds_for,
     scale_of,
-    session_budget,
     suspects_for,
 )
 from perfsuite.errors import CannotMeasure, PerfsuiteError
 from perfsuite.exitcodes import ExitCode
-
-if TYPE_CHECKING:  # the rest loads when ab runs: `perfsuite compare --help` stays fast
-    from perfsuite.ab.revisions import Revision, WorktreeCache
 
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
@@ -72,22 +66,25 @@ def selection(root: Path, pytest_args: Sequence[str], own: bool, here: Path) -> 
     return [*(os.path.relpath(path, here) for path in default), *pytest_args]
 
 
-#: pytest options that spread a session over worker processes, which lockstep cannot drive
-PARALLEL_OPTIONS = ("-n", "--numprocesses", "--dist", "--tx")
+#: pytest options lockstep cannot honour, and why: those that spread a session over
+#: worker processes, and a rootdir of the user's (see :mod:`perfsuite.ab.rootdir`)
+REFUSED = {
+    **dict.fromkeys(
+        ("-n", "--numprocesses", "--dist", "--tx"),
+        "each side of perfsuite ab is one pytest process (blocks alternate between the two)",
+    ),
+    "--rootdir": "perfsuite ab roots each side's pytest at its own checkout, so node ids "
+    "are repository-relative on both sides",
+}
 
 
 def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
     """Both sides' pytest arguments; options lockstep cannot honour raise one line."""
-    from perfsuite.ab.rootdir import refuse_rootdir
-
-    refuse_rootdir(pytest_args)
     for arg in pytest_args:
         glued = arg.startswith("-n") and (arg[2:].isdigit() or arg[2:] in ("auto", "logical"))
-        if arg.split("=", 1)[0] in PARALLEL_OPTIONS or glued:
-            raise PerfsuiteError(
-                f"pytest option {arg!r}: each side of perfsuite ab is one pytest process "
-                "(blocks alternate between the two); drop it"
-            )
+        why = REFUSED.get("-n" if glued else arg.split("=", 1)[0])
+        if why is not None:
+            raise PerfsuiteError(f"pytest option {arg!r}: {why}; drop it")
     args = ["-p", "no:cacheprovider", *pytest_args]
     if importlib.util.find_spec("xdist") is not None:  # an -n in the user's addopts: off
         args += ["-n", "0", "--dist", "no"]
@@ -109,20 +106,6 @@ def _terminate_as_interrupt() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-def _checkout(
-    stack: contextlib.ExitStack,
-    cache: WorktreeCache,
-    root: Path,
-    rev: Revision,
-    done: dict[str, Path],
-) -> Path:
-    if rev.sha is None:
-        return root
-    if rev.sha not in done:
-        done[rev.sha] = stack.enter_context(cache.checkout(rev.sha))
-    return done[rev.sha]
 
 
 def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
@@ -166,9 +149,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.pytest_args import names_paths
     from perfsuite.ab.report import check_report_dir, write_report
     from perfsuite.ab.revisions import WorktreeCache, repo_root, resolve, tree_files
-    from perfsuite.ab.sideenvs import in_own_environments, resolve_sides
-    from perfsuite.ab.sidemanage import SideProcess
-    from perfsuite.ab.sidespec import SideSpec, check_sides, peered
+    from perfsuite.ab.sidespec import (
+        SideSpec,
+        check_sides,
+        in_own_environments,
+        peered,
+        resolve_sides,
+    )
     from perfsuite.ab.verdicts import Verdicts
     from perfsuite.ab.workdir import run_folder, scratch_parent, sweep
     from perfsuite.envs.build import changes, changes_text
@@ -199,7 +186,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             "each side runs in an environment of its own pins"
         )
     own_envs = args.env == "per-side" or (args.env == "auto" and problem is not None)
-    args.confirm = DEFAULT_CONFIRM if args.confirm is None else args.confirm
     if args.confirm == 1:
         raise PerfsuiteError(
             "--confirm 1: a confirmation is judged across pairs of processes and needs "
@@ -219,11 +205,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     chosen = selection(root.resolve(), pytest_args, own, here if pytest_args else root.resolve())
     subdir = here.relative_to(root.resolve()) if pytest_args else Path()
     with contextlib.ExitStack() as stack:
-        done: dict[str, Path] = {}
+        checkout: dict[str | None, Path] = {None: root}  # the working tree runs in the root
+        for sha in dict.fromkeys(rev.sha for rev in (base, candidate) if rev.sha is not None):
+            checkout[sha] = stack.enter_context(cache.checkout(sha))
         specs = peered(
             [
-                SideSpec("A", base, _checkout(stack, cache, root, base, done), subdir),
-                SideSpec("B", candidate, _checkout(stack, cache, root, candidate, done), subdir),
+                SideSpec("A", base, checkout[base.sha], subdir),
+                SideSpec("B", candidate, checkout[candidate.sha], subdir),
             ]
         )
         check_sides(specs, chosen)
@@ -234,13 +222,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if resolved:
             differs = f"; pins differ: {changes_text(upgrade)}"
             differs += " (each side in an environment of its own pins)"
-        first_budget = session_budget(budget, None)
-        pair_counts = f"{first_budget.min_pairs}-{first_budget.max_pairs}"
+        pair_counts = f"{budget.min_pairs}-{budget.max_pairs}"  # the first pair's budget
         default = ["(its default: testpaths, else the root)"]
         default = default if chosen == pytest_args and not own else []
         blocks = f"{args.block_rounds or '1- or 2'}-round blocks"
-        if first_budget.min_pairs == first_budget.max_pairs:
-            pair_counts = str(first_budget.min_pairs)
+        if budget.min_pairs == budget.max_pairs:
+            pair_counts = str(budget.min_pairs)
         print(
             f"perfsuite ab: A = {base.label}, B = {candidate.label}{differs}; "
             f"pytest {' '.join([shlex.join(chosen), *default]).strip()}; "
@@ -259,22 +246,14 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 flush=True,
             )
 
-        def lockstep(
-            a: SideProcess, b: SideProcess, seed: int, mirror: bool, only: Sequence[str] | None
-        ) -> Controller:
-            return Controller(
-                a,
-                b,
-                session_budget(budget, only),
-                args.block_rounds,
-                seed,
-                args.threshold,
-                args.block_warmup,
-                only,
-                args.idle,
-                mirror,
-            )
-
+        lockstep = functools.partial(
+            Controller,
+            budget=budget,
+            threshold=args.threshold,
+            block_rounds=args.block_rounds,
+            drain_rounds=args.block_warmup,
+            idle=args.idle,
+        )
         pairs = ProcessPairs(stack, specs, workdir, args_for_sides, seed, lockstep)
         verdicts = Verdicts.merge(pairs.series([key(files, 0) for files in groups]))
         for line in verdicts.resolution_lines():

@@ -4,31 +4,25 @@ Both sides collect the same selection and say ``hello``; the controller answers 
 the benches they have in common, in A's order (benches on one side only are listed
 as added or removed). In each bench a side runs its warm-up and says ``ready``; once
 both are ready at the same bench, the controller sends ``block`` to one side at a
-time, so only one side ever runs timed work while the other waits idle on its
-socket. An asynchronous pipeline goes on working after its block (it refills its
-prefetch buffers), so the idle side is handled in one of two ways (``idle``):
-
-* ``freeze`` (default): the idle side's process group is stopped (SIGSTOP) from the
-  end of its block to the start of its next one. Its threads compete with nothing,
-  and each block resumes the side's pipeline where its last block left it, in the
-  steady state the rounds measure; its drain rounds (below) find nothing buffered.
-* ``wait``: before each block the controller waits until the idle side's threads are
-  quiet, and each block starts with untimed drain rounds that take what the side's
-  own pipeline prefetched while it waited.
+time, so only one side ever runs timed work. An asynchronous pipeline goes on working
+after its block (it refills its prefetch buffers), so the idle side (``idle``) is
+either stopped (``freeze``, the default: SIGSTOP to its process group until its next
+block, which resumes its pipeline in the steady state the rounds measure), or waited
+for until its threads are quiet (``wait``: each block then starts with untimed drain
+rounds that take what the pipeline prefetched meanwhile).
 
 Pairs of blocks run in a seeded, balanced random order: the first pair of every two
 is AB or BA at random and the second is its mirror (ABBA or BAAB). After each pair
 the bench is judged on the look schedule of :class:`perfsuite.verdict.paired.Sequential`;
 once it is decisive or its budget (pairs, seconds) is spent, both sides get ``done``.
 
-Warming up takes turns too; setting up need not. A side says ``arrive`` (phase
-``setup``) before a bench's fixtures and test body, and again (``warmup``) when the
-body hands its rounds to perfsuite, and starts each on ``go``. Both sides may set up
-at once (nothing is timed then); a warm-up is granted, in the order asked for, only
-while the other side neither sets up nor warms up (and, after a settle, is quiet), so
-warm-up rounds are uncontended: they are the yardstick of each block's drain and the
-state its first block starts from. A side that predates the phases says ``arrive``
-once, without one, and gets its setup and warm-up as one turn alone.
+A side says ``arrive`` (phase ``setup``) before a bench's fixtures and test body, and
+again (``warmup``) when the body hands its rounds to perfsuite, and starts each on
+``go``. Both sides may set up at once (nothing is timed then); a warm-up is granted,
+in the order asked for, only while the other side is neither setting up nor warming up
+(and, after a settle, is quiet): warm-up rounds are the yardstick of each block's
+drain. A side that predates the phases says ``arrive`` once, without one, and gets its
+setup and warm-up as one turn alone.
 
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
@@ -39,12 +33,13 @@ from __future__ import annotations
 import random
 import selectors
 import time
-from collections.abc import Collection
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.ab.budget import session_budget
 from perfsuite.ab.outcome import BenchRun, SessionOutcome, collection_skips
-from perfsuite.ab.protocol import IDLE_MODES, PROTOCOL, ProtocolError, block_plan, pair_orders
+from perfsuite.ab.protocol import PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
 from perfsuite.verdict.paired import Budget, Sequential
@@ -80,24 +75,25 @@ class Controller:
         self,
         a: SideProcess,
         b: SideProcess,
-        budget: Budget,
-        block_rounds: int | None,
         seed: int,
-        threshold: float,
-        drain_rounds: int | None = 0,
-        only: Collection[str] | None = None,
-        idle: str = "freeze",
         mirror: bool = False,
+        only: Sequence[str] | None = None,
+        *,
+        budget: Budget,
+        threshold: float,
+        block_rounds: int | None = None,
+        drain_rounds: int | None = 0,
+        idle: str = "freeze",
     ) -> None:
         """``mirror`` swaps A and B in every order drawn from ``seed`` (two sessions with
-        one seed, one mirrored, run every pair in both orders); ``drain_rounds`` and
-        ``block_rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
-        if idle not in IDLE_MODES:
-            raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
+        one seed, one mirrored, run every pair in both orders); ``only``: the benches of
+        a fresh pair, which gets :func:`perfsuite.ab.budget.session_budget`; ``drain_rounds``
+        and ``block_rounds`` None: a block's rounds by :func:`perfsuite.ab.protocol.block_plan`."""
         self.idle = idle
         self.sides = {"A": a, "B": b}
         self.only = only  # run just these benches (suspects measured again), or all
-        self.budget, self.block_rounds, self.drain_rounds = budget, block_rounds, drain_rounds
+        self.budget = session_budget(budget, only)
+        self.block_rounds, self.drain_rounds = block_rounds, drain_rounds
         self.seed, self.mirror, self.threshold = seed, mirror, threshold
         self.state = {"A": _State(), "B": _State()}
         self.runs: dict[str, BenchRun] = {}
@@ -105,8 +101,6 @@ class Controller:
         self._closed: set[str] = set()
         self._running: str | None = None  # the bench whose blocks alternate now
         self._plan: tuple[list[str], list[str], list[str]] = ([], [], [])  # common, A, B only
-
-    # -- messages ----------------------------------------------------------------
 
     def _channel(self, name: str) -> Any:
         channel = self.sides[name].channel
@@ -166,13 +160,6 @@ class Controller:
         except ProtocolError as exc:
             self.sides[name].wait(2.0)
             raise self.sides[name].fault(f"died{self._during(name)} ({exc})") from None
-
-    # -- the session -------------------------------------------------------------
-
-    def run(self) -> SessionOutcome:
-        """Both sides from connection to exit: :meth:`measure`, then :meth:`finish`."""
-        self.measure()
-        return self.finish()
 
     def measure(self) -> None:
         """Connect, send the plan and alternate until every planned bench is measured
@@ -307,20 +294,14 @@ class Controller:
         run = self.runs.setdefault(nodeid, BenchRun(nodeid, self.threshold))
         run.skipped = run.skipped or reason
 
-    def _threshold(self) -> float:
-        for name in ("B", "A"):  # as perfsuite compare: the candidate's marker first
-            ready = self.state[name].ready or {}
-            value = ready.get("threshold")
-            if isinstance(value, int | float) and value > 0:
-                return float(value)
-        return self.threshold
-
-    def _memory_threshold(self) -> float:
+    def _marker(self, field: str, default: float) -> float:
+        """The bench's ``field`` (a threshold) from the sides' ``ready``, the candidate's
+        first as in perfsuite compare, else ``default``."""
         for name in ("B", "A"):
-            value = (self.state[name].ready or {}).get("memory_threshold")
+            value = (self.state[name].ready or {}).get(field)
             if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
                 return float(value)
-        return MEMORY_THRESHOLD
+        return default
 
     def _pair_limit(self, rounds: int) -> tuple[int, int]:
         """(rounds per block, most pairs), given the bench's ``rounds`` per block: a side
@@ -337,7 +318,9 @@ class Controller:
     def _alternate(self, nodeid: str) -> None:
         """Both sides are ready at ``nodeid``: alternate blocks until a verdict."""
         self._running = nodeid
-        run = BenchRun(nodeid, self._threshold(), memory_threshold=self._memory_threshold())
+        threshold = self._marker("threshold", self.threshold)
+        memory = self._marker("memory_threshold", MEMORY_THRESHOLD)
+        run = BenchRun(nodeid, threshold, memory_threshold=memory)
         run.warmup = {n: list((self.state[n].ready or {}).get("warmup") or []) for n in self.sides}
         self.runs[nodeid] = run
         fixtures = [(self.state[n].ready or {}).get("fixture") for n in self.sides]

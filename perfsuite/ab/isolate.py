@@ -1,11 +1,10 @@
 """One pair of sides per bench file: which files a selection holds, and one merged JSON.
 
 ``perfsuite ab`` runs each bench file in its own pair of side processes (``--isolate
-file``, the default), so no file's imports enter another file's processes. Importing
-TensorFlow or torch made a single-threaded PIL-decode bench in the same process drift
-between processes by up to 30% on a 2-core machine (``tools/validation/process_offsets.py``), which
-alternating blocks inside one pair of processes cannot cancel. The files are listed by
-both sides at once, without importing any bench module (nor the frameworks they import).
+file``, the default), so no file's imports (TensorFlow, torch) move another file's
+benches by an offset that alternating blocks cannot cancel
+(``tools/validation/process_offsets.py``). The files are listed by both sides at once,
+without importing any bench module (nor the frameworks they import).
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """How busy the machine was during an A/B, and with what: the A/B, other work, the host.
 
-Blocks alternate so that a load that slows both blocks of a pair cancels; a load that
-comes and goes between two adjacent blocks does not, and the pairs needed to average it
-out grow with its square (``perfsuite system`` measures that noise). The same code can
-be decided in half a minute on a quiet machine and left ``inconclusive`` after several
-minutes on a busy one, so the A/B says which kind of machine it ran on: of the CPU time its CPUs had
-over the run, the share this A/B used (its own process, both sides and whatever they
-started), the share other processes used, and the share the hypervisor gave to other
-machines (``steal``). It reads Linux's ``/proc/stat``; elsewhere it says nothing.
+A load that comes and goes between two adjacent blocks does not cancel in their pair,
+so the same code may be decided quickly on a quiet machine and left ``inconclusive`` on
+a busy one. The A/B says which it ran on: of the CPU time its CPUs had over the run,
+the share this A/B used (its own process, both sides and whatever they started), the
+share other processes used, and the share the hypervisor gave to other machines
+(``steal``). It reads Linux's ``/proc/stat``; elsewhere it says nothing.
 """
 
 from __future__ import annotations
@@ -144,12 +142,9 @@ class MachineLoad:
             )
         return said
 
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
-
     def to_json(self) -> str:
         """The text of a report's ``machine.json``."""
-        return json.dumps(self.as_dict()) + "\n"
+        return json.dumps(asdict(self)) + "\n"
 
     @classmethod
     def from_report(cls, folder: Path) -> MachineLoad | None:

@@ -96,25 +96,19 @@ class BenchRun:
         side's peaks, since a multi-process bench's peak moves by a quarter between
         processes of unchanged code; it rose only if it rose in each pair too
         (:attr:`MemoryChange.rose`)."""
-        if self.pair_peaks:
-            a = statistics.median(p[0] for p in self.pair_peaks)
-            b = statistics.median(p[1] for p in self.pair_peaks)
-            each = [MemoryChange(pa, pb, self.memory_threshold) for pa, pb in self.pair_peaks]
-            rose = sum(change.rose for change in each)
-            pairs = len(self.pair_peaks)
-            return MemoryChange(a, b, self.memory_threshold, pairs=pairs, pairs_rose=rose)
-        if "A" not in self.peak_mb or "B" not in self.peak_mb:
-            return None
-        return MemoryChange(self.peak_mb["A"], self.peak_mb["B"], self.memory_threshold)
+        peaks = self.peaks_by_pair()
+        if not self.pair_peaks:
+            return MemoryChange(*peaks[0], self.memory_threshold) if peaks else None
+        a = statistics.median(p[0] for p in peaks)
+        b = statistics.median(p[1] for p in peaks)
+        rose = sum(MemoryChange(pa, pb, self.memory_threshold).rose for pa, pb in peaks)
+        return MemoryChange(a, b, self.memory_threshold, pairs=len(peaks), pairs_rose=rose)
 
     def typical(self) -> float | None:
         """The drain's yardstick, one for both sides so both drain alike: the faster
-        side's median warm-up round, each side's run alone, after the bench's own
-        warm-up. The faster side's, not the median of both sides' rounds: where B is
-        3x slower, that median sat at twice A's round, so every steady round of A fell
-        under half of it and each of A's drains ran to its 5-s cap (a test took 19-56 s).
-        A buffered round is far under half of either. Never the timed rounds: were a
-        buffer left in them, the yardstick would shrink and each drain stop sooner."""
+        side's median warm-up round (the median of both would put every steady round
+        of a much faster side under half of it). Never the timed rounds: were a buffer
+        left in them, the yardstick would shrink and each drain stop sooner."""
         medians = [statistics.median(seconds) for seconds in self.warmup.values() if seconds]
         return min(medians) if medians else None
 

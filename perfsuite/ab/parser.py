@@ -7,6 +7,7 @@ from pathlib import Path
 
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
+from perfsuite.ab.protocol import IDLE_MODES
 
 
 def positive_int(value: str) -> int:
@@ -102,6 +103,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument(
         "--confirm",
         type=_count,
+        default=DEFAULT_CONFIRM,
         metavar="N",
         help="after the first pair of processes, check each pass in one fresh "
         "pair (a suspect if it leans beyond the threshold there), and measure "
@@ -135,7 +137,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--idle",
-        choices=["freeze", "wait"],
+        choices=IDLE_MODES,
         default="freeze",
         help="freeze (default): the idle side and the processes it started "
         "are stopped (SIGSTOP) during the other side's block, so its threads "

@@ -76,16 +76,10 @@ class ProcessPairs:
             self.logs[side.spec.name].append(side.log_path)
         return found
 
-    def series(
-        self, keys: Sequence[Key], only: Sequence[Sequence[str] | None] | None = None
-    ) -> list[Verdicts]:
-        """A session for each key in turn, over ``only``'s benches for that key (default:
-        every bench), each next pair started ahead."""
-        limits = list(only) if only is not None else [None] * len(keys)
-        return [
-            self.session(key, limit, keys[i + 1] if i + 1 < len(keys) else None)
-            for i, (key, limit) in enumerate(zip(keys, limits, strict=True))
-        ]
+    def series(self, keys: Sequence[Key]) -> list[Verdicts]:
+        """A session over every bench for each key in turn, each next pair started ahead."""
+        ahead = [*keys[1:], None]
+        return [self.session(key, None, then) for key, then in zip(keys, ahead, strict=True)]
 
     def drop_ahead(self) -> None:
         """Stop the pairs started for sessions that will not run."""
@@ -101,14 +95,10 @@ def key(files: Sequence[str] | None, offset: int) -> Key:
 
 
 def first_side(seed: int, key: Key) -> str:
-    """Which side starts first (and so sets up first) in the pair of processes ``key``.
-
-    Drawn at random for a file's first pair, then alternating with the offset, so the
-    pairs of processes a verdict is judged across (a confirmation) are
-    split evenly between the two orders. Setting up first is not neutral (a cold-start
-    bench can read the side that set up second several percent slower), so an uneven
-    split of orders would read as a change.
-    """
+    """Which side starts first (and so sets up first, which is not neutral) in the
+    pair of processes ``key``: drawn at random for a file's first pair, then
+    alternating with the offset, so the pairs a confirmation is judged across are split
+    evenly between the two orders."""
     files, offset = key
     drawn = random.Random(f"{seed}:{files}:start").randrange(2)
     return "AB"[(drawn + offset) % 2]
@@ -119,11 +109,7 @@ def session_seed(seed: int, offset: int) -> tuple[int, bool]:
 
     Sessions at offsets ``2j`` and ``2j + 1`` share a seed, the second mirrored, so
     across a file's pairs of processes every pair of blocks runs in both orders as
-    often: a cold-start bench whose small pool gives each session one pair of blocks
-    would otherwise run it in one order, drawn, in every session. A file's first fresh
-    pair (offset 1) mirrors its first pair (offset 0), which a suspect is never judged
-    on, so a suspect measured from offset 1 has one pair without its mirror at its looks
-    after 6 and 12 pairs: for such a bench a little less balance, and so power.
+    often, even for a bench whose small pool gives each session one pair of blocks.
     """
     return seed + offset - offset % 2, offset % 2 == 1
 

@@ -87,17 +87,14 @@ def _task_children(task: Path) -> list[int]:
         return []
 
 
-def children(pid: int) -> set[int]:
-    """The processes ``pid``'s threads started and that still run (``task/*/children``)."""
-    return {kid for task in _tasks(pid) or [] for kid in _task_children(task)}
-
-
 def descendants(pid: int) -> set[int]:
-    """Every process below ``pid``: its children, theirs, and so on."""
+    """Every process below ``pid``: the children its threads started and that still run
+    (``task/*/children``), theirs, and so on."""
     found: set[int] = set()
     todo = [pid]
     while todo:
-        for child in children(todo.pop()) - found:
+        kids = {kid for task in _tasks(todo.pop()) or [] for kid in _task_children(task)}
+        for child in kids - found:
             found.add(child)
             todo.append(child)
     return found

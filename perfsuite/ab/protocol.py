@@ -95,9 +95,6 @@ class Channel:
         self._buffer = b""
         self._messages: list[dict[str, Any]] = []
 
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
     def send(self, kind: str, **fields: Any) -> None:
         try:
             self.sock.sendall(encode(kind, **fields))
@@ -138,7 +135,7 @@ class Channel:
             self.sock.close()
 
 
-#: how the idle side waits out the other side's block (see the controller's doc)
+#: how the idle side waits out the other side's block (``--idle``; the controller's doc)
 IDLE_MODES = ("freeze", "wait")
 #: the least untimed rounds a block starts with, unless ``--block-warmup`` says
 DRAIN_ROUNDS = 1
@@ -147,54 +144,38 @@ DRAIN_ROUNDS = 1
 BLOCK_ROUNDS = 2
 
 
-def least_drain(given: int | None, idle: str, fixtures: Collection[object]) -> int:
-    """The least untimed rounds each block of a bench starts with: ``given``
-    (``--block-warmup``), else ``DRAIN_ROUNDS``, or none for a bench both sides time
-    with pytest-benchmark's ``benchmark`` fixture (``fixtures``, from their ``ready``)
-    while the idle side is frozen.
-
-    Such a bench's rounds are calls of a function, and a frozen side runs nothing
-    between its blocks, so a block finds nothing to drain; a drain round would only
-    take as long as a timed one. A ``perf`` bench keeps its drain round: its rounds
-    may pull from a pipeline whose threads ran on after the last block.
-
-    >>> least_drain(None, "freeze", ["benchmark", "benchmark"])
-    0
-    >>> least_drain(None, "freeze", ["benchmark", "perf"]), least_drain(None, "wait", ["benchmark"])
-    (1, 1)
-    >>> least_drain(2, "freeze", ["benchmark", "benchmark"])
-    2
-    """
-    if given is not None:
-        return given
-    if idle == "freeze" and fixtures and all(f == "benchmark" for f in fixtures):
-        return 0
-    return DRAIN_ROUNDS
-
-
 def block_plan(
     drain: int | None, rounds: int | None, idle: str, fixtures: Collection[object]
 ) -> tuple[int, int]:
-    """(untimed rounds, timed rounds) each block of a bench runs: ``drain``
-    (``--block-warmup``) or :func:`least_drain`; then ``rounds`` (``--block-rounds``),
-    else one when the blocks start with no untimed round, else ``BLOCK_ROUNDS``.
+    """(untimed rounds, timed rounds) each block of a bench runs.
 
-    The rounds of one block share its memory layout and agree within a few percent,
-    while blocks scatter by layout; so a block's second round narrows its pair's
-    scatter by a few percent for the time of a round. With a drain round the block's
-    fixed cost is a round, which two timed rounds share; without one it is only the
-    switch between sides, and one round a block gives the most pairs, each with its own
-    layout, a second.
+    The untimed rounds are ``drain`` (``--block-warmup``), else ``DRAIN_ROUNDS``, or
+    none for a bench both sides time with pytest-benchmark's ``benchmark`` fixture
+    (``fixtures``, from their ``ready``) while the idle side is frozen: its rounds are
+    calls of a function and a frozen side runs nothing between its blocks, so there is
+    nothing to drain. A ``perf`` bench keeps its drain round: its rounds may pull from
+    a pipeline whose threads ran on after the last block.
+
+    The timed rounds are ``rounds`` (``--block-rounds``), else one when the blocks
+    start with no untimed round, else ``BLOCK_ROUNDS``: a block's rounds share its
+    memory layout, so a second round adds little but its time, unless it shares the
+    fixed cost of a drain round.
 
     >>> block_plan(None, None, "freeze", ["benchmark", "benchmark"])
     (0, 1)
+    >>> block_plan(None, None, "freeze", ["benchmark", "perf"])
+    (1, 2)
+    >>> block_plan(None, None, "wait", ["benchmark"]), block_plan(2, None, "freeze", ["benchmark"])
+    ((1, 2), (2, 2))
     >>> block_plan(None, None, "freeze", ["perf", "perf"]), block_plan(0, 3, "wait", ["perf"])
     ((1, 2), (0, 3))
     """
-    least = least_drain(drain, idle, fixtures)
-    if rounds is not None:
-        return least, rounds
-    return least, 1 if least == 0 else BLOCK_ROUNDS
+    if drain is None:
+        calls_only = bool(fixtures) and all(f == "benchmark" for f in fixtures)
+        drain = 0 if idle == "freeze" and calls_only else DRAIN_ROUNDS
+    if rounds is None:
+        rounds = 1 if drain == 0 else BLOCK_ROUNDS
+    return drain, rounds
 
 
 def pair_orders(rng: random.Random, mirror: bool = False) -> tuple[str, str]:

@@ -53,17 +53,10 @@ def shuffle_layout(rng: random.Random) -> None:
     """Free the last draw's spacers and allocate memory of new random sizes, so what the
     benches allocate next lies at new offsets.
 
-    A bench's speed can follow where its buffers lie: a single-threaded PIL decode here
-    runs at one of two speeds 33% apart by layout alone (``tools/validation/process_offsets.py``). A
-    change that only moves an allocation (a comment in a bench file) then held a 5-12%
-    offset between two revisions of identical code, and a layout drawn once per
-    process turned it into an offset that one pair of processes holds for its life,
-    up to 26%. The side draws a new layout before every block instead (before its
-    drain rounds), so where the rounds allocate is noise among the pairs of blocks,
-    which the paired interval spans. A draw moves only what is allocated after it:
-    buffers a bench builds once (its fixtures, its warm-up, at import) and the stack
-    keep the layout their process drew at start, and an offset they cause is left to
-    the fresh pairs of processes of ``--confirm``, which judge across them."""
+    A bench's speed can follow where its buffers lie (``tools/validation/process_offsets.py``);
+    drawn before every block, the layout is noise among the pairs of blocks, which the
+    paired interval spans, not an offset one process holds for its life. What a bench
+    built before the draw keeps its layout: the fresh pairs of ``--confirm`` judge that."""
     _spacers.clear()
     _spacers.append(bytearray(rng.randrange(0, 1 << 17, 16)))  # malloc's heap
     _spacers.extend(bytes(rng.randrange(1, 512)) for _ in range(rng.randrange(4096)))  # pools
@@ -159,8 +152,6 @@ class LockstepSide:
         self._collect_errors: list[str] = []
         self._collect_skips: dict[str, str] = {}  # a module skipped whole: its reason
 
-    # -- pytest hooks ------------------------------------------------------------
-
     def _unlisted(self, path: Path, config: pytest.Config) -> bool:
         """Whether ``path`` is a Python file outside this session's bench files."""
         if self.files is None or path.suffix != ".py" or path.name == "conftest.py":
@@ -252,8 +243,6 @@ class LockstepSide:
     def pytest_sessionfinish(self, exitstatus: int) -> None:
         self._send("finished", exitstatus=int(exitstatus))
 
-    # -- the measuring hook ------------------------------------------------------
-
     def measure(
         self,
         benchmark: Any,
@@ -283,7 +272,7 @@ class LockstepSide:
         (:mod:`perfsuite.bench.cost`); ``memory_threshold`` is the bench's own.
         ``fixture`` names what times the rounds (``perf``, or ``benchmark``: a bench of
         pytest-benchmark's fixture), which sets its least drain
-        (:func:`perfsuite.ab.protocol.least_drain`).
+        (:func:`perfsuite.ab.protocol.block_plan`).
         """
         from perfsuite.bench.cost import start
 
@@ -291,10 +280,8 @@ class LockstepSide:
         spent = 0.0  # the last round's CPU seconds
 
         def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
-            if setup is None:
-                return (), {}
-            made = setup()
-            return made if made else ((), {})
+            """One ``setup`` call's arguments; none without ``setup``, or if it gave none."""
+            return (setup() if setup is not None else None) or ((), {})
 
         result: Any = None
 
@@ -377,8 +364,6 @@ class LockstepSide:
             for value in rounds:
                 stats.update(value)
         return result
-
-    # -- helpers -----------------------------------------------------------------
 
     def _send(self, kind: str, **fields: Any) -> None:
         with contextlib.suppress(ProtocolError):  # the controller is gone and stops us

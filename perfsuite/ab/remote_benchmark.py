@@ -25,8 +25,7 @@ pytest-benchmark's, unchanged.
   and the rest is the most the controller may time.
 
 Either way, under ``--idle freeze`` a block starts with no untimed drain round unless
-``--block-warmup`` asks for some (:func:`perfsuite.ab.protocol.least_drain`): between
-blocks the frozen side runs nothing, so there is nothing to drain. The stats hold
+``--block-warmup`` asks for some (:func:`perfsuite.ab.protocol.block_plan`). The stats hold
 seconds per call (a round's seconds over its calls), as pytest-benchmark records them;
 the bench's minimum effect is the ``perf`` marker's ``threshold``, else
 ``--perf-threshold``; and the test gets the last call's result. The side times with
@@ -51,19 +50,12 @@ if TYPE_CHECKING:
 
 #: the name pytest-benchmark gives its fixture
 FIXTURE_NAME = "benchmark"
-#: the shortest round ``benchmark(fn)`` is calibrated to. A block's time is the median
-#: of its rounds, and of the default two rounds that is their mean: a round preempted
-#: for a time slice of a busy machine (several ms) would triple a block of 1-ms
-#: rounds, and flip its pair, where it adds tens of percent to one of 10 ms. The
-#: timer's resolution and a round's own overhead (a setup call, two clock reads) are
-#: under 1e-5 of it, and the default scale's most pairs (480, of blocks of one round,
-#: with no drain round under ``--idle freeze``) take about 10 s of a bench's 60-s budget
+#: the shortest round ``benchmark(fn)`` is calibrated to: long beside a preemption's
+#: time slice (several ms), the timer's resolution and a round's own overhead
 MIN_ROUND_S = 0.01
 #: the fewest warm-up rounds of ``benchmark(fn)``: their median is the yardstick of
-#: each block's drain (:func:`perfsuite.ab.remote.drain`), which one slow round of the
-#: single warm-up round at smoke scale would inflate so far that every steady round
-#: passes for a buffered one and each drain runs to its time cap; ten calibrated
-#: rounds take about 0.1 s
+#: each block's drain (:func:`perfsuite.ab.remote.drain`), which one slow round alone
+#: would inflate
 CALIBRATED_WARMUP_ROUNDS = 10
 #: the most calls one round of ``benchmark(fn)`` makes
 MAX_CALLS = 10**9

@@ -5,7 +5,7 @@ bench of its paired ratios in order, ``A.json``/``B.json`` (each side's pytest-b
 run, which ``pytest-benchmark compare`` reads), ``A.log``/``B.log`` (each side's pytest
 output), ``pairs.json`` (every block, and each bench's verdict, change and interval)
 and ``machine.json`` (:mod:`perfsuite.ab.load`). The folder is written next to DIR and
-renamed into place, so it is whole or absent. Since it replaces DIR whole, DIR must be
+swapped into place, so it is whole or absent. Since it replaces DIR whole, DIR must be
 absent, empty, or an earlier A/B report (:func:`check_report_dir`, before any bench
 runs): never a folder of anything else.
 """
@@ -17,12 +17,14 @@ import json
 import math
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from perfsuite.ab.load import MACHINE_JSON
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.data.fsutil import check_replaceable, made_dir
+from perfsuite.data.fsutil import check_replaceable, made_dir, replace_dir
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.paired import PairedResult
@@ -59,8 +61,10 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
 
 #: every block, and each bench's verdict, change and interval, one entry per bench
 PAIRS = "pairs.json"
+#: the fields of a :class:`BenchRun` that pairs.json writes in a form of their own, or not
+OWN_FORM = {"result", "first", "second", "cpu", "seconds", "pool", "pair_peaks", "cpu_missing"}
 #: the files an A/B report holds beside its PNGs
-REPORT_FILES = ("summary.md", PAIRS, "machine.json", "A.json", "B.json", "A.log", "B.log")
+REPORT_FILES = ("summary.md", PAIRS, MACHINE_JSON, "A.json", "B.json", "A.log", "B.log")
 
 
 def read_pairs(folder: Path) -> list[dict[str, Any]]:
@@ -140,8 +144,9 @@ def write_report(
     notes: Sequence[str] = (),
     files: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Write the report folder atomically (a temporary sibling renamed into place):
-    ``notes`` end ``summary.md``, ``files`` (name: text) are written beside it."""
+    """Write the report folder atomically (a temporary sibling swapped in by
+    :func:`perfsuite.data.fsutil.replace_dir`): ``notes`` end ``summary.md``, ``files``
+    (name: text) are written beside it."""
     out = out.resolve()
     check_report_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -160,29 +165,14 @@ def write_report(
         pairs: list[dict[str, Any]] = []
         taken: set[str] = set()
         for run in verdicts.runs:
+            kept = {f.name: getattr(run, f.name) for f in fields(run) if f.name not in OWN_FORM}
             pairs.append(
                 {
-                    "nodeid": run.nodeid,
-                    "order": run.order,
-                    "a_blocks": run.a_blocks,
-                    "b_blocks": run.b_blocks,
-                    "drained": run.drained,
-                    "warmup": run.warmup,
-                    "unsettled": run.unsettled,
-                    "threshold": run.threshold,
-                    "skipped": run.skipped,
+                    **kept,
                     "seconds": round(run.seconds, 3),
-                    "sessions": run.sessions,
-                    "session_pairs": run.session_pairs,
-                    "started": run.started,
                     **_result(run.result),
                     **({"first": _result(run.first)} if run.first else {}),
                     **({"second": _result(run.second)} if run.second else {}),
-                    "a_cpu": run.a_cpu,
-                    "b_cpu": run.b_cpu,
-                    "calls": run.calls,
-                    "peak_mb": run.peak_mb,
-                    "memory_threshold": run.memory_threshold,
                     **({"cpu": _result(run.cpu)} if run.cpu else {}),
                     **({"memory": _memory(run.memory)} if run.memory else {}),
                 }
@@ -190,12 +180,7 @@ def write_report(
             if run.a_blocks and run.b_blocks:
                 plot_ratios(run, tmp / f"{_slug(run.nodeid, taken)}.png")
         (tmp / PAIRS).write_text(json.dumps(pairs, indent=1))
-        old = out.with_name(f".{out.name}.old")
-        if out.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

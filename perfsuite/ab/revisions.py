@@ -12,32 +12,25 @@ uncommitted changes included) runs in the repository root.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
-from perfsuite.data.fsutil import cache_home
+from perfsuite.changed import git
+from perfsuite.data.fsutil import cache_home, file_lock
 from perfsuite.envs.pins import PIN_FILES
 from perfsuite.errors import PerfsuiteError
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass  # type: ignore[import-not-found,unused-ignore]
 
 WORKTREE = "working tree"
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL
-    )
+    """``git ARGS`` in ``cwd`` (:func:`perfsuite.changed.git`); a failure raises one line
+    unless ``check`` is off."""
+    proc = git(cwd, *args)
     if check and proc.returncode != 0:
         raise PerfsuiteError(f"git {' '.join(args)} failed: {_said(proc.stderr)}")
     return proc
@@ -113,52 +106,30 @@ def tree_files(root: Path, sha: str | None) -> dict[str, str]:
     }
 
 
-def cache_root() -> Path:
-    return cache_home("ab")
-
-
-def repo_key(root: Path) -> str:
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-    return f"{root.name}-{digest}"
-
-
-@contextlib.contextmanager
-def file_lock(path: Path, what: str) -> Iterator[None]:
-    """Hold an exclusive ``fcntl`` lock on ``path``; say so once when waiting for it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle: IO[str] = open(path, "a+")  # noqa: SIM115 - held for the block below
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"perfsuite ab: waiting for {what} ({path}), held by another run", flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-    finally:
-        handle.close()  # releases the lock
-
-
 class WorktreeCache:
     """Cached detached worktrees of one repository (see the module doc)."""
 
     def __init__(self, root: Path, base: Path | None = None) -> None:
         self.root = root
-        self.folder = (base or cache_root()) / repo_key(root)
+        digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+        self.folder = (base or cache_home("ab")) / f"{root.name}-{digest}"
 
     def path(self, sha: str) -> Path:
         return self.folder / sha
 
-    @contextlib.contextmanager
-    def _git_lock(self) -> Iterator[None]:
-        with file_lock(self.folder / ".git.lock", "the worktree cache"):
-            yield
+    def _lock(self, sha: str | None = None) -> contextlib.AbstractContextManager[None]:
+        """The lock of the worktree of ``sha``, or (None) the one around git's worktree
+        bookkeeping in this repository; waiting for it is said once."""
+        path = self.folder / f"{sha or '.git'}.lock"
+        what = f"worktree {sha[:10]}" if sha else "the worktree cache"
+        return file_lock(path, f"perfsuite ab: waiting for {what} ({path}), held by another run")
 
     @contextlib.contextmanager
     def checkout(self, sha: str) -> Iterator[Path]:
         """The worktree of ``sha``, fresh and clean, locked for the caller's block."""
-        with file_lock(self.folder / f"{sha}.lock", f"worktree {sha[:10]}"):
+        with self._lock(sha):
             path = self.path(sha)
-            with self._git_lock():
+            with self._lock():
                 if not self._reuse(path, sha):
                     self._remove(path)
                     try:
@@ -198,11 +169,10 @@ class WorktreeCache:
             _git(self.root, "worktree", "prune", check=False)
             return removed
         for path in sorted(p for p in self.folder.iterdir() if p.is_dir()):
-            lock = file_lock(self.folder / f"{path.name}.lock", f"worktree {path.name[:10]}")
-            with lock, self._git_lock():
+            with self._lock(path.name), self._lock():
                 self._remove(path)
             removed.append(path)
-        with self._git_lock():
+        with self._lock():
             _git(self.root, "worktree", "prune", check=False)
         shutil.rmtree(self.folder, ignore_errors=True)
         return removed

@@ -17,7 +17,7 @@ name the same bench differently on the two sides. So each side's pytest starts w
   path names each side's own copy).
 
 A ``--rootdir`` of the user's would move one side's node ids or both away from the
-repository root: :func:`refuse_rootdir` rejects it.
+repository root: :func:`perfsuite.ab.command.side_args` rejects it.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import iniconfig
-
-from perfsuite.errors import PerfsuiteError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,24 +48,6 @@ CONFIG_NAMES = (
 )
 #: the section that makes an ini-style file a pytest configuration
 INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
-CONFIG_OPTIONS = ("-c", "--config-file")
-
-
-def refuse_rootdir(pytest_args: Sequence[str]) -> None:
-    """Raise :class:`PerfsuiteError` (one line) when the arguments set pytest's rootdir."""
-    for arg in pytest_args:
-        if arg == "--rootdir" or arg.startswith("--rootdir="):
-            raise PerfsuiteError(
-                f"pytest option {arg!r}: perfsuite ab roots each side's pytest at its own "
-                "checkout, so node ids are repository-relative on both sides; drop it"
-            )
-
-
-def names_config(pytest_args: Sequence[str]) -> bool:
-    """Whether the arguments name a configuration file (``-c FILE``, ``--config-file=FILE``)."""
-    return any(
-        arg in CONFIG_OPTIONS or arg.startswith(("--config-file=", "-c")) for arg in pytest_args
-    )
 
 
 def holds_config(path: Path) -> bool:
@@ -140,7 +120,8 @@ def rooted(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[str]:
     """The options that root a side's pytest at ``root``: ``--rootdir`` and, unless the
     arguments name one, the configuration file (see the module doc)."""
     options = [f"--rootdir={root.resolve()}"]
-    if not names_config(pytest_args):
+    config = ("--config-file=", "-c")  # -c FILE, -cFILE, --config-file[=]FILE
+    if not any(arg == "--config-file" or arg.startswith(config) for arg in pytest_args):
         found = config_file(cwd, root, pytest_args)
         if found is not None:
             options.append(f"--config-file={found}")

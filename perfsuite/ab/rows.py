@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.cost import CPU_WORDS
@@ -23,14 +22,8 @@ def worse(result: PairedResult) -> bool:
 
 def against(first: PairedResult, check: PairedResult) -> bool:
     """Whether a confirmation's ``slower`` or ``faster`` points the other way from the
-    first estimate that made the bench a suspect.
-
-    A confirmation tests the suspicion: a bench whose first pair of processes read it
-    faster is not confirmed slower by fresh pairs that read it slower (nor the reverse).
-    Both stages must then err, in the same direction, for a false alarm. An undecided
-    suspect that did not lean slower is not held to it
-    (:func:`perfsuite.ab.confirm.either_way`).
-    """
+    first estimate that made the bench a suspect: it then confirms nothing, so a false
+    alarm needs both stages to err the same way."""
     if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
         return False
     return (check.verdict is Verdict.SLOWER) != worse(first)
@@ -38,16 +31,8 @@ def against(first: PairedResult, check: PairedResult) -> bool:
 
 def leans(result: PairedResult) -> bool:
     """Slower or faster, or inconclusive with an estimate beyond the threshold either
-    way and pairs that lean that way (sign test p at most ``LEAN_SIGN_P``).
-
-    The lean keeps out an estimate whose few pairs say nothing: one pair of a
-    one-round cold-start bench (its estimate a single ratio), or pairs split evenly
-    between slower and faster whose median happens to fall beyond the threshold. In a
-    whole-suite A/A at smoke scale, 13 one-pair torch.compile benches were suspects,
-    and 3 fresh pairs of processes decided none of them (one pair each again). Leaving
-    a bench out only ever removes a chance of a false alarm; it costs power only where
-    the first stage measured fewer than 3 pairs, or pairs with no lean.
-    """
+    way and pairs that lean that way (sign test p at most ``LEAN_SIGN_P``), which keeps
+    out an estimate whose few pairs say nothing (one ratio, or pairs split evenly)."""
     if result.verdict in (Verdict.SLOWER, Verdict.FASTER):
         return True
     # a `same` estimate lies inside its interval, so inside the threshold
@@ -57,15 +42,8 @@ def leans(result: PairedResult) -> bool:
 
 def suspicious(result: PairedResult, kind: str) -> bool:
     """Whether ``result`` makes its bench a suspect of ``--suspects kind``: it
-    :func:`leans`, and with ``leaning-slower`` it is either decisive or leans slower.
-
-    ``leaning-slower`` (the smoke and the gate's default) leaves out an inconclusive
-    estimate that only leans faster: an unproven speedup fails no gate, and each such
-    suspect costs its bench file fresh pairs of processes. A `faster` verdict is
-    still measured again: a claimed speedup deserves the same trust as a slowdown.
-    """
-    if kind not in SUSPECT_KINDS:
-        raise ValueError(f"unknown kind of suspects {kind!r}")
+    :func:`leans`, and with ``leaning-slower`` it is either decisive (`faster` too) or
+    leans slower: an unproven speedup fails no gate."""
     if not leans(result):
         return False
     return kind != "leaning-slower" or result.decisive or worse(result)
@@ -83,13 +61,8 @@ class Row:
 
     @property
     def suspect(self) -> bool:
-        """Judged slower or faster, or inconclusive with an estimate beyond the
-        threshold either way and pairs that lean that way (:func:`leans`): what
-        ``--confirm`` measures again in fresh pairs of processes (a claimed speedup
-        deserves the same trust as a slowdown). A pass checked in the first fresh
-        pair of processes (:func:`perfsuite.ab.confirm.rechecked`) is a suspect when
-        that pair leans so.
-        """
+        """A suspect of ``--suspects leaning`` (:func:`leans`) on its :attr:`suspicion`:
+        what ``--confirm`` measures again in fresh pairs of processes."""
         return self.suspect_of("leaning")
 
     def suspect_of(self, kind: str) -> bool:
@@ -113,16 +86,8 @@ class Row:
     def undecided(self) -> bool:
         """Inconclusive and too noisy to pass (:attr:`PairedResult.too_noisy`: its
         interval has not ruled out a regression of twice its threshold), whichever way
-        its estimate leans: what ``--suspects undecided`` also measures again, as more
-        evidence can still change whether it passes. Its confirmation stands on the fresh
-        pairs alone, at the first stage's error rate. Where the estimate leaned slower,
-        the confirmation must point that way (:func:`against`); where it leaned faster
-        (:attr:`open_either_way`), the fresh pairs decide alone: a first pair reading
-        -3% [-17%, +24%] has not ruled out a +10% regression. A bench whose bound is
-        below twice its threshold passes already, saying its bound.
-
-        A bench with no interval (too few pairs) says nothing and is left out.
-        """
+        its estimate leans: what ``--suspects undecided`` also measures again. A bench
+        with no interval (too few pairs) says nothing and is left out."""
         result = self.run.result if self.run else None
         if result is None or result.ci is None:
             return False
@@ -178,15 +143,6 @@ class Row:
         and not a regression: the A/B cannot say there is none."""
         result = self.run.result if self.run else None
         return result is not None and result.too_noisy and not self.regressed
-
-    @property
-    def measured(self) -> bool:
-        """Both sides measured it: it has a verdict, decisive or not."""
-        return self.verdict is not None
-
-    def unjudged_reason(self) -> str:
-        """What this row's status says of why it was not judged."""
-        return self.status or "not measured"
 
     def cells(self) -> list[str]:
         result = self.run.result if self.run else None

@@ -1,12 +1,11 @@
 """The facts pytest-benchmark saves with a side's JSON, found once per A/B run.
 
-pytest-benchmark writes the machine's facts (its CPU's, found by py-cpuinfo in a child
-process: about half a second) and the commit's (several ``git`` calls) into every
-``--benchmark-json`` it saves, once the session's last bench is done. Each fresh pair of
-processes of ``perfsuite ab`` pays that in its teardown, which the next pair's first
-block waits for. The sides of one A/B run on one machine, each side on one checkout, so
-the first process to find a fact keeps it in the run's folder (``PERFSUITE_AB_FACTS``)
-and the later ones read it: the CPU's facts once per run, the commit's once per side.
+pytest-benchmark finds the machine's facts (py-cpuinfo, in a child process) and the
+commit's (several ``git`` calls) for every ``--benchmark-json`` it saves, in the
+teardown that the next pair of processes' first block waits for. The sides of one A/B
+run on one machine, each on one checkout, so the first process to find a fact keeps it
+in the run's folder (``PERFSUITE_AB_FACTS``) and the later ones read it: the CPU's
+facts once per run, the commit's once per side.
 
 Only pytest-benchmark's own finders are wrapped; a user's
 ``pytest_benchmark_generate_machine_info`` or ``..._commit_info`` hook runs as it

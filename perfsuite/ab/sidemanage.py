@@ -15,14 +15,11 @@ quoted when the side fails.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import random
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,8 +29,8 @@ from perfsuite.ab.protocol import FILES_ENV, SIDE_ENV, SOCKET_ENV, Channel
 from perfsuite.ab.sidefacts import FACTS_ENV
 from perfsuite.ab.sidespec import SideSpec
 from perfsuite.errors import CannotMeasure
+from perfsuite.harness.supervisor import die_with
 
-PR_SET_PDEATHSIG = 1
 PAD_ENV = "PERFSUITE_AB_PAD"
 #: how long a side may take to start pytest and connect (conftest imports included)
 CONNECT_TIMEOUT_S = 180.0
@@ -56,19 +53,12 @@ class SideFault(CannotMeasure):
 
 def _die_with_parent() -> Callable[[], None]:
     """A ``preexec_fn``: a process group of the child's own, and (Linux) SIGKILL when the
-    controller dies."""
-    parent = os.getpid()
-    prctl = None
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        prctl = libc.prctl
+    controller dies (:func:`perfsuite.harness.supervisor.die_with`)."""
+    die = die_with(os.getpid())
 
     def preexec() -> None:
         os.setpgid(0, 0)  # a group of its own, to signal as one (freeze, stop)
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the controller died before prctl took effect
-            os._exit(1)
+        die()
 
     return preexec
 
@@ -110,10 +100,6 @@ class SideProcess:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(self.socket_path))
         self._listener.listen(1)
-
-    @property
-    def title(self) -> str:
-        return self.spec.title
 
     def start(self, pytest_args: Sequence[str], files: Sequence[str] | None = None) -> None:
         """Start the side's pytest; ``files`` (rootdir-relative) limits what it collects."""
@@ -171,10 +157,6 @@ class SideProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    @property
-    def returncode(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
-
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
             text = self.log_path.read_text(errors="replace")
@@ -190,9 +172,10 @@ class SideProcess:
         it exits."""
         if ended:
             self.wait(ENDING_S)
-        message = f"{self.title}: {problem}"
-        if not self.alive and self.returncode is not None:
-            message += f" (exit status {self.returncode})"
+        message = f"{self.spec.title}: {problem}"
+        code = None if self.proc is None else self.proc.poll()
+        if code is not None:
+            message += f" (exit status {code})"
         said = pytest_error(self.log_tail(lines=200)) if ended else None
         if said:  # a path of the side's checkout, named from the repository root
             message += f": pytest said {said.replace(f'{self.spec.root}/', '')!r}"

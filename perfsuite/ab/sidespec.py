@@ -1,5 +1,6 @@
 """Who a side of an A/B is: its revision, its folder, where its pytest starts and in
-which environment, and the checks made of the sides before either starts
+which environment (its own revision's pins, :mod:`perfsuite.envs`, where they differ:
+:func:`in_own_environments`), and the checks made of the sides before either starts
 (:func:`peered`, :func:`check_sides`). Its running process is
 :class:`perfsuite.ab.sidemanage.SideProcess`."""
 
@@ -14,7 +15,8 @@ from pathlib import Path
 from perfsuite.ab.pytest_args import missing_files, own_paths
 from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rootdir import rooted
-from perfsuite.envs.build import interpreter
+from perfsuite.envs.build import Resolved, ensure, interpreter, perfsuite_shim, resolve
+from perfsuite.envs.pins import Pins
 from perfsuite.errors import PerfsuiteError
 
 
@@ -139,3 +141,32 @@ class SideSpec:
             env["PATH"] = os.pathsep.join([str(self.environment / "bin"), env.get("PATH", "")])
             env.pop("PYTHONHOME", None)
         return env
+
+
+def resolve_sides(specs: Sequence[SideSpec], pins: Sequence[Pins], workdir: Path) -> list[Resolved]:
+    """Each side's pins resolved for this interpreter (one line naming the side where
+    they cannot be)."""
+    return [
+        resolve(side_pins, spec.root, workdir / f"pins-{spec.name}", spec.title)
+        for spec, side_pins in zip(specs, pins, strict=True)
+    ]
+
+
+def in_own_environments(
+    specs: Sequence[SideSpec], resolved: Sequence[Resolved], upgrade: Sequence[str], workdir: Path
+) -> tuple[list[SideSpec], list[str]]:
+    """The sides, each in the environment of its resolved pins (built now where none is
+    cached), and one line per side saying which and how long it took. The candidate
+    side's :attr:`SideSpec.upgrade` is ``upgrade``, what differs from the base's
+    (:func:`perfsuite.envs.build.changes`)."""
+    shim = perfsuite_shim(workdir / "perfsuite-shim")
+    sides, lines = [], []
+    for spec, pins in zip(specs, resolved, strict=True):
+        what = f"its environment ({len(pins.lines)} pins)"
+        print(f"perfsuite ab: {spec.title}: {what} ...", flush=True)
+        env = ensure(pins, spec.root, spec.title)
+        lines.append(f"{spec.title}: environment {env.describe()}")
+        print(f"perfsuite ab: {lines[-1]}", flush=True)
+        moved = tuple(upgrade) if spec is specs[-1] else ()
+        sides.append(replace(spec, environment=env.path, shim=shim, upgrade=moved))
+    return sides, lines

@@ -25,7 +25,7 @@ from perfsuite.verdict.compare import CounterChange
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
-from perfsuite.verdict.table import code_span, pct
+from perfsuite.verdict.table import code_span, markdown_table, pct
 
 #: the status of a bench only one side has: listed, never run (nothing to compare it with)
 REMOVED, ADDED = "removed (base only), not run", "added (candidate only), not run"
@@ -74,10 +74,8 @@ class Verdicts:
 
     @classmethod
     def merge(cls, parts: Sequence[Verdicts]) -> Verdicts:
-        """One A/B's verdicts from its sessions (one per bench file): every session's
-        measured benches first, in order, then the added and removed ones."""
-        if not parts:
-            raise ValueError("no session to merge")
+        """One A/B's verdicts from its sessions (one per bench file, at least one): every
+        session's measured benches first, in order, then the added and removed ones."""
         rows = [r for part in parts for r in part.rows if r.run is not None]
         rows += [r for part in parts for r in part.rows if r.run is None]
         runs = [run for part in parts for run in part.runs]
@@ -163,12 +161,6 @@ class Verdicts:
         return any(row.regressed for row in self.rows)
 
     @property
-    def judged(self) -> list[Row]:
-        """The rows measured on both sides and decided at their threshold: a verdict
-        other than `inconclusive`."""
-        return [row for row in self.rows if row.judged]
-
-    @property
     def too_noisy(self) -> list[Row]:
         """The rows measured on both sides that neither regressed nor passed: their
         interval has not ruled out a regression of twice their threshold
@@ -200,11 +192,11 @@ class Verdicts:
                 f"{len(noisy)} bench(es) too noisy to have caught a regression of twice "
                 f"their threshold: {listed}; " + "; ".join(hints)
             )
-        if any(row.measured for row in self.rows):
+        if any(row.verdict is not None for row in self.rows):  # measured on both sides
             return None
         reasons: dict[str, int] = {}
         for row in self.rows:
-            reason = row.unjudged_reason()
+            reason = row.status or "not measured"
             reasons[reason] = reasons.get(reason, 0) + 1
         listed = "; ".join(f"{n} {why}" for why, n in reasons.items())
         hints = []
@@ -270,7 +262,7 @@ class Verdicts:
         if why is not None:
             word = "UNDECIDED" if self.too_noisy else "NOTHING JUDGED"
             return f"{word}: {why}"
-        judged = len(self.judged)
+        judged = sum(row.judged for row in self.rows)
         message = f"no regression: {judged} bench(es) judged at their threshold"
         bounded = [row for row in self.rows if row.bounded]
         if bounded:
@@ -287,20 +279,11 @@ class Verdicts:
         return lines
 
     def markdown_lines(self) -> list[str]:
-        lines = [
-            "## perfsuite ab",
-            "",
-            f"{self.title()}, blocks alternated in one session (seed {self.seed}).",
-            "",
-            "| " + " | ".join(HEADER) + " |",
-            "|" + "|".join(["---", "---", "---:", "---:", "---:", "---", "---"]) + "|",
-        ]
-        for row in self.rows:
-            cells = row.cells()
-            cells[0] = code_span(cells[0])
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        lines += ["", f"**{self.conclusion()}**", ""]
-        return lines
+        """The table as ``summary.md`` shows it, its numbers right-aligned."""
+        rows = [[code_span(row.nodeid), *row.cells()[1:]] for row in self.rows]
+        table = markdown_table(rows, HEADER, right=(2, 3, 4))
+        heading = f"{self.title()}, blocks alternated in one session (seed {self.seed})."
+        return ["## perfsuite ab", "", heading, "", *table, "", f"**{self.conclusion()}**", ""]
 
 
 def _with_bound(row: Row) -> str:
@@ -335,12 +318,8 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
         pooled.pair_peaks += run.peaks_by_pair()
     pooled.memory_threshold = first.memory_threshold
     cpu = [run.cpu_ratios() for run in runs]
-    # across the pairs of processes, as the time: a process's layout moves its CPU too
-    pooled.cpu = (
-        judge_processes([r for r in cpu if r is not None], first.threshold, alpha)
-        if all(r is not None for r in cpu)
-        else None
-    )
+    if all(r is not None for r in cpu):  # across the pairs, as the time: layout moves CPU too
+        pooled.cpu = judge_processes([r for r in cpu if r is not None], first.threshold, alpha)
     higher = first.result.higher_is_better if first.result else False
     pooled.result = judge_processes(
         [run.ratios for run in runs], first.threshold, alpha, higher_is_better=higher

@@ -71,11 +71,17 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (created if needed) for the block."""
+def file_lock(path: Path, waiting: str | None = None) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if needed) for the block;
+    where another process holds it, print ``waiting`` (if given) once, then wait."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                print(waiting, flush=True)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
         finally:

@@ -88,7 +88,7 @@ def _prctl() -> Callable[..., int] | None:
 _PRCTL = _prctl()
 
 
-def _die_with(parent: int) -> Callable[[], None]:
+def die_with(parent: int) -> Callable[[], None]:
     """A ``preexec_fn``: SIGKILL this child when ``parent`` dies, or now if it already has."""
     prctl = _PRCTL
 
@@ -143,7 +143,7 @@ class Child(Closing):
                 cwd=cwd,
                 close_fds=True,
                 start_new_session=True,
-                preexec_fn=_die_with(os.getpid()),
+                preexec_fn=die_with(os.getpid()),
             )
         except OSError as exc:
             self._stderr.close()

@@ -10,7 +10,7 @@ word and ``PASSED_WORDS``).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.cost import CPU_WORDS
@@ -261,11 +261,13 @@ def _md_escape(cell: str) -> str:
     return cell.replace("|", "\\|")
 
 
-def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
-    """A GitHub-flavoured Markdown table."""
+def markdown_table(
+    rows: Sequence[Sequence[str]], header: Sequence[str], right: Collection[int] = ()
+) -> list[str]:
+    """A GitHub-flavoured Markdown table; the columns at the indices ``right`` align right."""
     lines = [
         "| " + " | ".join(_md_escape(h) for h in header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
+        "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|",
     ]
     lines.extend("| " + " | ".join(_md_escape(str(c)) for c in row) + " |" for row in rows)
     return lines

@@ -38,6 +38,7 @@ the exit statuses, the runs that failed and the gated runs' wall seconds. Usage:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import statistics
@@ -224,7 +225,7 @@ def run_ab(
         "seconds": seconds,
         "benches": benches,
         "tail": tail,
-        "machine": load.as_dict() if load else None,
+        "machine": dataclasses.asdict(load) if load else None,
     }
 
 

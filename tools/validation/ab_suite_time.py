@@ -25,6 +25,7 @@ their own pytest arguments (default: PYTEST_ARGS), e.g. the default scale of
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import shutil
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             "ab_seconds": ab,
             "ratio": ab / plain,
             "first_stage_seconds": first_stage,
-            "machine": load.as_dict() if load else None,
+            "machine": dataclasses.asdict(load) if load else None,
             "benches": entries,
         }
         args.out.write_text(json.dumps(document, indent=1))
