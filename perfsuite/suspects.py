@@ -39,7 +39,8 @@ configuration file at most, which moves the benches that read it on top of the
 machine's move. So, of the suspects whose code is the same (a peak memory that rose
 aside; the benches the screen left too noisy among them, since their code cannot have
 made them slower either), the A/B of step 2 measures the ``SAME_CODE_SAMPLE`` the
-screen read slowest, beside every other suspect
+screen read most surely slower (the low ends of their intervals) of those whose rounds
+let it reach a first look, beside every other suspect
 (:func:`perfsuite.verdict.shift.same_code_sample`). Where
 none of the sample is confirmed or left unconfirmed, the rest are cleared with it (or
 ``not shown``, as the sample was), each row saying so; otherwise the rest are
@@ -302,7 +303,7 @@ def confirm_suspects(
             say(
                 f"perfsuite gate: the code of {len(pool)} suspect(s) is the same as at "
                 f"{(base.sha or '?')[:12]}: the A/B measures the {SAME_CODE_SAMPLE} the "
-                "screen read slowest"
+                "screen read most surely slower"
                 + (
                     f" of those whose rounds let it reach a first look ({slow} do not)"
                     if slow and any(decidable(v) for v in sample)

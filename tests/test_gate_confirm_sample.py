@@ -1,5 +1,5 @@
 """``--perf-gate`` with many suspects whose code did not change: the A/B measures the
-ones the screen read slowest, and the rest pass with them unless those are confirmed.
+ones the screen read most surely slower, and the rest pass with them unless those are confirmed.
 In a temporary git repository with no pytest configuration file, benches of
 pytest-benchmark's ``benchmark`` fixture whose time follows a data file."""
 
@@ -39,7 +39,7 @@ def test_suspects_of_the_same_code_are_sampled_and_a_data_file_still_fails(
     tmp_path: Path,
 ) -> None:
     """Four suspects whose code is the same as the baseline's: the A/B measures the 3
-    the screen read slowest. The machine's move clears the fourth with them; a data file
+    the screen read most surely slower. The machine's move clears the fourth with them; a data file
     that slows them all confirms the 3, and the fourth is unconfirmed, not measured: the
     gate runs at most one A/B."""
     repo = tmp_path / "repo"

@@ -36,7 +36,7 @@ def test_a_cleared_sample_clears_the_suspects_of_the_same_code(
     changes = shifted(8, 4)
     answers = dict.fromkeys(changes, "same")
     outcomes, fake, said = confirm(monkeypatch, tmp_path, changes, answers, known=True)
-    assert fake.asked == [["m5", "m6", "m7"]]  # the three the screen read slowest, one A/B
+    assert fake.asked == [["m5", "m6", "m7"]]  # the three read most surely slower, one A/B
     assert outcomes == dict.fromkeys([f"m{i}" for i in range(8)], CLEARED)
     assert any(
         "the code of 8 suspect(s) is the same as at aaaaaaaaaaaa: the A/B measures the 3" in line
@@ -62,7 +62,8 @@ def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
     assert rows["m7"].outcome == CLEARED
     assert rows["m0"].text == (
         "not measured: its code is the same as at aaaaaaaaaaaa, and the A/B showed none "
-        "slower of the 3 suspect(s) of the same code the screen read slowest (m7, m6, m5)"
+        "slower of the 3 suspect(s) of the same code the screen read most surely slower "
+        "(m7, m6, m5)"
     )
     decision = gate_decision(result, allow_mismatch=False)
     assert decision.exit_status == ExitCode.OK
@@ -76,7 +77,7 @@ def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
 def test_the_sample_leaves_out_a_bench_whose_first_look_would_not_fit(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """m7 and m5 read slowest, but their rounds take 2 s: an A/B's share of time could
+    """m7 and m5 read most surely slower, but their rounds take 2 s: an A/B's share of time could
     not bring them to a first look, so the sample is the slowest three that can."""
     found = comparison(shifted(8, 4))
     slow = {"m5", "m7"}
@@ -102,7 +103,9 @@ def test_the_sample_leaves_out_a_bench_whose_first_look_would_not_fit(
     outcomes = {v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation}
     assert outcomes == dict.fromkeys([f"m{i}" for i in range(8)], CLEARED)
     assert any(
-        line.endswith("read slowest of those whose rounds let it reach a first look (2 do not)")
+        line.endswith(
+            "read most surely slower of those whose rounds let it reach a first look (2 do not)"
+        )
         for line in said
     ), said
 

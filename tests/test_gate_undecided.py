@@ -117,7 +117,7 @@ def test_too_noisy_benches_of_unchanged_code_are_sampled(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answer: str
 ) -> None:
     """Where git tells that no bench's code changed, the A/B measures the 3 too-noisy
-    benches the screen read slowest, in its one A/B, and the rest pass or stay
+    benches the screen read most surely slower, in its one A/B, and the rest pass or stay
     unconfirmed with them."""
     monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
     found = undecided({f"b{i}": i / 100 for i in range(6)})

@@ -49,6 +49,26 @@ def screen_change(item: BenchVerdict) -> float:
     return item.time.change if item.time is not None else 0.0
 
 
+def screen_low(item: BenchVerdict) -> tuple[bool, float]:
+    """How surely the screen read ``item`` slower: the low end of its time's interval
+    (after every bench that has one, its change, 0 where it has none), the key the
+    same-code sample is drawn by, surest first. A bench the screen read slow only
+    through its noise has a low end near or below 0; one a data file slowed has its
+    whole interval up.
+
+    >>> from types import SimpleNamespace as N
+    >>> noisy = N(time=N(change=0.3, ci=(-0.1, 0.7)))
+    >>> steady = N(time=N(change=0.1, ci=(0.05, 0.15)))
+    >>> screen_low(noisy) < screen_low(steady)
+    True
+    """
+    if item.time is None:
+        return False, 0.0
+    if item.time.ci is None:
+        return False, item.time.change
+    return True, item.time.ci[0]
+
+
 def _log_change(item: BenchVerdict) -> float:
     return math.log1p(screen_change(item))
 
@@ -58,14 +78,16 @@ def same_code_sample(
     decidable: Callable[[BenchVerdict], bool] = lambda item: True,
 ) -> tuple[list[BenchVerdict], list[BenchVerdict]]:
     """Suspects whose code is the same on both sides, split into the sample an A/B
-    measures (the ``SAME_CODE_SAMPLE`` the screen read slowest of those the A/B can
-    ``decidable``, or of all where it can decide none) and the rest, slowest first. A
-    real slowdown of one of them (a data or configuration file both sides read
-    differently) adds to the machine's move, so it ranks high; a bench whose A/B could
-    not reach its first look would leave the sample, and so the rest, unconfirmed.
+    measures (the ``SAME_CODE_SAMPLE`` the screen read most surely slower,
+    :func:`screen_low`, of those the A/B can ``decidable``, or of all where it can
+    decide none) and the rest, surest first. A real slowdown of one of them (a data or
+    configuration file both sides read differently) adds to the machine's move, so it
+    ranks high; a bench the screen read slow only through its noise would be as noisy
+    in the A/B, and one whose A/B could not reach its first look would leave the
+    sample, and so the rest, unconfirmed.
 
     >>> from types import SimpleNamespace as N
-    >>> t = lambda name, c: N(fullname=name, time=N(change=c))
+    >>> t = lambda name, c: N(fullname=name, time=N(change=c, ci=(c - 0.02, c + 0.02)))
     >>> pool = [t("a", 0.1), t("b", 0.3), t("c", 0.2), t("d", 0.4)]
     >>> sample, rest = same_code_sample(pool)
     >>> [v.fullname for v in sample], [v.fullname for v in rest]
@@ -74,7 +96,7 @@ def same_code_sample(
     >>> [v.fullname for v in sample], [v.fullname for v in rest]
     (['d', 'c', 'a'], ['b'])
     """
-    ranked = sorted(pool, key=screen_change, reverse=True)
+    ranked = sorted(pool, key=screen_low, reverse=True)
     fit = [v for v in ranked if decidable(v)] or ranked
     sample = fit[:SAME_CODE_SAMPLE]
     return sample, [v for v in ranked if v not in sample]
@@ -96,7 +118,8 @@ def cleared_with(
     return Confirmed(
         CLEARED if cleared else NOT_SHOWN,
         f"not measured: its code is the same as at {sha[:12]}, and the A/B {word} of the "
-        f"{len(sample)} suspect(s) of the same code the screen read slowest ({names})",
+        f"{len(sample)} suspect(s) of the same code the screen read most surely slower "
+        f"({names})",
         measured=False,
     )
 
@@ -110,7 +133,7 @@ def not_cleared_with(sample: Sequence[BenchVerdict], sha: str) -> Confirmed:
         UNCONFIRMED,
         f"unconfirmed, not measured: its code is the same as at {sha[:12]}, and the A/B "
         f"did not clear all {len(sample)} suspect(s) of the same code the screen read "
-        f"slowest ({names}); to decide it: perfsuite ab {sha} -- NODEID",
+        f"most surely slower ({names}); to decide it: perfsuite ab {sha} -- NODEID",
         measured=False,
     )
 
