@@ -305,8 +305,12 @@ class VerdictPlugin:
                 scratch,
                 ab_args,
                 self._say,
-                lambda round_s, count: first_look_fits(
-                    round_s, count, spent, self.settings.scale.value
+                lambda item, count: first_look_fits(
+                    item.current.median or 0.0,
+                    "benchmark" if item.current.result is None else "perf",
+                    count,
+                    spent,
+                    self.settings.scale.value,
                 ),
             )
         except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt

@@ -253,7 +253,7 @@ def confirm_suspects(
     scratch: Callable[[str], Path],
     ab_args: Callable[[Sequence[str], Why], list[str]] = lambda nodeids, why: [],
     say: Callable[[str], None] = print,
-    fits: Callable[[float, int], bool] = lambda round_seconds, count: True,
+    fits: Callable[[BenchVerdict, int], bool] = lambda item, count: True,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
@@ -261,9 +261,9 @@ def confirm_suspects(
     ``ab_args(nodeids, why)`` the A/B's own options for those suspects, ``why`` saying
     what it is for: ``CONFIRM`` suspects of the screen, or decide benches whose code
     changed (``CHANGED``) or that a screen which decided none measured
-    (``UNDECIDED``); ``fits(round_seconds, count)`` whether a bench whose rounds take
-    that long reaches its first look in an A/B of ``count`` benches (the same-code
-    sample is drawn from those that do)."""
+    (``UNDECIDED``); ``fits(item, count)`` whether the bench ``item`` reaches its first
+    look in an A/B of ``count`` benches (the same-code sample is drawn from those that
+    do)."""
     comparison = mark_standouts(comparison)
     base = Commit.of(comparison.baseline.commit_info)
     unchanged = same_code(base, Commit.of(commit_info))
@@ -293,20 +293,20 @@ def confirm_suspects(
         changed = [v for v in suspects if v.changed is not None]
         pool = [v for v in suspects if v.changed is None and not v.memory_rose]
         count = len(suspects) - len(pool) + SAME_CODE_SAMPLE  # the A/B's benches
-
-        def decidable(item: BenchVerdict) -> bool:
-            return fits(item.current.median or 0.0, count)
-
-        sample, later = same_code_sample(pool, decidable) if known else ([], [])
+        fitting = {v.fullname for v in pool if fits(v, count)}
+        sample: list[BenchVerdict] = []
+        later: list[BenchVerdict] = []
+        if known:
+            sample, later = same_code_sample(pool, lambda item: item.fullname in fitting)
         if later:
-            slow = sum(not decidable(v) for v in pool)
+            slow = len(pool) - len(fitting)
             say(
                 f"perfsuite gate: the code of {len(pool)} suspect(s) is the same as at "
                 f"{(base.sha or '?')[:12]}: the A/B measures the {SAME_CODE_SAMPLE} the "
                 "screen read most surely slower"
                 + (
                     f" of those whose rounds let it reach a first look ({slow} do not)"
-                    if slow and any(decidable(v) for v in sample)
+                    if slow and fitting
                     else ""
                 )
             )

@@ -97,7 +97,7 @@ def test_the_sample_leaves_out_a_bench_whose_first_look_would_not_fit(
         lambda name: tmp_path / name,
         lambda *_: [],
         said.append,
-        lambda round_seconds, count: round_seconds <= 1.0 and count == 3,
+        lambda item, count: (item.current.median or 0.0) <= 1.0 and count == 3,
     )
     assert fake.asked == [["m3", "m4", "m6"]]
     outcomes = {v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation}

@@ -224,19 +224,30 @@ def bench_seconds(
     return max(MIN_BENCH_SECONDS, min(_caps(scale).max_seconds, share / max(count, 1)))
 
 
-#: a pair of one-round blocks takes about this many times its two rounds (the switch
+#: a pair of blocks takes about this many times its rounds' own seconds (the switch
 #: between the sides, a block's own start)
 PAIR_OVERHEAD = 1.5
 
 
-def first_look_fits(round_seconds: float, count: int, seconds: float, scale: str) -> bool:
+def first_look_fits(
+    round_seconds: float, fixture: str, count: int, seconds: float, scale: str
+) -> bool:
     """Whether a bench whose rounds take ``round_seconds`` reaches its first look (the
-    scale's ``min_pairs`` pairs of one-round blocks) in what a gate's A/B of ``count``
-    benches gives each (:func:`bench_seconds`); a bench that cannot is left
-    inconclusive by it, however it moved.
+    scale's ``min_pairs`` pairs of blocks, each of the rounds
+    :func:`perfsuite.ab.protocol.block_plan` gives a bench timed by ``fixture``, under
+    the default ``--idle freeze``) in what a gate's A/B of ``count`` benches gives each
+    (:func:`bench_seconds`); a bench that cannot is left inconclusive by it, however
+    it moved.
 
-    >>> first_look_fits(0.1, 3, 300, "default"), first_look_fits(1.5, 3, 300, "default")
-    (True, False)
+    >>> first_look_fits(0.1, "benchmark", 3, 300, "default")
+    True
+    >>> first_look_fits(0.5, "benchmark", 3, 300, "default")
+    True
+    >>> first_look_fits(0.5, "perf", 3, 300, "default")
+    False
     """
-    need = _caps(scale).min_pairs * 2 * round_seconds * PAIR_OVERHEAD
+    from perfsuite.ab.protocol import block_plan
+
+    block = sum(block_plan(None, None, "freeze", [fixture])) * round_seconds
+    need = _caps(scale).min_pairs * 2 * block * PAIR_OVERHEAD
     return need <= bench_seconds(count, seconds, scale)
