@@ -57,9 +57,13 @@ def test_an_earlier_nightly_report_is_replaced(
     report = tmp_path / "nightly"
     args = ["nightly", "--storage", str(store), "--report", str(report), "--no-confirm"]
     assert main(args) == ExitCode.NOT_JUDGED  # suspects left unconfirmed
-    (report / "ab").mkdir()  # an earlier A/B's folder is the report's own
+    # an earlier night's A/B and bisection folders are the report's own, and go with it
+    for folder in ("ab/report", "ab-0041", "bisect/step-03"):
+        (report / folder).mkdir(parents=True)
+    (report / "bisect" / "bisect.md").write_text("an earlier night's culprit\n")
     assert main(args) == ExitCode.NOT_JUDGED
     assert "UNCONFIRMED" in (report / "summary.md").read_text()
+    assert sorted(p.name for p in report.iterdir()) == ["summary.md"]
     assert "error" not in capsys.readouterr().err
 
 

@@ -23,6 +23,7 @@ no commit to compare, or an A/B that could not decide), 0 otherwise
 from __future__ import annotations
 
 import argparse
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -364,15 +365,16 @@ def _candidate(tonight: Commit, base: str) -> tuple[str | None, str | None]:
 
 def _nightly_entry(entry: Path) -> bool:
     """Whether a top-level entry of a folder is one a nightly report writes: its
-    ``summary.md`` (which starts with the report's heading) and its A/B reports'
-    folders (``ab``, ``ab-<run>``)."""
+    ``summary.md`` (which starts with the report's heading), its A/B reports' folders
+    (``ab``, ``ab-<run>``) and its bisection's (``bisect``)."""
     from perfsuite.nightly.summary import HEADING
 
     if entry.is_symlink():
         return False
     if entry.name == "summary.md":
         return entry.is_file() and _starts_with(entry, HEADING)
-    return entry.is_dir() and (entry.name == "ab" or entry.name.startswith("ab-"))
+    own = entry.name in ("ab", "bisect") or entry.name.startswith("ab-")
+    return entry.is_dir() and own
 
 
 def _starts_with(path: Path, heading: str) -> bool:
@@ -396,6 +398,21 @@ def check_report_folder(out: Path) -> None:
         raise PerfsuiteError(f"--report {exc}") from None
 
 
+def clear_earlier_report(out: Path) -> None:
+    """Remove an earlier nightly report's entries from ``out`` (every one of them the
+    report's own: :func:`check_report_folder` ran first), so that the folder holds
+    tonight's report alone: no A/B or bisection step of an earlier night is read as
+    tonight's."""
+    if not out.is_dir():
+        return
+    for entry in out.iterdir():
+        if _nightly_entry(entry):
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+
 def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = None) -> int:
     from perfsuite.data.fsutil import atomic_write_text
     from perfsuite.nightly.screen import screen
@@ -405,6 +422,8 @@ def run_nightly(args: argparse.Namespace, ab_command: Sequence[str] | None = Non
     if args.report is not None:
         check_report_folder(args.report)
     _root, _machine, runs = _load_history(args)
+    if args.report is not None:
+        clear_earlier_report(args.report)
     screening = screen(runs)
     confirmation: Confirmations | None = None
     if screening.suspects and not args.no_confirm:
