@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,15 +51,20 @@ def row_of(ab: AbRun, nodeid: str) -> dict[str, Any] | None:
     )
 
 
-def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
+def decide(
+    nodeid: str, ab: AbRun, what: str = "time", screen_threshold: float | None = None
+) -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
     ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
 
     ``slower`` confirms it, ``same`` or ``faster`` clears it. An undecided verdict passes
-    as ``not shown`` when its interval rules out a regression of
-    ``BOUND_FACTOR`` times the row's threshold (it says its bound, as ``perfsuite ab``
-    does); one that does not (or a row with no interval) is ``unconfirmed``: too noisy
-    to have caught such a regression.
+    as ``not shown`` when its interval rules out a regression of ``BOUND_FACTOR`` times
+    the bench's threshold (it says its bound, as ``perfsuite ab`` does): the row's, or
+    ``screen_threshold`` where that is wider, the threshold the screen that sent it
+    judged it at (widened to the spread of this machine's earlier runs): a bench that
+    screen bounded under twice it passes, and the A/B's bound is no weaker evidence.
+    One that does not (or a row with no interval) is ``unconfirmed``: too noisy to have
+    caught such a regression.
     """
     shown = ab.shown
     if ab.status is None:
@@ -87,16 +92,17 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
         return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
     if verdict and ci is not None and isinstance(threshold, int | float):
         bound = float(ci[1])
-        if within_bound(bound, threshold):
+        limit = max(float(threshold), screen_threshold or 0.0)
+        named = f"{limit * 100:.3g}%" + (" (the screen's)" if limit > threshold else "")
+        if within_bound(bound, limit):
             return Confirmed(
                 NOT_SHOWN,
-                f"{label}not shown by A/B: {bound_text(bound)} ({measured}; "
-                f"threshold {threshold * 100:g}%)",
+                f"{label}not shown by A/B: {bound_text(bound)} ({measured}; threshold {named})",
             )
         return Confirmed(
             UNCONFIRMED,
             f"{label}unconfirmed: A/B too noisy ({measured}): it did not rule out "
-            f"{pct(bound)}, over twice the {threshold * 100:g}% threshold; more pairs "
+            f"{pct(bound)}, over twice the {named} threshold; more pairs "
             f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
         )
     return Confirmed(
@@ -125,10 +131,17 @@ def _memory_outcome(memory: Any, shown: str) -> Confirmed:
 PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
 
 
-def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
+def decide_all(
+    nodeid: str,
+    ab: AbRun,
+    whats: Sequence[str],
+    screen_thresholds: Mapping[str, float | None] | None = None,
+) -> Confirmed:
     """One suspect's outcome over every measure that made it one (:func:`whats`): a
-    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE."""
-    outcomes = [decide(nodeid, ab, what) for what in whats]
+    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE.
+    ``screen_thresholds``: each measure's threshold in the screen (:func:`decide`)."""
+    thresholds = screen_thresholds or {}
+    outcomes = [decide(nodeid, ab, what, thresholds.get(what)) for what in whats]
     for outcome in PRECEDENCE:
         found = [o for o in outcomes if o.outcome == outcome]
         if found:
@@ -141,3 +154,11 @@ def whats(item: BenchVerdict) -> list[str]:
     found = ["time"] if item.time_suspect else []
     found += ["cpu"] if item.cpu_slower else []
     return found + (["memory"] if item.memory_rose else [])
+
+
+def screen_thresholds(item: BenchVerdict) -> dict[str, float | None]:
+    """The thresholds the screen judged ``item``'s time and CPU per item at."""
+    return {
+        "time": item.time.threshold if item.time is not None else None,
+        "cpu": item.cpu.threshold if item.cpu is not None else None,
+    }

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
 from perfsuite.errors import PerfsuiteError
-from perfsuite.outcomes import AbRun, decide_all, whats
+from perfsuite.outcomes import AbRun, decide_all, screen_thresholds, whats
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
@@ -88,7 +88,7 @@ from perfsuite.verdict.shift import (
 
 if TYPE_CHECKING:
     from perfsuite.verdict.compare import RunComparison
-    from perfsuite.verdict.judge import BenchVerdict
+    from perfsuite.verdict.judge import BenchVerdict, Confirmed
 
 #: the A/B's command: unbuffered (``-u``), so an interrupt loses none of its lines
 AB_COMMAND: tuple[str, ...] = (sys.executable, "-u", "-m", "perfsuite.cli", "ab")
@@ -186,6 +186,11 @@ def run_ab(
         rows = {}
     lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log else []
     return AbRun(tuple(line), shown, status, seconds, rows, last_line=fault_line(lines))
+
+
+def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
+    """``item``'s outcome from the A/B, held to the thresholds the screen judged it at."""
+    return decide_all(item.fullname, ab, whats(item), screen_thresholds(item))
 
 
 def keep_confirmations(report: Path, into: Path) -> None:
@@ -317,9 +322,9 @@ def confirm_suspects(
         nodeids = [v.fullname for v in measured]
         what = _what(len(changed), len(own), len(measured) - len(changed) - len(own))
         ab = _confirm(base, nodeids, options, cwd, scratch("ab"), ab_args(nodeids, why), say, what)
-        decided = {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in measured}
+        decided = {v.fullname: _decide(v, ab) for v in measured}
         if later and ab.status is None:  # no A/B could run: the same reason holds for them
-            decided |= {v.fullname: decide_all(v.fullname, ab, whats(v)) for v in later}
+            decided |= {v.fullname: _decide(v, ab) for v in later}
         elif later:
             sha = base.sha or "?"
             rest = cleared_with(sample, decided, sha) or not_cleared_with(sample, sha)

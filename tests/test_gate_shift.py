@@ -175,6 +175,25 @@ def test_an_undecided_ab_passes_only_with_a_bound_under_twice_its_threshold(
         assert f"{said} {ci[1] * 100:+.1f}%" in found.text
 
 
+def test_an_undecided_ab_is_held_to_the_threshold_the_screen_judged_it_at() -> None:
+    """Where the history widened the screen's threshold to 40%, a bound of +41% passes: the
+    screen would have passed the bench bounded there. A slower verdict still confirms at
+    the A/B's own threshold, and a bound of twice the widened one stays too noisy."""
+    row = {"verdict": "inconclusive", "change": 0.01, "ci": [-0.12, 0.41], "threshold": 0.05}
+    ab = ab_with(row | {"pairs": 12})
+    assert decide("b.py::x", ab).outcome == UNCONFIRMED
+    found = decide("b.py::x", ab, "time", 0.40)
+    assert found.outcome == NOT_SHOWN
+    assert "no regression above +41.0% (+1.0% [-12.0%, +41.0%] in 12 pairs" in found.text
+    assert found.text.endswith("threshold 40% (the screen's))")
+    assert decide("b.py::x", ab, "time", 0.20).outcome == UNCONFIRMED  # 41% >= 2 x 20%
+    assert decide("b.py::x", ab, "time", 0.01).outcome == UNCONFIRMED  # the A/B's 5% holds
+    slower = ab_with(row | {"verdict": "slower", "ci": [0.06, 0.41], "pairs": 12})
+    assert decide("b.py::x", slower, "time", 0.40).outcome == CONFIRMED
+    both = decide_all("b.py::x", ab, ["time"], {"time": 0.40, "cpu": None})
+    assert both.outcome == NOT_SHOWN
+
+
 def test_a_cpu_suspect_is_held_to_the_same_bound() -> None:
     cpu = {"verdict": "inconclusive", "change": 0.108, "ci": [0.0, 0.2], "pairs": 7}
     row = {"verdict": "same", "change": 0.0, "threshold": 0.05, "pairs": 7, "cpu": cpu}

@@ -229,6 +229,21 @@ def bench_seconds(
 PAIR_OVERHEAD = 1.5
 
 
+def round_cost(median: float, call_seconds: float | None, rounds: int | None) -> float:
+    """The seconds an A/B's block pays for one round of a bench, at most: its median
+    round, or its whole pytest call over its ``rounds`` where that is more. A round's
+    own time leaves out what runs around it: a setup before each round (a fresh model,
+    a compiler's state reset), which every round of a block runs again, and the
+    untimed rounds; the call holds them all.
+
+    >>> round_cost(0.024, 6.0, 5), round_cost(0.5, 3.0, 12), round_cost(0.5, None, 12)
+    (1.2, 0.5, 0.5)
+    """
+    if call_seconds is None or not rounds:
+        return median
+    return max(median, call_seconds / rounds)
+
+
 def first_look_fits(
     round_seconds: float, fixture: str, count: int, seconds: float, scale: str
 ) -> bool:
