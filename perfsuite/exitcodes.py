@@ -24,7 +24,11 @@ A verdict that judged nothing never exits 0.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import signal
+from collections.abc import Iterator
+from types import FrameType
 
 
 class ExitCode(enum.IntEnum):
@@ -41,3 +45,22 @@ class ExitCode(enum.IntEnum):
     BISECT_SKIP = 125
     BISECT_ABORT = 128
     INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` while the block runs, so a command
+    stopped by them runs every cleanup and ends ``INTERRUPTED``, as after Ctrl-C. Off
+    the main thread, where Python cannot set handlers, the signals stay as they are."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {}
+    with contextlib.suppress(ValueError):
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -324,7 +324,7 @@ def test_two_sessions_share_a_seed_and_run_its_block_orders_mirrored() -> None:
 
 def test_a_confirmation_the_other_way_from_the_first_estimate_is_not_confirmed() -> None:
     first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
-    assert first.rows[0].suspect
+    assert first.rows[0].suspect_of("leaning")
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER  # fresh pairs alone would say slower
@@ -363,7 +363,7 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     assert row.run.result.change < 0
     assert row.undecided
     assert row.open_either_way
-    assert not row.suspect
+    assert not row.suspect_of("leaning")
     # judged at the first stage's rate on the fresh pairs alone, whichever way
     assert pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA) == {
         "b.py::x": PAIRED_ALPHA

@@ -92,7 +92,14 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     rows = [Row(r.nodeid, r) for r in (slow, unsure, fine, fast, split, lone)]
     first = Verdicts(rows, specs, 1, [])
     assert [r.result.change > 0.05 for r in (split, lone) if r.result] == [True, True]
-    assert [row.suspect for row in first.rows] == [True, True, False, True, False, False]
+    assert [row.suspect_of("leaning") for row in first.rows] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
     # the suspects measured again, in three fresh pairs of processes each
     again = [
         Verdicts([Row("b.py::slow", _run("b.py::slow", [0.2 + d] * 12))], specs, 1, [])
@@ -184,7 +191,7 @@ def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() 
         "b.py::lone": False,
         "b.py::slow": False,
     }
-    assert not rows["b.py::up"].suspect  # under the threshold: no lean beyond it
+    assert not rows["b.py::up"].suspect_of("leaning")  # under the threshold: no lean beyond it
     first = Verdicts(list(rows.values()), [], 1, [])
     assert pick_suspects(first, "leaning", 0.05, 0.01) == {"b.py::slow": 0.05}
     assert pick_suspects(first, "undecided", 0.05, 0.01) == {

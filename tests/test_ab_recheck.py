@@ -69,7 +69,7 @@ def test_a_second_pair_that_agrees_keeps_the_same_and_says_so() -> None:
     check = _verdicts(_run("b.py::x", _steady(-0.004)))
     (row,) = rechecked(first, _read(check), ["b.py::x"], "leaning").rows
     assert row.verdict is Verdict.SAME
-    assert not row.suspect
+    assert not row.suspect_of("leaning")
     assert "same (second pair of processes -0.4%)" in row.cells()[1]
     assert row.run is not None
     assert row.run.second is not None
@@ -85,7 +85,7 @@ def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() 
     found = rechecked(first, _read(check), ["b.py::x"], "leaning")
     (row,) = found.rows
     assert row.verdict is Verdict.SAME  # until a confirmation says otherwise
-    assert row.suspect
+    assert row.suspect_of("leaning")
     assert not row.undecided
     assert row.suspicion is not None
     assert row.suspicion.verdict is Verdict.SLOWER
@@ -139,7 +139,7 @@ def test_a_bench_the_second_pair_did_not_measure_keeps_its_same_and_says_so() ->
     first = _verdicts(_run("b.py::x", _steady(0.0, 60)))
     (row,) = rechecked(first, _read(_verdicts()), ["b.py::x"], "leaning").rows
     assert row.verdict is Verdict.SAME
-    assert not row.suspect
+    assert not row.suspect_of("leaning")
     assert "the second pair of processes did not measure it" in row.cells()[1]
 
 
@@ -238,11 +238,11 @@ def test_a_rechecked_suspect_confirmed_same_is_no_longer_a_suspect() -> None:
     found = rechecked(
         first, _read(_verdicts(_run("b.py::x", _steady(0.11)))), ["b.py::x"], "leaning"
     )
-    assert found.rows[0].suspect
+    assert found.rows[0].suspect_of("leaning")
     final = found.confirmed([_verdicts(_run("b.py::x", _steady(0.0)))], "confirmation")
     (row,) = final.rows
     assert row.verdict is Verdict.SAME
-    assert not row.suspect  # judged on its confirmation now, not on the second pair
+    assert not row.suspect_of("leaning")  # judged on its confirmation now, not on the second pair
     assert row.run is not None
     assert row.run.second is not None  # still kept for pairs.json
 

@@ -187,7 +187,7 @@ def gate_args(
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 60, "default", "undecided")
     ['--max-seconds=10', '--confirm-seconds=60', '--suspects=undecided']
     """
-    caps = _caps(scale)
+    caps = BUDGETS[scale]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
     share = _share(seconds, screen_decided_none)
     bench = bench_seconds(len(nodeids), seconds, scale, screen_decided_none=screen_decided_none)
@@ -200,10 +200,6 @@ def gate_args(
     }
     given = {arg.split("=", 1)[0] for arg in ab_args}
     return [*ab_args, *(f"{k}={v}" for k, v in wanted.items() if k not in given)]
-
-
-def _caps(scale: str) -> ScaleBudget:
-    return BUDGETS[scale] if scale in BUDGETS else BUDGETS["default"]
 
 
 def _share(seconds: float, screen_decided_none: bool) -> float:
@@ -221,7 +217,7 @@ def bench_seconds(
     (50.0, 10.0)
     """
     share = _share(seconds, screen_decided_none)
-    return max(MIN_BENCH_SECONDS, min(_caps(scale).max_seconds, share / max(count, 1)))
+    return max(MIN_BENCH_SECONDS, min(BUDGETS[scale].max_seconds, share / max(count, 1)))
 
 
 #: a pair of blocks takes about this many times its rounds' own seconds (the switch
@@ -264,5 +260,5 @@ def first_look_fits(
     from perfsuite.ab.protocol import block_plan
 
     block = sum(block_plan(None, None, "freeze", [fixture])) * round_seconds
-    need = _caps(scale).min_pairs * 2 * block * PAIR_OVERHEAD
+    need = BUDGETS[scale].min_pairs * 2 * block * PAIR_OVERHEAD
     return need <= bench_seconds(count, seconds, scale)

@@ -13,11 +13,9 @@ import importlib.util
 import os
 import random
 import shlex
-import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from perfsuite.ab.budget import (
     budget_for,
@@ -26,7 +24,7 @@ from perfsuite.ab.budget import (
     suspects_for,
 )
 from perfsuite.errors import CannotMeasure, PerfsuiteError
-from perfsuite.exitcodes import ExitCode
+from perfsuite.exitcodes import ExitCode, terminate_as_interrupt
 
 #: most fresh pairs of processes that measure a suspect again (``--confirm``), looked
 #: at after 3, 6 and 12 (perfsuite.ab.confirm)
@@ -93,28 +91,13 @@ def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
     return args
 
 
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP stop the run like Ctrl-C, so every cleanup runs."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     """``perfsuite ab`` with its parsed arguments and the pytest arguments after ``--``
     (:func:`split_argv`); returns the exit status (messages on stdout, errors on
     stderr)."""
     measurable = True
     try:
-        with _terminate_as_interrupt():
+        with terminate_as_interrupt():
             status = _run(args, pytest_args)
     except KeyboardInterrupt:
         print("perfsuite ab: interrupted; both sides stopped", file=sys.stderr)

@@ -67,7 +67,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
@@ -108,7 +107,7 @@ def pick_suspects(
 ) -> dict[str, float]:
     """The benches a confirmation measures again, each with its error rate, in order.
 
-    ``kind`` is ``--suspects``: ``leaning`` takes :attr:`Row.suspect` at ``lean_alpha``,
+    ``kind`` is ``--suspects``: ``leaning`` takes :meth:`Row.suspect_of` at ``lean_alpha``,
     ``leaning-slower`` those of them that are decisive or lean slower
     (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
     :attr:`Row.undecided` at ``undecided_alpha``. A first pair whose CPU per call or
@@ -289,14 +288,6 @@ class Suspects:
             either,
         )
 
-    def __or__(self, other: Suspects) -> Suspects:
-        return Suspects(
-            {**self.alphas, **other.alphas},
-            self.memory | other.memory,
-            self.cpu | other.cpu,
-            self.either | other.either,
-        )
-
 
 @dataclass(frozen=True)
 class FollowUp:
@@ -310,15 +301,8 @@ class FollowUp:
     promoted: Suspects = field(default_factory=lambda: Suspects({}))
 
 
-class Session(Protocol):
-    """Runs the ``i``-th fresh pair of processes over ``ids``; ``more``: whether a next
-    pair may follow (so it can start beside this one's teardown)."""
-
-    def __call__(self, i: int, ids: list[str], more: bool) -> Verdicts: ...
-
-
 def confirm_in_fresh_pairs(
-    session: Session,
+    session: Callable[[int, list[str], bool], Verdicts],
     suspects: Sequence[str],
     most: int,
     alpha: float | Mapping[str, float],
@@ -332,7 +316,8 @@ def confirm_in_fresh_pairs(
     """One bench file's fresh pairs of processes: its checks and its suspects.
 
     ``session(i, ids, more)`` runs the ``i``-th fresh pair over ``ids`` and returns its
-    verdicts. The first fresh pair measures the ``checks`` (first-stage passes, none of
+    verdicts; ``more``: whether a next pair may follow (so it can start beside this
+    one's teardown). The first fresh pair measures the ``checks`` (first-stage passes, none of
     them a suspect) beside the suspects; ``promote(readings)`` then says which checks
     are suspects after it, each judged from the next pair on (the pair that made it
     one is never pooled in).
@@ -502,9 +487,8 @@ def follow_up(
             pairs.drop_ahead()
     second = {n: r for part in found for n, r in part.second.items()}
     verdicts = rechecked(verdicts, second, checks, kind)
-    picked = first
-    for part in found:
-        picked = picked | part.promoted
+    memory = first.memory.union(*(part.promoted.memory for part in found))
+    either = first.either.union(*(part.promoted.either for part in found))
     how = "confirmation in {pairs} pairs of processes"
     confirmations = [part.confirmed for part in found]
-    return verdicts.confirmed(confirmations, how, picked.memory, picked.either)
+    return verdicts.confirmed(confirmations, how, memory, either)

@@ -55,22 +55,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[
     ]
 
 
-def _listing_command(spec: SideSpec, pytest_args: Sequence[str], workdir: Path) -> list[str]:
-    """The side's listing; pytest-benchmark's storage (which it makes on start) is the
-    run's scratch folder, never the user's."""
-    return [
-        spec.python,
-        "-m",
-        "pytest",
-        "-p",
-        "perfsuite.ab.isolate",
-        *spec.pytest_args(pytest_args),
-        "--collect-only",
-        "-q",
-        f"--benchmark-storage={workdir / 'listing-storage'}",
-    ]
-
-
 def collect_files(
     specs: Sequence[SideSpec], pytest_args: Sequence[str], workdir: Path
 ) -> list[list[str] | None]:
@@ -86,8 +70,19 @@ def collect_files(
             listing.unlink(missing_ok=True)
             env = spec.env()
             env[COLLECT_OUT_ENV] = str(listing)
+            # pytest-benchmark's storage (made on start) is the run's scratch folder
             proc = subprocess.Popen(
-                _listing_command(spec, pytest_args, workdir),
+                [
+                    spec.python,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "perfsuite.ab.isolate",
+                    *spec.pytest_args(pytest_args),
+                    "--collect-only",
+                    "-q",
+                    f"--benchmark-storage={workdir / 'listing-storage'}",
+                ],
                 cwd=spec.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,

@@ -279,16 +279,13 @@ class LockstepSide:
         meter = start()
         spent = 0.0  # the last round's CPU seconds
 
-        def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
-            """One ``setup`` call's arguments; none without ``setup``, or if it gave none."""
-            return (setup() if setup is not None else None) or ((), {})
-
         result: Any = None
 
         def run(calls: int) -> float:
             """One round of ``calls`` calls: its seconds."""
             nonlocal result, spent
-            args, kwargs = arguments()
+            # one ``setup`` call's arguments; none without ``setup``, or if it gave none
+            args, kwargs = (setup() if setup is not None else None) or ((), {})
             cpu = meter.cpu(due=False) if meter is not None else 0.0
             if calls == 1:
                 start = time.perf_counter()

@@ -1,5 +1,5 @@
 """One bench's row of the A/B: its verdict cells, and whether a confirmation measures
-it again (:attr:`Row.suspect`, :attr:`Row.undecided`)."""
+it again (:meth:`Row.suspect_of`, :attr:`Row.undecided`)."""
 
 from __future__ import annotations
 
@@ -58,12 +58,6 @@ class Row:
     unit: str = "items"
     counters: tuple[CounterChange, ...] = ()
     status: str | None = None  # added / removed / skipped; or how a verdict was reached
-
-    @property
-    def suspect(self) -> bool:
-        """A suspect of ``--suspects leaning`` (:func:`leans`) on its :attr:`suspicion`:
-        what ``--confirm`` measures again in fresh pairs of processes."""
-        return self.suspect_of("leaning")
 
     def suspect_of(self, kind: str) -> bool:
         """A suspect of ``--suspects kind`` by its estimate (:func:`suspicious`); for
