@@ -60,27 +60,15 @@ def git_lines(top: Path, *args: str) -> list[str] | None:
     return proc.stdout.splitlines() if proc.returncode == 0 else None
 
 
-def changed_files(top: Path, sha: str) -> set[Path] | None:
-    """The Python files under ``top`` (a git checkout's top folder) that differ between
-    commit ``sha`` and the working tree, new ones included; None if git cannot say."""
-    diff = git_lines(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
-    new = git_lines(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
-    if diff is None or new is None:
-        return None
-    return {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
-
-
 def untracked_code(cwd: Path) -> list[str]:
     """The Python files of the git checkout holding ``cwd`` that git neither tracks nor
     ignores, relative to its top (none where git cannot say). A commit id and a clean
     ``git status`` of tracked files do not pin these, so two runs of one commit are not
     of the same code while any exists."""
     top = git_lines(cwd, "rev-parse", "--show-toplevel")
-    new = (
-        git_lines(Path(top[0]), *UNQUOTED, "ls-files", "--others", "--exclude-standard")
-        if top
-        else None
-    )
+    if not top:
+        return []
+    new = git_lines(Path(top[0]), *UNQUOTED, "ls-files", "--others", "--exclude-standard")
     return sorted(name for name in new or [] if name.endswith(".py"))
 
 
@@ -191,9 +179,12 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
     if not top_line:
         return None
     top = Path(top_line[0]).resolve()
-    changed = changed_files(top, sha)
-    if changed is None:
+    # the Python files that differ between commit sha and the working tree, new ones included
+    diff = git_lines(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
+    new = git_lines(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
+    if diff is None or new is None:
         return None
+    changed = {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
     if not changed:
         return {}
     graph = CodeGraph(top)

@@ -73,17 +73,10 @@ class VerdictPlugin:
         self._saved_commit: dict[str, Any] | None = None
         self._confirmation_dir: Path | None = None  # the confirming A/B's report
         self._deselected: set[str] = set()  # node ids -k or -m left out of this session
-
-    @classmethod
-    def from_config(cls, config: pytest.Config, settings: PerfConfig) -> VerdictPlugin:
-        """Build the plugin and resolve the baseline now, before pytest-benchmark loads it.
-
-        A broken or unknown baseline is a usage error naming the file, raised here so it
-        comes before pytest-benchmark's own loading (which fails on some broken files).
-        """
-        plugin = cls(config, settings)
-        plugin.resolve_baseline()
-        return plugin
+        # The baseline now, before pytest-benchmark loads it: a broken or unknown one is a
+        # usage error naming the file, raised here so it comes before pytest-benchmark's
+        # own loading (which fails on some broken files).
+        self.resolve_baseline()
 
     # -- options ---------------------------------------------------------------------
 
@@ -101,16 +94,14 @@ class VerdictPlugin:
         return bool(self._option("benchmark_save") or self._option("benchmark_autosave"))
 
     @property
-    def storage_option(self) -> str:
-        return str(self._option("benchmark_storage") or "file://./.benchmarks")
-
-    @property
     def storage(self) -> Storage:
         """This machine's runs in ``--benchmark-storage`` (a path or ``file://`` URI)."""
         if self._storage is None:
             from perfsuite.verdict.storage import Storage
 
-            self._storage = Storage.for_session(self.storage_option)
+            self._storage = Storage.for_session(
+                str(self._option("benchmark_storage") or "file://./.benchmarks")
+            )
         return self._storage
 
     @property
@@ -122,12 +113,12 @@ class VerdictPlugin:
 
     # -- hooks -----------------------------------------------------------------------
 
-    def check_gate_usage(self) -> None:
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         """``--perf-gate`` that could judge nothing is a usage error at session start.
 
-        Raised from ``pytest_sessionstart``, before anything is collected or measured (exit
-        4, one line), not while the configuration is parsed, so tools that only parse
-        it (``pytest --help``, plugins reading ``PerfConfig``) are unaffected.
+        Raised here, before anything is collected or measured (exit 4, one line), not
+        while the configuration is parsed, so tools that only parse it (``pytest --help``,
+        plugins reading ``PerfConfig``) are unaffected.
         """
         if not self.settings.gate or os.environ.get("PYTEST_XDIST_WORKER"):
             return
@@ -141,9 +132,6 @@ class VerdictPlugin:
                 "--perf-gate has nothing to judge: add --benchmark-compare "
                 "(the newest saved run) or --benchmark-compare=RUN_ID"
             )
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.check_gate_usage()
 
     def resolve_baseline(self) -> None:
         """Load the ``--benchmark-compare`` baseline, or note that there is none yet."""
@@ -391,17 +379,6 @@ class VerdictPlugin:
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        lines = self.summary_lines()
-        if not lines:
-            return
-        terminalreporter.section("perfsuite verdict")
-        for line in lines:
-            red = line.startswith(
-                ("perfsuite gate: FAILED", "perfsuite gate: REFUSED", "perfsuite gate: UNCONF")
-            )
-            terminalreporter.write_line(line, red=red, bold=red)
-
-    def summary_lines(self) -> list[str]:
         """The verdict section: notes, the table, the gate's outcome, the report files."""
         lines = list(self.notes)
         if self.comparison is not None:
@@ -423,4 +400,11 @@ class VerdictPlugin:
             lines.append(
                 f"perfsuite report: {len(self.report_files)} files in {self.settings.report}"
             )
-        return lines
+        if not lines:
+            return
+        terminalreporter.section("perfsuite verdict")
+        for line in lines:
+            red = line.startswith(
+                ("perfsuite gate: FAILED", "perfsuite gate: REFUSED", "perfsuite gate: UNCONF")
+            )
+            terminalreporter.write_line(line, red=red, bold=red)

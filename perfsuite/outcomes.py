@@ -14,7 +14,6 @@ from perfsuite.verdict.judge import (
     CONFIRMED,
     NOT_SHOWN,
     UNCONFIRMED,
-    BenchVerdict,
     Confirmed,
 )
 from perfsuite.verdict.stats import within_bound
@@ -137,7 +136,7 @@ def decide_all(
     whats: Sequence[str],
     screen_thresholds: Mapping[str, float | None] | None = None,
 ) -> Confirmed:
-    """One suspect's outcome over every measure that made it one (:func:`whats`): a
+    """One suspect's outcome over every measure that made it one (``whats``): a
     regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE.
     ``screen_thresholds``: each measure's threshold in the screen (:func:`decide`)."""
     thresholds = screen_thresholds or {}
@@ -147,18 +146,3 @@ def decide_all(
         if found:
             return Confirmed(outcome, "; ".join(o.text for o in found))
     return outcomes[0]
-
-
-def whats(item: BenchVerdict) -> list[str]:
-    """What made ``item`` a suspect: its time, its CPU per item, its peak memory."""
-    found = ["time"] if item.time_suspect else []
-    found += ["cpu"] if item.cpu_slower else []
-    return found + (["memory"] if item.memory_rose else [])
-
-
-def screen_thresholds(item: BenchVerdict) -> dict[str, float | None]:
-    """The thresholds the screen judged ``item``'s time and CPU per item at."""
-    return {
-        "time": item.time.threshold if item.time is not None else None,
-        "cpu": item.cpu.threshold if item.cpu is not None else None,
-    }

@@ -93,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
     check_outputs(config, cfg)
     from perfsuite.gate import PLUGIN_NAME, VerdictPlugin
 
-    config.pluginmanager.register(VerdictPlugin.from_config(config, cfg), PLUGIN_NAME)
+    config.pluginmanager.register(VerdictPlugin(config, cfg), PLUGIN_NAME)
     if not os.environ.get(AB_SOCKET_ENV):  # an A/B's side sends each round's cost itself
         from perfsuite.bench.costplugin import PLUGIN_NAME as COST_PLUGIN
         from perfsuite.bench.costplugin import CostPlugin

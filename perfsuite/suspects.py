@@ -30,21 +30,10 @@ noisy to have caught a regression of twice its threshold
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
 
-A shared machine shifts whole sessions: against a baseline of minutes before, many
-benches of an unchanged tree can read slower by more than their threshold, and an A/B
-of each would cost several times the run. An A/B can only see what differs between
-the baseline's commit and the working tree; for a suspect whose code is the same on
-both sides (where git can tell: :mod:`perfsuite.changed`) that is a data or
-configuration file at most, which moves the benches that read it on top of the
-machine's move. So, of the suspects whose code is the same (a peak memory that rose
-aside; the benches the screen left too noisy among them, since their code cannot have
-made them slower either), the A/B of step 2 measures the ``SAME_CODE_SAMPLE`` the
-screen read most surely slower (the low ends of their intervals) of those whose rounds
-let it reach a first look, beside every other suspect
-(:func:`perfsuite.verdict.shift.same_code_sample`). Where
-none of the sample is confirmed or left unconfirmed, the rest are cleared with it (or
-``not shown``, as the sample was), each row saying so; otherwise the rest are
-``unconfirmed``, not measured, each row giving the command that would measure it.
+Of the suspects whose code is the same on both sides (where git can tell:
+:mod:`perfsuite.changed`; a peak memory that rose aside, the benches the screen left too
+noisy among them), the A/B of step 2 measures a sample, beside every other suspect, and
+the rest follow it: :mod:`perfsuite.verdict.shift`.
 
 The A/B takes its seconds from the gated run's (:func:`perfsuite.ab.budget.gate_args`).
 
@@ -69,12 +58,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
 from perfsuite.errors import PerfsuiteError
-from perfsuite.outcomes import AbRun, decide_all, screen_thresholds, whats
+from perfsuite.exitcodes import terminate_as_interrupt
+from perfsuite.outcomes import AbRun, decide_all
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
@@ -82,7 +71,6 @@ from perfsuite.verdict.shift import (
     cleared_with,
     mark_standouts,
     mark_undecided,
-    not_cleared_with,
     same_code_sample,
 )
 
@@ -172,7 +160,9 @@ def run_ab(
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a terminal's Ctrl-C reaches it once: relayed
-                preexec_fn=_hear_sigint,
+                # in the child, before it starts: SIGINT as Python's default (a background
+                # job's shell leaves it ignored), so the SIGINT wait_or_stop relays stops it
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             )
             status = wait_or_stop(child)
     except OSError as exc:
@@ -189,8 +179,16 @@ def run_ab(
 
 
 def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
-    """``item``'s outcome from the A/B, held to the thresholds the screen judged it at."""
-    return decide_all(item.fullname, ab, whats(item), screen_thresholds(item))
+    """``item``'s outcome from the A/B over what made it a suspect (its time, its CPU per
+    item, its peak memory), held to the thresholds the screen judged it at."""
+    whats = ["time"] if item.time_suspect else []
+    whats += ["cpu"] if item.cpu_slower else []
+    whats += ["memory"] if item.memory_rose else []
+    thresholds = {
+        "time": item.time.threshold if item.time is not None else None,
+        "cpu": item.cpu.threshold if item.cpu is not None else None,
+    }
+    return decide_all(item.fullname, ab, whats, thresholds)
 
 
 def keep_confirmations(report: Path, into: Path) -> None:
@@ -200,37 +198,23 @@ def keep_confirmations(report: Path, into: Path) -> None:
         shutil.copytree(report, into, dirs_exist_ok=True)
 
 
-def _hear_sigint() -> None:
-    """In the A/B child before it starts: SIGINT as Python's default (a background
-    job's shell leaves it ignored), so the SIGINT :func:`wait_or_stop` relays stops it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:
     """``child``'s exit status (an A/B in a session of its own). Interrupted (Ctrl-C;
     SIGTERM and SIGHUP are taken as one while waiting), the A/B is sent one SIGINT, the
     stop it handles by stopping both its sides, given ``grace`` seconds, then killed;
     then the interruption goes on as ``KeyboardInterrupt``."""
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = {}
-    with contextlib.suppress(ValueError):  # not the main thread: signals stay as they are
-        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        return child.wait()
-    except KeyboardInterrupt:
-        child.send_signal(signal.SIGINT)
+    with terminate_as_interrupt():
         try:
-            child.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        raise
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            return child.wait()
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)
+            try:
+                child.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            raise
 
 
 def fault_line(lines: Sequence[str]) -> str:
@@ -278,9 +262,10 @@ def confirm_suspects(
         say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
     undecided: set[str] = set()
     known = False  # whether git told which benches' code changed
+    why_not = None if unchanged else cannot_run(cwd, base)
     if not unchanged and base.sha is not None:
         comparison, known = mark_changed(comparison, base.sha, cwd, say)
-        if cannot_run(cwd, base) is None:  # of the same code, every one joins the sample
+        if why_not is None:  # of the same code, every one joins the sample
             at_most = None if known else UNDECIDED_AT_MOST
             comparison, undecided = mark_undecided(comparison, at_most)
     if undecided:
@@ -320,14 +305,26 @@ def confirm_suspects(
         deciding = any(v.fullname in undecided for v in measured)
         why: Why = UNDECIDED if deciding else CHANGED if changed else CONFIRM
         nodeids = [v.fullname for v in measured]
-        what = _what(len(changed), len(own), len(measured) - len(changed) - len(own))
-        ab = _confirm(base, nodeids, options, cwd, scratch("ab"), ab_args(nodeids, why), say, what)
+        others = len(measured) - len(changed) - len(own)
+        parts = [f"{len(changed)} bench(es) whose code changed"] if changed else []
+        parts += [f"{len(own)} bench(es) the screen left too noisy"] if own else []
+        parts += [f"{others} suspect(s) of the screen"] if others else []
+        report = scratch("ab")
+        say(
+            f"perfsuite gate: {', '.join(parts)}; "
+            + (
+                f"no A/B can confirm them: {why_not}"
+                if why_not
+                else f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
+            )
+        )
+        log = report.with_name(report.name + ".log")
+        ab = run_ab(base, nodeids, options, cwd, report, log, ab_args(nodeids, why))
         decided = {v.fullname: _decide(v, ab) for v in measured}
         if later and ab.status is None:  # no A/B could run: the same reason holds for them
             decided |= {v.fullname: _decide(v, ab) for v in later}
         elif later:
-            sha = base.sha or "?"
-            rest = cleared_with(sample, decided, sha) or not_cleared_with(sample, sha)
+            rest = cleared_with(sample, decided, base.sha or "?")
             decided |= dict.fromkeys((v.fullname for v in later), rest)
         if ab.status is not None:
             tally = Counter(outcome.outcome for outcome in decided.values())
@@ -338,36 +335,3 @@ def confirm_suspects(
             )
     verdicts = [replace(v, confirmation=decided.get(v.fullname)) for v in comparison.verdicts]
     return replace(comparison, verdicts=verdicts), note
-
-
-def _what(changed: int, undecided: int, others: int) -> str:
-    """Which suspects the gate's one A/B measures, by why they are suspects."""
-    parts = [f"{changed} bench(es) whose code changed"] if changed else []
-    parts += [f"{undecided} bench(es) the screen left too noisy"] if undecided else []
-    parts += [f"{others} suspect(s) of the screen"] if others else []
-    return ", ".join(parts)
-
-
-def _confirm(
-    base: Commit,
-    nodeids: Sequence[str],
-    options: Sequence[str],
-    cwd: Path,
-    report: Path,
-    ab_args: Sequence[str],
-    say: Callable[[str], None],
-    what: str,
-) -> AbRun:
-    """The gate's one A/B of ``nodeids`` (step 2), or why it could not run; ``what`` says
-    which suspects they are."""
-    why_not = cannot_run(cwd, base)
-    say(
-        f"perfsuite gate: {what}; "
-        + (
-            f"no A/B can confirm them: {why_not}"
-            if why_not
-            else f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
-        )
-    )
-    log = report.with_name(report.name + ".log")
-    return run_ab(base, nodeids, options, cwd, report, log, ab_args)

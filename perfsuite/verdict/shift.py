@@ -34,15 +34,6 @@ SAME_CODE_SAMPLE = 3
 MIN_GROUP = 2
 
 
-def _ranked(comparison: RunComparison) -> list[BenchVerdict]:
-    """The benches whose time the rank test judged."""
-    return [
-        v
-        for v in comparison.verdicts
-        if v.time is not None and v.time.fallback is None and not v.not_comparable
-    ]
-
-
 def screen_change(item: BenchVerdict) -> float:
     """The change the screen read of ``item``'s time, 0 where it has none: the key
     suspects are ranked by, slowest first."""
@@ -67,10 +58,6 @@ def screen_low(item: BenchVerdict) -> tuple[bool, float]:
     if item.time.ci is None:
         return False, item.time.change
     return True, item.time.ci[0]
-
-
-def _log_change(item: BenchVerdict) -> float:
-    return math.log1p(screen_change(item))
 
 
 def same_code_sample(
@@ -104,15 +91,21 @@ def same_code_sample(
 
 def cleared_with(
     sample: Sequence[BenchVerdict], decided: Mapping[str, Confirmed], sha: str
-) -> Confirmed | None:
-    """What a suspect of the rest (:func:`same_code_sample`) concluded from the A/B of
-    its sample, or None where the sample does not clear it: where no sampled suspect
-    was confirmed or left unconfirmed, ``cleared`` (each was cleared) or ``not shown``
-    (one was not shown)."""
+) -> Confirmed:
+    """What a suspect of the rest (:func:`same_code_sample`) concludes from the A/B of
+    its sample, not measured: where no sampled suspect was confirmed or left
+    unconfirmed, ``cleared`` (each was cleared) or ``not shown`` (one was not shown);
+    otherwise ``unconfirmed``, with the command that would measure it."""
     outcomes = [decided[v.fullname].outcome for v in sample]
-    if not all(outcome in (CLEARED, NOT_SHOWN) for outcome in outcomes):
-        return None
     names = ", ".join(v.fullname for v in sample)
+    if not all(outcome in (CLEARED, NOT_SHOWN) for outcome in outcomes):
+        return Confirmed(
+            UNCONFIRMED,
+            f"unconfirmed, not measured: its code is the same as at {sha[:12]}, and the A/B "
+            f"did not clear all {len(sample)} suspect(s) of the same code the screen read "
+            f"most surely slower ({names}); to decide it: perfsuite ab {sha} -- NODEID",
+            measured=False,
+        )
     cleared = all(outcome == CLEARED for outcome in outcomes)
     word = "cleared" if cleared else "showed none slower"
     return Confirmed(
@@ -120,20 +113,6 @@ def cleared_with(
         f"not measured: its code is the same as at {sha[:12]}, and the A/B {word} of the "
         f"{len(sample)} suspect(s) of the same code the screen read most surely slower "
         f"({names})",
-        measured=False,
-    )
-
-
-def not_cleared_with(sample: Sequence[BenchVerdict], sha: str) -> Confirmed:
-    """What a suspect of the rest concludes where the A/B of its sample did not clear it
-    (:func:`cleared_with` is None): ``unconfirmed``, not measured, with the command that
-    would measure it."""
-    names = ", ".join(v.fullname for v in sample)
-    return Confirmed(
-        UNCONFIRMED,
-        f"unconfirmed, not measured: its code is the same as at {sha[:12]}, and the A/B "
-        f"did not clear all {len(sample)} suspect(s) of the same code the screen read "
-        f"most surely slower ({names}); to decide it: perfsuite ab {sha} -- NODEID",
         measured=False,
     )
 
@@ -170,7 +149,7 @@ def standout(item: BenchVerdict, ranked: Sequence[BenchVerdict]) -> str | None:
         whose, where = "the session's", f"the other {len(others)} benches of the session"
         if len(others) < MIN_FOR_SHIFT:
             return None
-    reference = statistics.median(_log_change(v) for v in others)
+    reference = statistics.median(math.log1p(screen_change(v)) for v in others)
     if reference >= 0:
         return None
     beyond = math.expm1(math.log1p(time.change) - reference)
@@ -217,7 +196,11 @@ def undecided_slower(item: BenchVerdict) -> str | None:
 def mark_standouts(comparison: RunComparison) -> RunComparison:
     """``comparison`` with each bench that stands out slower (:func:`standout`) or is
     slower but undecided (:func:`undecided_slower`) marked a time suspect."""
-    ranked = _ranked(comparison)
+    ranked = [  # the benches whose time the rank test judged
+        v
+        for v in comparison.verdicts
+        if v.time is not None and v.time.fallback is None and not v.not_comparable
+    ]
     verdicts = [
         replace(v, suspected=why)
         if (why := standout(v, ranked) or undecided_slower(v)) is not None
