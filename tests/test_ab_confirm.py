@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from perfsuite.ab.confirm import (
+    Suspects,
     confirm_in_fresh_pairs,
-    either_way,
-    interval_alphas,
     looks,
     pick_suspects,
 )
@@ -46,7 +45,7 @@ def _session(effects: dict[str, float], seed: int) -> Verdicts:
         run.order = ["A", "B"] * len(ratios)
         run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
         rows.append(Row(nodeid, run))
-    return Verdicts(rows, [], 1, [r.run for r in rows if r.run])
+    return Verdicts(rows, [], 1)
 
 
 class Sessions:
@@ -147,9 +146,7 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     assert row.run.result is not None
     assert row.run.result.futile
     first = _session({"b.py::aa": 0.03}, 1)
-    final = first.confirmed(
-        [Verdicts([row], [], 1, [row.run])], "confirmation in {pairs} pairs of processes"
-    )
+    final = first.confirmed([Verdicts([row], [], 1)], "confirmation in {pairs} pairs of processes")
     word = final.rows[0].cells()[1]
     assert word.startswith("TOO NOISY: no regression above +372.1% (confirmation in 3 pairs")
     assert "; first pair +3" in word
@@ -238,7 +235,6 @@ def test_a_bench_stopped_for_futility_says_so_and_pairs_json_keeps_it(tmp_path: 
             SideSpec("B", Revision("working tree", None), tmp_path),
         ],
         1,
-        [run],
     )
     word = verdicts.rows[0].cells()[1]
     assert (
@@ -355,7 +351,7 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     # the first pair read -2% [-16%, +15%]: it leans faster, but a +10% regression is
     # within its interval, so it was not ruled out
     wide = [-0.25 + 0.54 * i / 24 for i in range(25)]
-    first = Verdicts([Row("b.py::x", bench_run("b.py::x", [-d for d in wide]))], [], 1, [])
+    first = Verdicts([Row("b.py::x", bench_run("b.py::x", [-d for d in wide]))], [], 1)
     row = first.rows[0]
     assert row.run is not None
     assert row.run.result is not None
@@ -368,14 +364,14 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     assert pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA) == {
         "b.py::x": PAIRED_ALPHA
     }
-    assert either_way(first, ["b.py::x"], "undecided") == {"b.py::x"}
-    assert either_way(first, ["b.py::x"], "leaning") == frozenset()
+    assert Suspects.pick(first, "undecided").either == {"b.py::x"}
+    assert Suspects.pick(first, "leaning").either == frozenset()
     assert pick_suspects(first, "leaning-slower", ALPHA_CONFIRM, PAIRED_ALPHA) == {}
     sessions = Sessions({"b.py::x": math.log(1.10)}, [0.004, -0.004, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, {"b.py::x": PAIRED_ALPHA}).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER
     how = "confirmation in {pairs} pairs of processes"
-    kept = first.confirmed([check], how, either_way=either_way(first, ["b.py::x"], "undecided"))
+    kept = first.confirmed([check], how, either_way=Suspects.pick(first, "undecided").either)
     assert kept.rows[0].verdict is Verdict.SLOWER
     assert kept.regressed
     # held to the first estimate's direction, the same check would not count
@@ -388,11 +384,10 @@ def test_a_suspect_held_to_its_lean_is_tested_one_sided_and_an_open_one_two_side
     slow = Row("b.py::slow", bench_run("b.py::slow", [0.1 + 0.001 * i for i in range(24)]))
     wide = [-0.25 + 0.54 * i / 24 for i in range(25)]
     open_row = Row("b.py::open", bench_run("b.py::open", [-d for d in wide]))
-    first = Verdicts([slow, open_row], [], 1, [])
+    first = Verdicts([slow, open_row], [], 1)
     alphas = pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA)
     assert alphas == {"b.py::slow": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
-    either = either_way(first, list(alphas), "undecided")
-    assert interval_alphas(first, alphas, either) == {
+    assert Suspects.pick(first, "undecided").alphas == {
         "b.py::slow": 2 * ALPHA_CONFIRM,  # one-sided at its rate: only `slower` counts
         "b.py::open": PAIRED_ALPHA,  # taken whichever way: two-sided
     }
@@ -408,7 +403,7 @@ def test_a_confirmation_left_inconclusive_says_how_many_pairs_its_threshold_need
     assert row.run.result.ci is not None
     low, high = row.run.result.ci
     needs = math.ceil(3 * ((high - low) / 2 / 0.05) ** 2)
-    found = Verdicts([row], [], 1, [row.run])
+    found = Verdicts([row], [], 1)
     assert found.resolution_lines(across=True) == [
         f"b.py::pil resolves ±{(high - low) / 2 * 100:.1f}% across 3 pairs of processes "
         f"here; ±5% needs about {needs} pairs (--confirm)"

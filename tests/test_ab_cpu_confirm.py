@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from perfsuite.ab.confirm import confirm_in_fresh_pairs, cpu_only, memory_only, pick_suspects
+from perfsuite.ab.confirm import Suspects, confirm_in_fresh_pairs, pick_suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.verdicts import Verdicts
@@ -33,7 +33,7 @@ def _session(time_effect: float, cpu_effect: float, seed: int, nodeid: str = "b.
     run.order = ["A", "B"] * len(time)
     run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
     run.cpu = run.cpu_result(PAIRED_ALPHA)
-    return Verdicts([Row(nodeid, run)], [], 1, [run])
+    return Verdicts([Row(nodeid, run)], [], 1)
 
 
 def test_cpu_across_pairs_of_processes_carries_their_offsets() -> None:
@@ -66,8 +66,8 @@ def test_a_first_pair_whose_cpu_rose_is_a_suspect_measured_again() -> None:
     for kind in ("leaning-slower", "leaning", "undecided"):
         chosen = pick_suspects(first, kind, ALPHA, PAIRED_ALPHA)
         assert chosen == {"b.py::x": ALPHA}
-        assert cpu_only(first, chosen, kind) == {"b.py::x"}
-        assert memory_only(first, chosen, kind) == frozenset()
+        assert Suspects.pick(first, kind).cpu == {"b.py::x"}
+        assert Suspects.pick(first, kind).memory == frozenset()
 
 
 def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from perfsuite.ab.confirm import confirm_in_fresh_pairs, memory_only, pick_suspects
+from perfsuite.ab.confirm import Suspects, confirm_in_fresh_pairs, pick_suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.verdicts import Verdicts
@@ -28,7 +28,7 @@ def _session(effect: float, peaks: tuple[float, float], seed: int) -> Verdicts:
     run.order = ["A", "B"] * len(ratios)
     run.peak_mb = {"A": peaks[0], "B": peaks[1]}
     run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
-    return Verdicts([Row(NODE, run)], [], 1, [run])
+    return Verdicts([Row(NODE, run)], [], 1)
 
 
 def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdicts, list[int]]:
@@ -40,7 +40,7 @@ def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdict
         return _session(0.0, later[i % len(later)], 100 + i)
 
     alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
-    memory = memory_only(first, list(alphas), "leaning")
+    memory = Suspects.pick(first, "leaning").memory
     check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory).confirmed
     return first.confirmed([check], "confirmation in {pairs} pairs of processes", memory), asked
 
@@ -51,7 +51,7 @@ def test_a_peak_that_rose_in_one_pair_only_is_cleared_by_the_first_fresh_pair() 
     assert row.verdict is Verdict.SAME
     assert row.memory_rose
     assert row.regressed
-    assert memory_only(first, [NODE], "leaning") == {NODE}
+    assert Suspects.pick(first, "leaning").memory == {NODE}
     final, asked = _confirm(first, [(730.0, 735.0), (940.0, 720.0), (728.0, 731.0)])
     assert asked == [0]  # a peak rose only if it rose in every pair: one calm pair settles it
     (row,) = final.rows
@@ -109,7 +109,7 @@ def test_a_peak_whose_median_rose_but_not_in_every_pair_is_cleared() -> None:
 
 def test_a_time_suspect_is_not_a_memory_only_one() -> None:
     first = _session(math.log(1.3), (700.0, 950.0), 3)
-    assert memory_only(first, [NODE], "leaning") == frozenset()
+    assert Suspects.pick(first, "leaning").memory == frozenset()
     final, _ = _confirm(first, [(700.0, 700.0)])
     (row,) = final.rows
     assert row.status is not None
@@ -138,7 +138,7 @@ def test_the_gate_names_the_pairs_a_memory_verdict_stands_on() -> None:
 def test_a_check_that_sent_no_peaks_leaves_the_row_as_it_was() -> None:
     first = _session(0.0, (725.0, 950.0), 4)
     alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
-    memory = memory_only(first, list(alphas), "leaning")
+    memory = Suspects.pick(first, "leaning").memory
 
     def session(i: int, ids: list[str], more: bool = True) -> Verdicts:
         part = _session(0.0, (1.0, 1.0), 200 + i)

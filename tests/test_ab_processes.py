@@ -90,7 +90,7 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     split = _run("b.py::split", [0.3, -0.2] * 6)
     lone = _run("b.py::lone", [0.4])
     rows = [Row(r.nodeid, r) for r in (slow, unsure, fine, fast, split, lone)]
-    first = Verdicts(rows, specs, 1, [])
+    first = Verdicts(rows, specs, 1)
     assert [r.result.change > 0.05 for r in (split, lone) if r.result] == [True, True]
     assert [row.suspect_of("leaning") for row in first.rows] == [
         True,
@@ -102,10 +102,10 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
     ]
     # the suspects measured again, in three fresh pairs of processes each
     again = [
-        Verdicts([Row("b.py::slow", _run("b.py::slow", [0.2 + d] * 12))], specs, 1, [])
+        Verdicts([Row("b.py::slow", _run("b.py::slow", [0.2 + d] * 12))], specs, 1)
         for d in (0.0, 0.01, -0.01)
     ] + [
-        Verdicts([Row("b.py::unsure", _run("b.py::unsure", [d] * 12))], specs, 1, [])
+        Verdicts([Row("b.py::unsure", _run("b.py::unsure", [d] * 12))], specs, 1)
         for d in (0.001, -0.001, 0.0)
     ]
     checks = [Verdicts.pool(again[:3], 0.05), Verdicts.pool(again[3:], 0.05)]
@@ -134,7 +134,7 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
         Verdict.FASTER,
         Verdict.SLOWER,
     ]
-    first = Verdicts(rows, [], 1, [])
+    first = Verdicts(rows, [], 1)
     assert list(pick_suspects(first, "leaning", 0.05, 0.01)) == [
         "b.py::up",
         "b.py::down",
@@ -153,7 +153,7 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
     fall = _run("b.py::fall", [-0.3] * 9 + [0.2] * 3)
     assert fall.result is not None
     fall.result = judge(fall.ratios, 0.05, PAIRED_ALPHA, higher_is_better=True)
-    rates = Verdicts([Row(r.nodeid, r) for r in (rise, fall)], [], 1, [])
+    rates = Verdicts([Row(r.nodeid, r) for r in (rise, fall)], [], 1)
     assert list(pick_suspects(rates, "leaning-slower", 0.05, 0.01)) == ["b.py::fall"]
     with pytest.raises(ValueError, match="unknown kind"):
         pick_suspects(first, "slower", 0.05, 0.01)
@@ -192,7 +192,7 @@ def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() 
         "b.py::slow": False,
     }
     assert not rows["b.py::up"].suspect_of("leaning")  # under the threshold: no lean beyond it
-    first = Verdicts(list(rows.values()), [], 1, [])
+    first = Verdicts(list(rows.values()), [], 1)
     assert pick_suspects(first, "leaning", 0.05, 0.01) == {"b.py::slow": 0.05}
     assert pick_suspects(first, "undecided", 0.05, 0.01) == {
         "b.py::up": 0.01,

@@ -35,7 +35,7 @@ def _steady(effect: float, n: int = 12) -> list[float]:
 
 
 def _verdicts(*runs: BenchRun) -> Verdicts:
-    return Verdicts([Row(r.nodeid, r) for r in runs], [], 1, list(runs))
+    return Verdicts([Row(r.nodeid, r) for r in runs], [], 1)
 
 
 def _read(check: Verdicts) -> dict[str, PairedResult]:

@@ -30,7 +30,7 @@ undecided one (``--suspects undecided``: the first stage could not rule a regres
 out, which on a noisy machine is most benches) is judged at the first stage's
 ``PAIRED_ALPHA``, as the fresh pairs are then its only evidence. The test is one-sided,
 in the direction the first estimate leaned, except for an undecided suspect taken
-whichever way it points (:func:`interval_alphas`).
+whichever way it points (:attr:`Suspects.alphas`).
 
 The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
 the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
@@ -140,66 +140,6 @@ def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) 
     return None
 
 
-def interval_alphas(
-    verdicts: Verdicts, alphas: Mapping[str, float], either: Collection[str]
-) -> dict[str, float]:
-    """The two-sided level of each suspect's t intervals, from its error rate in ``alphas``.
-
-    A confirmation counts only in the direction the suspect's first estimate leaned
-    (:attr:`Row.suspicion`): a check the other way is `inconclusive`
-    (:meth:`Verdicts.confirmed`). Its test is then one-sided, so its interval is the
-    two-sided one at twice its rate. The lower bound alone decides `slower` (the upper
-    alone `faster`), and both bounds decide `same` as two one-sided tests. Each claim errs
-    with at most the suspect's rate. A suspect in ``either``
-    (:func:`either_way`: taken whichever way it points), or whose first estimate is
-    exactly 0, keeps the two-sided interval at its rate.
-    """
-    rows = {row.nodeid: row for row in verdicts.rows}
-    found: dict[str, float] = {}
-    for nodeid, alpha in alphas.items():
-        row = rows.get(nodeid)
-        lead = row.suspicion if row is not None else None
-        one_way = nodeid not in either and lead is not None and lead.change != 0
-        found[nodeid] = 2 * alpha if one_way else alpha
-    return found
-
-
-def memory_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
-    """The suspects of :func:`pick_suspects` chosen for their peak memory alone: one
-    pair of processes saw it rise, and their time made no suspect. Their confirmation
-    ends at its first look, and only their peak memory is taken from it
-    (:meth:`Verdicts.confirmed`): the first pair's time verdict stands."""
-    rows = _cost_only(verdicts, chosen, kind)
-    return frozenset(row.nodeid for row in rows if row.memory_rose and not row.cpu_slower)
-
-
-def either_way(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
-    """The suspects of :func:`pick_suspects` whose confirmation is taken whichever way it
-    points: with ``--suspects undecided``, a first pair that could not rule out a
-    regression and does not lean slower (:attr:`Row.open_either_way`). It is judged at
-    the first stage's error rate on the fresh pairs alone, so no direction is needed to
-    hold the false-alarm rate (:meth:`Verdicts.confirmed`)."""
-    if kind != "undecided":
-        return frozenset()
-    return frozenset(r.nodeid for r in verdicts.rows if r.nodeid in chosen and r.open_either_way)
-
-
-def _cost_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> list[Row]:
-    """The rows of the suspects in ``chosen`` that their time made no suspect of."""
-    return [
-        row
-        for row in verdicts.rows
-        if row.nodeid in chosen and _time_alpha(row, kind, 0, 0) is None
-    ]
-
-
-def cpu_only(verdicts: Verdicts, chosen: Collection[str], kind: str) -> frozenset[str]:
-    """The suspects of :func:`pick_suspects` chosen for their CPU per call (one pair of
-    processes read it slower) and not their time: a look keeps them only once their
-    CPU, judged across the fresh pairs, is decisive too."""
-    return frozenset(row.nodeid for row in _cost_only(verdicts, chosen, kind) if row.cpu_slower)
-
-
 def _settled(row: Row) -> bool:
     """Bounded (:attr:`Row.bounded`: it passes as it stands, saying its bound) with an
     estimate within the threshold, so that no `slower` is near: more pairs would only
@@ -267,25 +207,48 @@ def _look(runs: Sequence[Verdicts], nodeid: str, alpha: float) -> Row | None:
 class Suspects:
     """The benches fresh pairs of processes measure again, and how each is judged."""
 
-    #: each suspect's two-sided interval level (:func:`interval_alphas`), in order
+    #: each suspect's two-sided interval level, in order. A confirmation counts only in
+    #: the direction the suspect's first estimate leaned (:attr:`Row.suspicion`; a check
+    #: the other way is `inconclusive`, :meth:`Verdicts.confirmed`), so its test is
+    #: one-sided and its interval the two-sided one at twice its error rate
+    #: (:func:`pick_suspects`): the lower bound alone decides `slower`, the upper alone
+    #: `faster`, both bounds `same` (two one-sided tests), each claim erring with at most
+    #: that rate. One in ``either``, or whose first estimate is exactly 0, keeps the
+    #: two-sided interval at its rate.
     alphas: dict[str, float]
-    #: suspects for their peak memory alone (:func:`memory_only`)
+    #: suspects for their peak memory alone: one pair of processes saw it rise, and their
+    #: time made no suspect. Their confirmation ends at its first look, and only their
+    #: peak memory is taken from it (:meth:`Verdicts.confirmed`): the first pair's time
+    #: verdict stands.
     memory: frozenset[str] = frozenset()
-    #: suspects for their CPU per call, not their time (:func:`cpu_only`)
+    #: suspects for their CPU per call (one pair of processes read it slower), not their
+    #: time: a look keeps them only once their CPU, judged across the fresh pairs, is
+    #: decisive too.
     cpu: frozenset[str] = frozenset()
-    #: suspects taken whichever way their fresh pairs point (:func:`either_way`)
+    #: suspects taken whichever way their fresh pairs point: with ``--suspects
+    #: undecided``, a first pair that could not rule out a regression and does not lean
+    #: slower (:attr:`Row.open_either_way`). It is judged at the first stage's error rate
+    #: on the fresh pairs alone, so no direction is needed to hold the false-alarm rate
+    #: (:meth:`Verdicts.confirmed`).
     either: frozenset[str] = frozenset()
 
     @classmethod
     def pick(cls, verdicts: Verdicts, kind: str) -> Suspects:
         """The suspects of ``verdicts`` under ``--suspects kind`` (:func:`pick_suspects`)."""
         alphas = pick_suspects(verdicts, kind, CONFIRM_ALPHA, PAIRED_ALPHA)
-        either = either_way(verdicts, alphas, kind)
+        rows = [row for row in verdicts.rows if row.nodeid in alphas]
+        either = {r.nodeid for r in rows if kind == "undecided" and r.open_either_way}
+        one_way = {
+            r.nodeid
+            for r in rows
+            if r.nodeid not in either and r.suspicion is not None and r.suspicion.change != 0
+        }
+        costs = [r for r in rows if _time_alpha(r, kind, 0, 0) is None]
         return cls(
-            interval_alphas(verdicts, alphas, either),
-            memory_only(verdicts, alphas, kind),
-            cpu_only(verdicts, alphas, kind),
-            either,
+            {nodeid: 2 * a if nodeid in one_way else a for nodeid, a in alphas.items()},
+            frozenset(r.nodeid for r in costs if r.memory_rose and not r.cpu_slower),
+            frozenset(r.nodeid for r in costs if r.cpu_slower),
+            frozenset(either),
         )
 
 
@@ -329,9 +292,9 @@ def confirm_in_fresh_pairs(
     it is; a kept suspect's verdict is final, so it is not measured again, and the
     pairs stop once none is open. Once ``seconds`` (by ``clock``) have passed and every
     open suspect has had its first look, no further pair starts: each takes the look
-    due on its pairs so far, as its last. A suspect in ``memory`` (:func:`memory_only`)
+    due on its pairs so far, as its last. A suspect in ``memory`` (:attr:`Suspects.memory`)
     is kept at its first look, or as soon as a pair reads its peak as not risen. A
-    suspect in ``cpu`` (:func:`cpu_only`) is kept before its last look only once its
+    suspect in ``cpu`` (:attr:`Suspects.cpu`) is kept before its last look only once its
     CPU per call is decisive too.
     """
     plan = looks(most)
@@ -383,7 +346,7 @@ def confirm_in_fresh_pairs(
                 kept[nodeid] = found
     rows = [kept[n] for n in begin if n in kept]
     specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
-    confirmed = Verdicts(rows, specs, seed, [r.run for r in rows if r.run])
+    confirmed = Verdicts(rows, specs, seed)
     return FollowUp(second, confirmed, promoted)
 
 
@@ -419,7 +382,7 @@ def rechecked(
         said = f"second pair of processes {pct(again.change)}"
         said += ", a suspect" if suspicious(again, kind) else ""
         rows.append(replace(row, run=replace(row.run, second=again), status=said))
-    return Verdicts(rows, verdicts.specs, verdicts.seed, [r.run for r in rows if r.run])
+    return Verdicts(rows, verdicts.specs, verdicts.seed)
 
 
 def follow_up(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfsuite.ab.outcome import BenchRun, SessionOutcome
@@ -53,7 +53,11 @@ class Verdicts:
     rows: list[Row]
     specs: list[SideSpec]
     seed: int
-    runs: list[BenchRun] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[BenchRun]:
+        """The measured rows' runs (skipped ones too), in order."""
+        return [row.run for row in self.rows if row.run is not None]
 
     @classmethod
     def build(
@@ -70,7 +74,7 @@ class Verdicts:
             rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
         rows += [Row(n, None, status=REMOVED) for n in outcome.removed]
         rows += [Row(n, None, status=ADDED) for n in outcome.added]
-        return cls(rows, list(specs), outcome.seed, list(outcome.benches))
+        return cls(rows, list(specs), outcome.seed)
 
     @classmethod
     def merge(cls, parts: Sequence[Verdicts]) -> Verdicts:
@@ -78,8 +82,7 @@ class Verdicts:
         session's measured benches first, in order, then the added and removed ones."""
         rows = [r for part in parts for r in part.rows if r.run is not None]
         rows += [r for part in parts for r in part.rows if r.run is None]
-        runs = [run for part in parts for run in part.runs]
-        return cls(rows, parts[0].specs, parts[0].seed, runs)
+        return cls(rows, parts[0].specs, parts[0].seed)
 
     def confirmed(
         self,
@@ -94,7 +97,7 @@ class Verdicts:
         bench was chosen for their being high. A check that says slower or faster the
         other way from the estimate that made the bench a suspect (:attr:`Row.suspicion`,
         :func:`against`) makes the row inconclusive, unless the row is in ``either_way``
-        (:func:`perfsuite.ab.confirm.either_way`: undecided, not leaning slower, judged on
+        (:attr:`perfsuite.ab.confirm.Suspects.either`: undecided, not leaning slower, judged on
         the fresh pairs alone). A row in ``memory`` (a suspect for
         its peak memory alone) keeps its own time verdict and takes only the check's
         peak memory, each side's median over the check's pairs of processes."""
@@ -123,8 +126,7 @@ class Verdicts:
             elif run.result and run.result.futile:
                 status += ", stopped early: more could not decide"
             rows.append(replace(row, run=run, status=status))
-        runs = [r.run for r in rows if r.run is not None]
-        return Verdicts(rows, self.specs, self.seed, runs)
+        return Verdicts(rows, self.specs, self.seed)
 
     @classmethod
     def pool(cls, sessions: Sequence[Verdicts], alpha: float = PAIRED_ALPHA) -> Verdicts:
@@ -135,7 +137,6 @@ class Verdicts:
         if len(sessions) == 1:
             return sessions[0]
         rows: list[Row] = []
-        runs: list[BenchRun] = []
         nodeids = list(dict.fromkeys(r.nodeid for part in sessions for r in part.rows))
         for nodeid in nodeids:
             found = [r for part in sessions for r in part.rows if r.nodeid == nodeid]
@@ -143,18 +144,14 @@ class Verdicts:
             if len(measured) < len(sessions):
                 kept = next(r for r in found if r.run is None or r.run.result is None)
                 rows.append(kept)
-                runs += [kept.run] if kept.run is not None else []
                 continue
             pooled = _pool_runs(measured, alpha)
             rows.append(Row(nodeid, pooled, found[0].unit, found[0].counters, None))
-            runs.append(pooled)
-        return cls(rows, sessions[0].specs, sessions[0].seed, runs)
+        return cls(rows, sessions[0].specs, sessions[0].seed)
 
     def limited(self, nodeids: Collection[str]) -> Verdicts:
-        """These verdicts with only the rows of ``nodeids`` (and their runs)."""
-        rows = [row for row in self.rows if row.nodeid in nodeids]
-        runs = [run for run in self.runs if run.nodeid in nodeids]
-        return Verdicts(rows, self.specs, self.seed, runs)
+        """These verdicts with only the rows of ``nodeids``."""
+        return Verdicts([row for row in self.rows if row.nodeid in nodeids], self.specs, self.seed)
 
     @property
     def regressed(self) -> bool:
