@@ -13,7 +13,7 @@ from tests.test_ab_units import _commit, _repo
 
 
 def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> None:
-    from perfsuite.ab.outcome import BenchRun, SessionOutcome
+    from perfsuite.ab.outcome import BenchRun, Outcome
     from perfsuite.ab.report import write_report
     from perfsuite.ab.sidespec import SideSpec
     from perfsuite.ab.verdicts import Verdicts
@@ -24,12 +24,12 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     run.b_blocks = [[1.5, 1.5]] * 12
     run.result = judge(run.ratios, 0.05, 0.001)
     gone = "benches/bench_x.py::test_old[`a`|b]"  # backticks and a pipe in its id
-    outcome = SessionOutcome([run], removed=[gone], added=[], seed=3)
+    outcome: Outcome = ([run], [gone], [])  # runs, base only, candidate only
     specs = [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),
     ]
-    verdicts = Verdicts.build(outcome, tmp_path / "none-a.json", tmp_path / "none-b.json", specs)
+    verdicts = Verdicts.build(outcome, 3, tmp_path / "none-a.json", tmp_path / "none-b.json", specs)
     assert verdicts.regressed
     out = tmp_path / "report"
     out.mkdir()

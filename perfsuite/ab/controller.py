@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.ab.budget import session_budget
-from perfsuite.ab.outcome import BenchRun, SessionOutcome, collection_skips
+from perfsuite.ab.outcome import BenchRun, Outcome, collection_skips
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
@@ -193,7 +193,7 @@ class Controller:
             r is not None and (r.result is not None or r.skipped is not None) for r in runs
         )
 
-    def finish(self) -> SessionOutcome:
+    def finish(self) -> Outcome:
         """After :meth:`measure`: wait until both sides finished and exited."""
         while not all(s.finished for s in self.state.values()):
             self._handle(*self._wait())
@@ -203,12 +203,7 @@ class Controller:
         common, removed, added = self._plan
         hellos = {name: state.hello or {} for name, state in self.state.items()}
         skips, removed, added = collection_skips(hellos, removed, added, self.threshold)
-        return SessionOutcome(
-            benches=[self.runs[n] for n in common if n in self.runs] + skips,
-            removed=removed,
-            added=added,
-            seed=self.seed,
-        )
+        return [self.runs[n] for n in common if n in self.runs] + skips, removed, added
 
     def _handle(self, name: str, message: dict[str, Any]) -> None:
         side, state = self.sides[name], self.state[name]

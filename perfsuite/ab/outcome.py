@@ -118,15 +118,9 @@ class BenchRun:
         return log_ratios(self.a_blocks[:n], self.b_blocks[:n])
 
 
-@dataclass
-class SessionOutcome:
-    """What the controller saw in one session (one pair of processes): per-bench runs,
-    and the benches of one side only."""
-
-    benches: list[BenchRun]
-    removed: list[str]  # base only
-    added: list[str]  # candidate only
-    seed: int
+#: what one session (one pair of processes) measured: its runs, then the benches of base
+#: only and of candidate only
+Outcome = tuple[list[BenchRun], list[str], list[str]]
 
 
 def _under(nodeid: str, key: str) -> bool:
@@ -136,7 +130,7 @@ def _under(nodeid: str, key: str) -> bool:
 
 def collection_skips(
     hellos: dict[str, dict[str, Any]], removed: list[str], added: list[str], threshold: float
-) -> tuple[list[BenchRun], list[str], list[str]]:
+) -> Outcome:
     """Rows for the modules (or folders) a side skipped whole (its ``hello``'s
     ``skipped``): each bench the other side has there, as a run skipped by that side
     with its reason; one with no such bench, as one skipped run of its own. Then the

@@ -67,9 +67,9 @@ class ProcessPairs:
         if then is not None:
             self._ahead[then] = self._start(then)
         outcome = lockstep.finish()
-        for run in outcome.benches:
+        found = Verdicts.build(outcome, seed, sides[0].json_path, sides[1].json_path, self.specs)
+        for run in found.runs:
             run.started.append(first)
-        found = Verdicts.build(outcome, sides[0].json_path, sides[1].json_path, self.specs)
         for side in sides:
             side.stop()
             self.jsons[side.spec.name].append(side.json_path)

@@ -1,7 +1,7 @@
 """One A/B's verdicts: every bench's row, who the sides were, and the verdict table.
 
 :class:`Verdicts` is built from what one pair of processes measured (its
-:class:`~perfsuite.ab.outcome.SessionOutcome`), merged over the sessions of bench files,
+:data:`~perfsuite.ab.outcome.Outcome`), merged over the sessions of bench files,
 pooled over fresh pairs of processes and updated with the rows of a confirmation;
 :meth:`Verdicts.text_lines` and :meth:`Verdicts.markdown_lines` are its table (the report
 folder is :mod:`perfsuite.ab.report`).
@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perfsuite.ab.outcome import BenchRun, SessionOutcome
+from perfsuite.ab.outcome import BenchRun, Outcome
 from perfsuite.ab.rows import HEADER, Row, against
 from perfsuite.ab.sidespec import SideSpec
 from perfsuite.bench.summary import format_table
@@ -61,20 +61,21 @@ class Verdicts:
 
     @classmethod
     def build(
-        cls, outcome: SessionOutcome, a_json: Path, b_json: Path, specs: Sequence[SideSpec]
+        cls, outcome: Outcome, seed: int, a_json: Path, b_json: Path, specs: Sequence[SideSpec]
     ) -> Verdicts:
+        benches, removed, added = outcome
         run_a, run_b = _load(a_json), _load(b_json)
         rows = []
-        for bench in outcome.benches:
+        for bench in benches:
             a = run_a.benches.get(bench.nodeid) if run_a else None
             b = run_b.benches.get(bench.nodeid) if run_b else None
             saved = b or a
             unit = saved.unit if saved is not None else "calls"
             status = f"skipped ({bench.skipped})" if bench.skipped else None
             rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
-        rows += [Row(n, None, status=REMOVED) for n in outcome.removed]
-        rows += [Row(n, None, status=ADDED) for n in outcome.added]
-        return cls(rows, list(specs), outcome.seed)
+        rows += [Row(n, None, status=REMOVED) for n in removed]
+        rows += [Row(n, None, status=ADDED) for n in added]
+        return cls(rows, list(specs), seed)
 
     @classmethod
     def merge(cls, parts: Sequence[Verdicts]) -> Verdicts:
