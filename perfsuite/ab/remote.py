@@ -369,14 +369,9 @@ class LockstepSide:
     def _expect(self, *kinds: str) -> dict[str, Any]:
         try:
             message = self.channel.receive()
+            if message.get("type") in kinds:
+                return message
+            problem = f"expected {'/'.join(kinds)}, got {message}"
         except ProtocolError as exc:
-            pytest.exit(
-                f"perfsuite ab: side {self.name}: lost the controller: {exc}",
-                pytest.ExitCode.INTERRUPTED,
-            )
-        if message.get("type") not in kinds:
-            pytest.exit(
-                f"perfsuite ab: side {self.name}: expected {'/'.join(kinds)}, got {message}",
-                pytest.ExitCode.INTERRUPTED,
-            )
-        return message
+            problem = f"lost the controller: {exc}"
+        pytest.exit(f"perfsuite ab: side {self.name}: {problem}", pytest.ExitCode.INTERRUPTED)
