@@ -80,27 +80,17 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def selected_folders(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[Path]:
-    """The folders of the arguments that name an existing path inside ``root`` (a file's
-    folder, a node id's file's folder), resolved from ``cwd``."""
-    from perfsuite.ab.pytest_args import path_part, positional
-
-    found = []
-    for i in positional(pytest_args):
-        path = (cwd / path_part(pytest_args[i])).resolve()
-        if path.exists() and _inside(path, root):
-            found.append(path if path.is_dir() else path.parent)
-    return found
-
-
 def config_file(cwd: Path, root: Path, pytest_args: Sequence[str]) -> Path | None:
     """The configuration file of a pytest started in ``cwd`` with ``pytest_args`` and
     rooted at ``root``, looked for inside ``root`` alone (see the module doc); a
     ``pyproject.toml`` without pytest's tables when nothing else is found, as pytest
     takes it; None when there is no such file."""
+    from perfsuite.ab.pytest_args import path_part, positional
+
     root = root.resolve()
-    folders = selected_folders(cwd, root, pytest_args) or [cwd.resolve()]
-    start = Path(os.path.commonpath(folders))
+    paths = [(cwd / path_part(pytest_args[i])).resolve() for i in positional(pytest_args)]
+    folders = [p if p.is_dir() else p.parent for p in paths if p.exists() and _inside(p, root)]
+    start = Path(os.path.commonpath(folders or [cwd.resolve()]))
     if not _inside(start, root):
         start = root
     fallback = None
