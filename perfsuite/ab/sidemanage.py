@@ -21,7 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from perfsuite.ab.procfs import all_stopped, cpu_seconds, descendants, process_group
@@ -49,18 +49,6 @@ STOP_GRACE_S = 2.0
 
 class SideFault(CannotMeasure):
     """A side failed: the message names the side, its revision and the error."""
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn``: a process group of the child's own, and (Linux) SIGKILL when the
-    controller dies (:func:`perfsuite.harness.supervisor.die_with`)."""
-    die = die_with(os.getpid())
-
-    def preexec() -> None:
-        os.setpgid(0, 0)  # a group of its own, to signal as one (freeze, stop)
-        die()
-
-    return preexec
 
 
 def pytest_error(log: str) -> str | None:
@@ -124,6 +112,12 @@ class SideProcess:
             # storage, where a side's partial run would become the next baseline
             f"--benchmark-storage={self.json_path.with_name(self.spec.name + '-storage')}",
         ]
+        die = die_with(os.getpid())
+
+        def preexec() -> None:
+            os.setpgid(0, 0)  # a group of its own, to signal as one (freeze, stop)
+            die()  # and (Linux) SIGKILL when the controller dies
+
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 args,
@@ -132,7 +126,7 @@ class SideProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent(),  # the controller runs no threads
+                preexec_fn=preexec,  # the controller runs no threads
             )
 
     def connect(self, deadline: float) -> None:
