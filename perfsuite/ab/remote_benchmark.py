@@ -36,6 +36,7 @@ the bench's minimum effect is the ``perf`` marker's ``threshold``, else
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -121,14 +122,12 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
     if not isinstance(fixture, BenchmarkFixture):
         return
     bench: Any = fixture
-    nodeid = item.nodeid
+    measure = functools.partial(side.measure, bench, item.nodeid, fixture=FIXTURE_NAME)
 
     def raw(function_to_benchmark: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         settings = _settings(item)
         least = max(float(getattr(bench, "_min_time", 0.0)), MIN_ROUND_S)
-        return side.measure(
-            bench,
-            nodeid,
+        return measure(
             function_to_benchmark,
             setup=lambda: (args, kwargs),
             warmup_rounds=max(settings.warmup_rounds, CALIBRATED_WARMUP_ROUNDS),
@@ -136,7 +135,6 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
             threshold=settings.threshold,
             iterations=lambda run: calibrate(run, least),
             memory_threshold=settings.memory_threshold,
-            fixture=FIXTURE_NAME,
         )
 
     def raw_pedantic(
@@ -174,9 +172,7 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
         warmup, most = pedantic_warmup(
             warmup_rounds, settings.warmup_rounds, rounds, pool=setup is not None
         )
-        return side.measure(
-            bench,
-            nodeid,
+        return measure(
             target,
             setup=arguments,
             warmup_rounds=warmup,
@@ -185,7 +181,6 @@ def route(side: LockstepSide, fixture: object, item: pytest.Item) -> None:
             teardown=teardown,
             iterations=iterations,
             memory_threshold=settings.memory_threshold,
-            fixture=FIXTURE_NAME,
         )
 
     bench._raw = raw
