@@ -42,7 +42,16 @@ def peered(specs: Sequence[SideSpec]) -> list[SideSpec]:
     checkout that lacks the folder perfsuite ab was started in gets it, empty, so that
     its pytest starts there and the arguments name the same paths on every side."""
     for spec in specs:
-        spec.make_cwd()
+        folder = spec.root / spec.subdir
+        if spec.revision.sha is None or folder.is_dir():  # the working tree is never changed
+            continue
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise PerfsuiteError(
+                f"{spec.title}: cannot start pytest in {spec.subdir.as_posix()} ({exc}); "
+                "start perfsuite ab from the repository root"
+            ) from None
     return [
         replace(spec, peers=tuple(other.cwd for other in specs if other is not spec))
         for spec in specs
@@ -102,20 +111,6 @@ class SideSpec:
     def cwd(self) -> Path:
         folder = self.root / self.subdir
         return folder if folder.is_dir() else self.root
-
-    def make_cwd(self) -> None:
-        """Make :attr:`subdir` in this side's checkout (a revision's, never the working
-        tree) where that revision lacks it: a new or untracked folder."""
-        folder = self.root / self.subdir
-        if self.revision.sha is None or folder.is_dir():
-            return
-        try:
-            folder.mkdir(parents=True)
-        except OSError as exc:
-            raise PerfsuiteError(
-                f"{self.title}: cannot start pytest in {self.subdir.as_posix()} ({exc}); "
-                "start perfsuite ab from the repository root"
-            ) from None
 
     @property
     def title(self) -> str:
