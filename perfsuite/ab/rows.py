@@ -44,9 +44,7 @@ def suspicious(result: PairedResult, kind: str) -> bool:
     """Whether ``result`` makes its bench a suspect of ``--suspects kind``: it
     :func:`leans`, and with ``leaning-slower`` it is either decisive (`faster` too) or
     leans slower: an unproven speedup fails no gate."""
-    if not leans(result):
-        return False
-    return kind != "leaning-slower" or result.decisive or worse(result)
+    return leans(result) and (kind != "leaning-slower" or result.decisive or worse(result))
 
 
 @dataclass(frozen=True)
@@ -83,9 +81,7 @@ class Row:
         its estimate leans: what ``--suspects undecided`` also measures again. A bench
         with no interval (too few pairs) says nothing and is left out."""
         result = self.run.result if self.run else None
-        if result is None or result.ci is None:
-            return False
-        return result.too_noisy
+        return result is not None and result.ci is not None and result.too_noisy
 
     @property
     def open_either_way(self) -> bool:
