@@ -114,8 +114,6 @@ def positional(args: Sequence[str], counts: dict[str, int | str | None] | None =
             continue
         i += 1
         nargs = _wants(arg, counts)
-        if nargs == 0:
-            continue
         if nargs is None or isinstance(nargs, int):
             i += 1 if nargs is None else nargs
         elif nargs == "?":
