@@ -73,7 +73,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument(
         "--block-warmup",
         type=_count,
-        default=None,
         metavar="N",
         help="least untimed rounds starting each block (default 1; 0 for a "
         "bench timed by pytest-benchmark's benchmark fixture under --idle "
