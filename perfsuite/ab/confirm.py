@@ -13,16 +13,15 @@ fresh pairs of processes follow one plan:
   suspect from the next pair on, judged one-sided at ``CONFIRM_ALPHA`` the way that pair
   leaned. Only a lean makes a suspect of a pass: that pair reads ``--min-pairs`` pairs
   of blocks, too few to rule a regression out on their own.
-- Every suspect is judged on its own fresh pairs, never the pair that made it one.
+- Every suspect is judged across its own fresh pairs only, never the pair that made it
+  one: chosen for looking slow, it is never pooled in.
 
-A confirmation judges a suspect across fresh pairs of processes only (the first pair,
-chosen for looking slow, is never pooled in). One pair of processes costs a start-up
-(a framework import, the datasets, the warm-up) and a teardown, so the confirmation
-looks at the evidence after 3, 6, 12, ... pairs (doubling, the last look at
-``--confirm N``) and stops a bench at the first look whose interval is decisive:
-slower, faster or same. A clear regression stops after 3 pairs; one whose pairs of
-processes scatter (a single-threaded bench whose speed follows its memory layout)
-goes on to 12.
+One pair of processes costs a start-up (a framework import, the datasets, the warm-up)
+and a teardown, so the confirmation looks at the evidence after 3, 6, 12, ... pairs
+(doubling, the last look at ``--confirm N``) and stops a bench at the first look whose
+interval is decisive: slower, faster or same. A clear regression stops after 3 pairs;
+one whose pairs of processes scatter (a single-threaded bench whose speed follows its
+memory layout) goes on to 12.
 
 A suspect that only leans (slower or faster, or beyond the threshold) is judged at
 ``CONFIRM_ALPHA``: a false alarm needs the first stage to have erred that way too. An
@@ -57,9 +56,9 @@ could bound under twice its threshold goes on: it would pass.
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
 from its first pair of processes; the first look's pairs always run. Once it has run
 out, no further pair of processes starts and the look due then is taken at once on
-the pairs so far, as the last one. It is still one
-of the planned looks, judged at the same ``alpha / k``, so the bound costs power only
-(a suspect left undecided stays ``inconclusive``), never false alarms.
+the pairs so far, as the last one. It is still one of the planned looks, judged at
+the same ``alpha / k``, so the bound costs power only (a suspect left undecided stays
+``inconclusive``), never false alarms.
 """
 
 from __future__ import annotations
@@ -280,22 +279,18 @@ def confirm_in_fresh_pairs(
 
     ``session(i, ids, more)`` runs the ``i``-th fresh pair over ``ids`` and returns its
     verdicts; ``more``: whether a next pair may follow (so it can start beside this
-    one's teardown). The first fresh pair measures the ``checks`` (first-stage passes, none of
-    them a suspect) beside the suspects; ``promote(readings)`` then says which checks
-    are suspects after it, each judged from the next pair on (the pair that made it
-    one is never pooled in).
+    one's teardown). The first fresh pair measures the ``checks`` (first-stage passes,
+    none of them a suspect) beside the suspects; ``promote(readings)`` then says which
+    checks are suspects after it, each judged from the next pair on.
 
     Each suspect is judged on its own fresh pairs at the looks of :func:`looks`
-    (counted from its first pair), on all its pairs so far at its ``alpha`` (one for
-    all, or one per node id) divided by the number of looks, and kept if decisive,
-    futile (the pairs still to come could not decide it), or at its last look, whatever
-    it is; a kept suspect's verdict is final, so it is not measured again, and the
-    pairs stop once none is open. Once ``seconds`` (by ``clock``) have passed and every
-    open suspect has had its first look, no further pair starts: each takes the look
-    due on its pairs so far, as its last. A suspect in ``memory`` (:attr:`Suspects.memory`)
-    is kept at its first look, or as soon as a pair reads its peak as not risen. A
-    suspect in ``cpu`` (:attr:`Suspects.cpu`) is kept before its last look only once its
-    CPU per call is decisive too.
+    (counted from its first pair), at its ``alpha`` (one for all, or one per node id)
+    over the number of looks, and kept once decisive, futile or at its last look (see
+    the module doc), with ``seconds`` (by ``clock``) as ``--confirm-seconds``; a kept
+    suspect is not measured again, and the pairs stop once none is open. A suspect in
+    ``memory`` (:attr:`Suspects.memory`) is kept at its first look, or as soon as a pair
+    reads its peak as not risen; one in ``cpu`` (:attr:`Suspects.cpu`) before its last
+    look only once its CPU per call is decisive too.
     """
     plan = looks(most)
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)

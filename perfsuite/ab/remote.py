@@ -3,16 +3,13 @@
 The controller (:mod:`perfsuite.ab.sidemanage`) starts each side's pytest with
 ``PERFSUITE_AB_SOCKET`` and ``PERFSUITE_AB_SIDE`` set; perfsuite's plugin then
 registers :class:`LockstepSide` under :data:`~perfsuite.ab.protocol.SIDE_PLUGIN`, which
-
-* after collection says ``hello`` with the collected node ids and runs exactly the
-  benches of the controller's ``plan``, in its order;
-* inside :meth:`perfsuite.bench.measure.Perf.measure` (which finds it through the
-  plugin manager), and inside pytest-benchmark's own ``benchmark(fn)`` and
-  ``benchmark.pedantic(...)`` (:mod:`perfsuite.ab.remote_benchmark`), runs the untimed
-  warm-up, says ``ready`` and then times blocks of rounds only when told to, so only
-  one side ever runs timed work; on ``done`` every round goes into pytest-benchmark's
-  stats, so ``--benchmark-json`` saves them as usual;
-* reports each bench's failure or skip, so the controller never waits forever.
+speaks the side's messages of :mod:`perfsuite.ab.protocol`. It runs exactly the
+benches of the controller's ``plan``; inside :meth:`perfsuite.bench.measure.Perf.measure`
+(which finds it through the plugin manager) and pytest-benchmark's own ``benchmark(fn)``
+and ``benchmark.pedantic(...)`` (:mod:`perfsuite.ab.remote_benchmark`) it times blocks
+of rounds only when told to, so only one side ever runs timed work, and on ``done``
+puts every round into pytest-benchmark's stats, so ``--benchmark-json`` saves them as
+usual. It reports each bench's failure or skip, so the controller never waits forever.
 """
 
 from __future__ import annotations

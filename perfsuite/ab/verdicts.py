@@ -94,14 +94,13 @@ class Verdicts:
     ) -> Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
         again) replaced by its check's row, its status saying ``how`` and the first
-        estimate (and a rechecked `same`'s second); neither is ever pooled in, as the
-        bench was chosen for their being high. A check that says slower or faster the
-        other way from the estimate that made the bench a suspect (:attr:`Row.suspicion`,
-        :func:`against`) makes the row inconclusive, unless the row is in ``either_way``
-        (:attr:`perfsuite.ab.confirm.Suspects.either`: undecided, not leaning slower, judged on
-        the fresh pairs alone). A row in ``memory`` (a suspect for
-        its peak memory alone) keeps its own time verdict and takes only the check's
-        peak memory, each side's median over the check's pairs of processes."""
+        estimate (and a rechecked `same`'s second), neither ever pooled in. A check that
+        says slower or faster the other way from the estimate that made the bench a
+        suspect (:attr:`Row.suspicion`, :func:`against`) makes the row inconclusive,
+        unless the row is in ``either_way`` (:attr:`perfsuite.ab.confirm.Suspects.either`).
+        A row in ``memory`` (:attr:`perfsuite.ab.confirm.Suspects.memory`) keeps its own
+        time verdict and takes only the check's peak memory, each side's median over the
+        check's pairs of processes."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
         rows = []
         for row in self.rows:
