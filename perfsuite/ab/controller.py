@@ -208,6 +208,7 @@ class Controller:
     def _handle(self, name: str, message: dict[str, Any]) -> None:
         side, state = self.sides[name], self.state[name]
         other = "B" if name == "A" else "A"
+        peer = self.state[other]
         kind = message.get("type")
         if kind == "hello":
             if message.get("protocol") != PROTOCOL:
@@ -229,7 +230,6 @@ class Controller:
         elif kind == "ready":
             state.ready, state.busy = message, None
             nodeid = str(message["nodeid"])
-            peer = self.state[other]
             if nodeid in peer.ended:
                 self._skip(name, nodeid, f"side {other} {peer.ended[nodeid]} it unmeasured")
             elif peer.ready is not None and peer.ready["nodeid"] == nodeid:
@@ -243,9 +243,7 @@ class Controller:
                 raise side.fault(f"{nodeid}{where}: {message.get('message')}", tail=False)
             if state.ready is not None and state.ready["nodeid"] == nodeid:
                 state.ready = None  # a skip inside measure (sent by us): nothing to do
-                self._grant()
-                return
-            if outcome == "skipped" or message.get("when") == "call":
+            elif outcome == "skipped" or message.get("when") == "call":
                 label = "skipped" if outcome == "skipped" else "passed"
                 state.ended[nodeid] = label
                 said = message.get("message") or f"{label} without measuring"
@@ -254,7 +252,6 @@ class Controller:
                     self.runs[nodeid] = BenchRun(nodeid, self.threshold, skipped=skipped)
                 elif self.runs[nodeid].skipped == f"side {other}: {said}":  # so did the other
                     self.runs[nodeid].skipped = f"both sides: {said}"
-                peer = self.state[other]
                 if peer.ready is not None and peer.ready["nodeid"] == nodeid:
                     self._skip(other, nodeid, f"side {name} {label} it unmeasured")
         elif kind == "error":
