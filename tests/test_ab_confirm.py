@@ -146,7 +146,7 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     assert row.run.result is not None
     assert row.run.result.futile
     first = _session({"b.py::aa": 0.03}, 1)
-    final = first.confirmed([Verdicts([row], [], 1)], "confirmation in {pairs} pairs of processes")
+    final = first.confirmed([Verdicts([row], [], 1)])
     word = final.rows[0].cells()[1]
     assert word.startswith("TOO NOISY: no regression above +372.1% (confirmation in 3 pairs")
     assert "; first pair +3" in word
@@ -192,7 +192,7 @@ def test_a_confirmed_row_says_how_many_pairs_judged_it() -> None:
     first = _session({"b.py::slow": 0.2}, 99)
     sessions = Sessions({"b.py::slow": math.log(1.2)}, [0.01, -0.01, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::slow"], 12, ALPHA_CONFIRM).confirmed
-    final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
+    final = first.confirmed([check])
     assert "(confirmation in 3 pairs of processes; first pair +2" in final.rows[0].cells()[1]
     run = final.rows[0].run
     assert run is not None
@@ -208,7 +208,7 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
     first = _session({"b.py::x": math.log(0.93)}, 5)  # the first pair read it 7% faster
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM).confirmed
-    final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
+    final = first.confirmed([check])
     first.specs = final.specs = [
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),
@@ -324,12 +324,12 @@ def test_a_confirmation_the_other_way_from_the_first_estimate_is_not_confirmed()
     sessions = Sessions({"b.py::x": math.log(1.07)}, [0.004, -0.004, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, ALPHA_CONFIRM).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER  # fresh pairs alone would say slower
-    final = first.confirmed([check], "confirmation in {pairs} pairs of processes")
+    final = first.confirmed([check])
     assert final.rows[0].verdict is Verdict.INCONCLUSIVE
     assert not final.regressed
     assert "first pair -7.0%, the other way: not confirmed" in final.rows[0].cells()[1]
     same_way = _session({"b.py::x": math.log(1.07)}, 6)
-    kept = same_way.confirmed([check], "confirmation in {pairs} pairs of processes")
+    kept = same_way.confirmed([check])
     assert kept.rows[0].verdict is Verdict.SLOWER
     assert kept.regressed
 
@@ -370,12 +370,11 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     sessions = Sessions({"b.py::x": math.log(1.10)}, [0.004, -0.004, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, {"b.py::x": PAIRED_ALPHA}).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER
-    how = "confirmation in {pairs} pairs of processes"
-    kept = first.confirmed([check], how, either_way=Suspects.pick(first, "undecided").either)
+    kept = first.confirmed([check], either_way=Suspects.pick(first, "undecided").either)
     assert kept.rows[0].verdict is Verdict.SLOWER
     assert kept.regressed
     # held to the first estimate's direction, the same check would not count
-    overruled = first.confirmed([check], how)
+    overruled = first.confirmed([check])
     assert overruled.rows[0].verdict is Verdict.INCONCLUSIVE
     assert not overruled.regressed
 

@@ -42,7 +42,7 @@ def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdict
     alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
     memory = Suspects.pick(first, "leaning").memory
     check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory).confirmed
-    return first.confirmed([check], "confirmation in {pairs} pairs of processes", memory), asked
+    return first.confirmed([check], memory), asked
 
 
 def test_a_peak_that_rose_in_one_pair_only_is_cleared_by_the_first_fresh_pair() -> None:
@@ -147,6 +147,6 @@ def test_a_check_that_sent_no_peaks_leaves_the_row_as_it_was() -> None:
         return part
 
     check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory).confirmed
-    (row,) = first.confirmed([check], "confirmation in {pairs} pairs of processes", memory).rows
+    (row,) = first.confirmed([check], memory).rows
     assert row is first.rows[0]
     assert row.memory_rose

@@ -109,7 +109,7 @@ def test_suspects_and_a_confirmation_replacing_them() -> None:
         for d in (0.001, -0.001, 0.0)
     ]
     checks = [Verdicts.pool(again[:3], 0.05), Verdicts.pool(again[3:], 0.05)]
-    final = first.confirmed(checks, "confirmation in 3 pairs of processes")
+    final = first.confirmed(checks)
     verdicts = {row.nodeid: row.verdict for row in final.rows}
     assert verdicts == {
         "b.py::slow": Verdict.SLOWER,

@@ -93,7 +93,7 @@ def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() 
     for kind in ("leaning-slower", "leaning", "undecided"):
         assert pick_suspects(found, kind, CONFIRM_ALPHA, PAIRED_ALPHA) == {"b.py::x": CONFIRM_ALPHA}
     confirmation = _verdicts(_run("b.py::x", _steady(0.1)))
-    final = found.confirmed([confirmation], "confirmation in {pairs} pairs of processes")
+    final = found.confirmed([confirmation])
     (done,) = final.rows
     assert done.verdict is Verdict.SLOWER
     assert final.regressed
@@ -128,7 +128,7 @@ def test_a_confirmation_must_point_the_way_the_second_pair_leaned() -> None:
     first = _verdicts(_run("b.py::x", _steady(-0.009, 60)))
     check = _verdicts(_run("b.py::x", _steady(0.11)))
     found = rechecked(first, _read(check), ["b.py::x"], "leaning")
-    final = found.confirmed([_verdicts(_run("b.py::x", _steady(-0.1)))], "confirmation")
+    final = found.confirmed([_verdicts(_run("b.py::x", _steady(-0.1)))])
     (row,) = final.rows
     assert row.verdict is Verdict.INCONCLUSIVE
     assert "the other way: not confirmed" in row.cells()[1]
@@ -239,7 +239,7 @@ def test_a_rechecked_suspect_confirmed_same_is_no_longer_a_suspect() -> None:
         first, _read(_verdicts(_run("b.py::x", _steady(0.11)))), ["b.py::x"], "leaning"
     )
     assert found.rows[0].suspect_of("leaning")
-    final = found.confirmed([_verdicts(_run("b.py::x", _steady(0.0)))], "confirmation")
+    final = found.confirmed([_verdicts(_run("b.py::x", _steady(0.0)))])
     (row,) = final.rows
     assert row.verdict is Verdict.SAME
     assert not row.suspect_of("leaning")  # judged on its confirmation now, not on the second pair

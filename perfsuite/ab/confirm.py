@@ -447,6 +447,5 @@ def follow_up(
     verdicts = rechecked(verdicts, second, checks, kind)
     memory = first.memory.union(*(part.promoted.memory for part in found))
     either = first.either.union(*(part.promoted.either for part in found))
-    how = "confirmation in {pairs} pairs of processes"
     confirmations = [part.confirmed for part in found]
-    return verdicts.confirmed(confirmations, how, memory, either)
+    return verdicts.confirmed(confirmations, memory, either)

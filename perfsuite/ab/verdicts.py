@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -88,19 +89,17 @@ class Verdicts:
     def confirmed(
         self,
         checks: Sequence[Verdicts],
-        how: str,
         memory: Collection[str] = (),
         either_way: Collection[str] = (),
     ) -> Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
-        again) replaced by its check's row, its status saying ``how`` and the first
-        estimate (and a rechecked `same`'s second), neither ever pooled in. A check that
-        says slower or faster the other way from the estimate that made the bench a
+        again) replaced by its check's row, its status saying in how many pairs and the
+        first estimate (and a rechecked `same`'s second), neither ever pooled in. A check
+        that says slower or faster the other way from the estimate that made the bench a
         suspect (:attr:`Row.suspicion`, :func:`against`) makes the row inconclusive,
-        unless the row is in ``either_way`` (:attr:`perfsuite.ab.confirm.Suspects.either`).
-        A row in ``memory`` (:attr:`perfsuite.ab.confirm.Suspects.memory`) keeps its own
-        time verdict and takes only the check's peak memory, each side's median over the
-        check's pairs of processes."""
+        unless it is in ``either_way`` (:attr:`perfsuite.ab.confirm.Suspects.either`). A
+        row in ``memory`` (:attr:`perfsuite.ab.confirm.Suspects.memory`) keeps its own time
+        verdict and takes only the check's peak memory (:attr:`BenchRun.memory`)."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
         rows = []
         for row in self.rows:
@@ -117,7 +116,7 @@ class Verdicts:
                 continue
             first, second = before.result, before.second
             lead = second or first  # Row.suspicion: what made it a suspect
-            status = f"{how.format(pairs=len(new.run.sessions) or 1)}; first pair "
+            status = f"confirmation in {len(new.run.sessions) or 1} pairs of processes; first pair "
             status += pct(first.change) + (f", second pair {pct(second.change)}" if second else "")
             run = replace(new.run, first=first, second=second)
             if run.result and against(lead, run.result) and row.nodeid not in either_way:
@@ -191,10 +190,7 @@ class Verdicts:
             )
         if any(row.verdict is not None for row in self.rows):  # measured on both sides
             return None
-        reasons: dict[str, int] = {}
-        for row in self.rows:
-            reason = row.status or "not measured"
-            reasons[reason] = reasons.get(reason, 0) + 1
+        reasons = Counter(row.status or "not measured" for row in self.rows)
         listed = "; ".join(f"{n} {why}" for why, n in reasons.items())
         hints = []
         if REMOVED in reasons or ADDED in reasons:
