@@ -86,9 +86,8 @@ def budget_for(args: argparse.Namespace, scale: str) -> Budget:
     return budget
 
 
-#: a session judged across pairs of processes alternates each bench at least this long
-#: (:attr:`perfsuite.verdict.paired.Budget.least_seconds`), and at most
-#: ``SESSION_PAIRS_FACTOR`` times ``min_pairs`` pairs of blocks
+#: a fresh pair alternates each bench at least this long, and for at most this many
+#: times ``min_pairs`` pairs of blocks (:func:`session_budget`)
 SESSION_SECONDS = 4.0
 SESSION_PAIRS_FACTOR = 4
 
@@ -139,9 +138,12 @@ MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
 #: the fewest seconds shared out to an A/B that decides benches the screen left too
 #: noisy: it is their only evidence, however short the gated run was
 DECIDE_SECONDS = 120.0
-#: what a gate's A/B measures again in fresh pairs of processes (``--suspects``)
+#: what a gate's A/B measures again in fresh pairs of processes (``--suspects``): a first
+#: pair that is decisive or leans slower, as the gate asks whether a suspect regressed
+#: and one read within the threshold has not shown it did (``not shown``, it passes)
 GATE_SUSPECTS = "leaning-slower"
-#: what the gate's A/B of benches whose code changed measures again
+#: what the gate's A/B of benches whose code changed measures again: any undecided first
+#: pair, as one pair of processes can read a real slowdown within the threshold
 CHANGED_SUSPECTS = "undecided"
 #: the fewest seconds a bench file's confirmation gets in an A/B that measures again
 #: ``CHANGED_SUSPECTS`` (code that changed, or benches the screen could not decide):
@@ -164,19 +166,11 @@ def gate_args(
     ``nodeids``: shared out of ``CONFIRM_SHARE`` of ``seconds`` (the gated run's own),
     never less than ``MIN_SHARE``; each at most its ``scale``'s default and at least
     ``MIN_BENCH_SECONDS`` or ``MIN_FILE_SECONDS`` (``CHANGED_FILE_SECONDS`` where
-    ``suspects`` is ``CHANGED_SUSPECTS``); and ``--suspects=SUSPECTS``. An
-    option ``ab_args`` already sets is kept. So a gate's A/B takes about as long as
-    half the run again, however many suspects, unless the floors say more. An A/B
-    that decides benches the screen left too noisy (``screen_decided_none``) shares
-    at least ``DECIDE_SECONDS``, so that a suite of a few cheap benches gets a
-    verdict.
-
-    By default (``GATE_SUSPECTS``) fresh pairs of processes measure again only a first
-    pair that is decisive or leans slower: the gate asks whether a suspect regressed,
-    and a first pair that reads it within the threshold has not shown that it did
-    (``not shown``, it passes). Benches whose code changed are measured again whenever
-    their first pair is undecided (``CHANGED_SUSPECTS``): one pair of processes can
-    read a real slowdown within the threshold.
+    ``suspects`` is ``CHANGED_SUSPECTS``); and ``--suspects=SUSPECTS``. An option
+    ``ab_args`` already sets is kept. So a gate's A/B takes about as long as half the
+    run again, however many suspects, unless the floors say more. An A/B that decides
+    benches the screen left too noisy (``screen_decided_none``) shares at least
+    ``DECIDE_SECONDS``, so that a suite of a few cheap benches gets a verdict.
 
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default")
     ['--max-seconds=50', '--confirm-seconds=75', '--suspects=leaning-slower']

@@ -263,8 +263,7 @@ class Controller:
         self._grant()
 
     def _grant(self) -> None:
-        """Let a side set up beside the other side's setup, and warm up alone once the
-        other side is quiet (see the module doc). Turns go in the order they were asked
+        """Give each side that arrived its turn (see the module doc), in the order asked
         for: were A always first, it would always warm up first."""
         for name in sorted(self.sides, key=lambda n: self.state[n].arrived_at):
             state, other = self.state[name], "B" if name == "A" else "A"

@@ -24,14 +24,12 @@ pytest-benchmark's, unchanged.
   beyond ``warmup_rounds`` come out of ``rounds`` (one timed round is always left),
   and the rest is the most the controller may time.
 
-Either way, under ``--idle freeze`` a block starts with no untimed drain round unless
-``--block-warmup`` asks for some (:func:`perfsuite.ab.protocol.block_plan`). The stats hold
-seconds per call (a round's seconds over its calls), as pytest-benchmark records them;
-the bench's minimum effect is the ``perf`` marker's ``threshold``, else
-``--perf-threshold``; and the test gets the last call's result. The side times with
-``time.perf_counter`` and the controller's budget sets the rounds, so
-``--benchmark-timer``, ``--benchmark-max-time``, ``--benchmark-min-rounds``,
-``--benchmark-disable-gc`` and ``--benchmark-cprofile`` do not apply there.
+Either way the rounds are timed, drained and recorded as ``LockstepSide.measure``
+says, and the bench's minimum effect is the ``perf`` marker's ``threshold``, else
+``--perf-threshold``. The side times with ``time.perf_counter`` and the controller's
+budget sets the rounds, so ``--benchmark-timer``, ``--benchmark-max-time``,
+``--benchmark-min-rounds``, ``--benchmark-disable-gc`` and ``--benchmark-cprofile`` do
+not apply there.
 """
 
 from __future__ import annotations
