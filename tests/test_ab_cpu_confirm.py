@@ -32,7 +32,8 @@ def _session(time_effect: float, cpu_effect: float, seed: int, nodeid: str = "b.
     run.calls = {"A": 1, "B": 1}
     run.order = ["A", "B"] * len(time)
     run.result = judge(run.ratios, 0.05, PAIRED_ALPHA)
-    run.cpu = run.cpu_result(PAIRED_ALPHA)
+    ratios = run.cpu_ratios()
+    run.cpu = judge(ratios, run.threshold, PAIRED_ALPHA) if ratios is not None else None
     return Verdicts([Row(nodeid, run)], [], 1)
 
 

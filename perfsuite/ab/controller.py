@@ -42,7 +42,7 @@ from perfsuite.ab.outcome import BenchRun, Outcome, collection_skips
 from perfsuite.ab.protocol import PROTOCOL, ProtocolError, block_plan, pair_orders
 from perfsuite.ab.sidemanage import CONNECT_TIMEOUT_S, SideProcess
 from perfsuite.verdict.cost import MEMORY_THRESHOLD
-from perfsuite.verdict.paired import Budget, Sequential
+from perfsuite.verdict.paired import Budget, Sequential, judge
 
 #: how often a wait checks that both sides are still alive
 TICK_S = 0.2
@@ -342,7 +342,8 @@ class Controller:
             run.seconds = time.monotonic() - start
             n = len(run.a_blocks)
             run.result = sequential.look(run.ratios, run.seconds, last=n >= max_pairs)
-        run.cpu = run.cpu_result(self.budget.alpha)
+        ratios = run.cpu_ratios()  # CPU per call, judged as the time is
+        run.cpu = judge(ratios, run.threshold, self.budget.alpha) if ratios is not None else None
         for side in self.sides.values():
             side.thaw()
         for name in self.sides:

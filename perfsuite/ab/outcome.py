@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.verdict.cost import MEMORY_THRESHOLD, MIN_ROUND_CPU_S, MemoryChange
-from perfsuite.verdict.paired import PairedResult, judge, log_ratios
+from perfsuite.verdict.paired import PairedResult, log_ratios
 
 
 def _number(value: Any) -> bool:
@@ -75,12 +75,6 @@ class BenchRun:
             return log_ratios(self.a_cpu, self.b_cpu)
         except ValueError:  # a round read no CPU at all
             return None
-
-    def cpu_result(self, alpha: float) -> PairedResult | None:
-        """CPU per call of B over A in this pair of processes, judged as its time is
-        (paired block medians)."""
-        ratios = self.cpu_ratios()
-        return judge(ratios, self.threshold, alpha) if ratios is not None else None
 
     def peaks_by_pair(self) -> list[tuple[float, float]]:
         """(A, B) peak memory of each pair of processes: a pooled or confirmed run's
