@@ -227,13 +227,10 @@ class SideProcess:
 
     def thaw(self) -> None:
         """Let what :meth:`freeze` stopped run again (SIGCONT); safe when not frozen."""
-        if self.proc is not None:
-            for pid in self.frozen:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    if pid == self.proc.pid:
-                        os.killpg(pid, signal.SIGCONT)
-                    else:
-                        os.kill(pid, signal.SIGCONT)
+        group = self.proc.pid if self.proc is not None else None
+        for pid in self.frozen:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                (os.killpg if pid == group else os.kill)(pid, signal.SIGCONT)
         self.frozen = set()
 
     def wait(self, timeout: float) -> bool:
