@@ -68,8 +68,6 @@ def collect_files(
         for spec in specs:
             listing = workdir / f"{spec.name}.collected"
             listing.unlink(missing_ok=True)
-            env = spec.env()
-            env[COLLECT_OUT_ENV] = str(listing)
             # pytest-benchmark's storage (made on start) is the run's scratch folder
             proc = subprocess.Popen(
                 [
@@ -84,7 +82,7 @@ def collect_files(
                     f"--benchmark-storage={workdir / 'listing-storage'}",
                 ],
                 cwd=spec.cwd,
-                env=env,
+                env={**spec.env(), COLLECT_OUT_ENV: str(listing)},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -200,8 +200,7 @@ class LockstepSide:
             errors=self._collect_errors,
             skipped=self._collect_skips,
         )
-        plan = self._expect("plan")
-        wanted = [str(n) for n in plan.get("benches", [])]
+        wanted = [str(n) for n in self._expect("plan").get("benches", [])]
         by_id = {item.nodeid: item for item in items}
         keep = set(wanted)
         deselected = [item for item in items if item.nodeid not in keep]
