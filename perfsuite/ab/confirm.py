@@ -127,9 +127,8 @@ def pick_suspects(
 
 def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) -> float | None:
     """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None:
-    an undecided first pair that does not lean slower is judged at ``undecided_alpha``
-    even where it leans faster beyond the threshold, as its confirmation is then taken
-    whichever way it points (:attr:`Row.open_either_way`)."""
+    ``undecided_alpha`` for one :attr:`Row.open_either_way`, even where it leans faster
+    beyond the threshold."""
     if kind == "undecided" and row.open_either_way:
         return undecided_alpha
     if row.suspect_of(kind):
@@ -140,9 +139,7 @@ def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) 
 
 
 def _settled(row: Row) -> bool:
-    """Bounded (:attr:`Row.bounded`: it passes as it stands, saying its bound) with an
-    estimate within the threshold, so that no `slower` is near: more pairs would only
-    narrow its bound."""
+    """:attr:`Row.bounded`, with an estimate within the threshold (see the module doc)."""
     result = row.run.result if row.run else None
     if result is None or not result.bounded:
         return False

@@ -87,9 +87,8 @@ class BenchRun:
     def memory(self) -> MemoryChange | None:
         """Peak memory of B against A's, where both sides sent it: over the pairs of
         processes of a pooled or confirmed run (``pair_peaks``), the median of each
-        side's peaks, since a multi-process bench's peak moves by a quarter between
-        processes of unchanged code; it rose only if it rose in each pair too
-        (:attr:`MemoryChange.rose`)."""
+        side's peaks, which rose only if it rose in each pair too (a peak moves between
+        processes of unchanged code: :attr:`MemoryChange.rose`)."""
         peaks = self.peaks_by_pair()
         if not self.pair_peaks:
             return MemoryChange(*peaks[0], self.memory_threshold) if peaks else None

@@ -113,9 +113,7 @@ def drain(timed: Callable[[], float], least: int, reference: list[float]) -> int
     under half the typical round in ``reference`` (an asynchronous pipeline's prefetch
     buffer, filled while the side waited, still emptying). Once a fast round was seen,
     two slow rounds in a row end it (one slow round may be a preemption while the
-    buffer still holds batches). The controller sends the faster side's median warm-up
-    round, so both drain alike; the side's own warm-up rounds are the fallback.
-    Returns the rounds run."""
+    buffer still holds batches). Returns the rounds run."""
     if least <= 0:
         return 0
     typical = statistics.median(reference) if reference else 0.0

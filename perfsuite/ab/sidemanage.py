@@ -196,13 +196,11 @@ class SideProcess:
         return True
 
     def freeze(self, limit_s: float = FREEZE_LIMIT_S) -> bool:
-        """Stop this idle side (SIGSTOP) until :meth:`thaw`: its process group, and every
-        process it started in a group of its own (tf.data service workers, cold-start
-        samples). Their background threads (a pipeline refilling its prefetch buffers, a
-        thread pool) neither run beside the other side's block nor change the state its
-        own next block starts from. Returns once every thread of them is stopped: True;
-        False when that took longer than ``limit_s`` (the block then starts anyway) or
-        the side is gone."""
+        """Stop this idle side (SIGSTOP) until :meth:`thaw` (see the controller's module
+        doc): its process group, and every process it started in a group of its own
+        (tf.data service workers, cold-start samples). Returns once every thread of them
+        is stopped: True; False when that took longer than ``limit_s`` (the block then
+        starts anyway) or the side is gone."""
         if self.proc is None or self.proc.poll() is not None:
             return False
         group = self.proc.pid
