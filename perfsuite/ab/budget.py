@@ -228,9 +228,7 @@ def round_cost(median: float, call_seconds: float | None, rounds: int | None) ->
     >>> round_cost(0.024, 6.0, 5), round_cost(0.5, 3.0, 12), round_cost(0.5, None, 12)
     (1.2, 0.5, 0.5)
     """
-    if call_seconds is None or not rounds:
-        return median
-    return max(median, call_seconds / rounds)
+    return median if call_seconds is None or not rounds else max(median, call_seconds / rounds)
 
 
 def first_look_fits(

@@ -338,8 +338,7 @@ def confirm_in_fresh_pairs(
                 kept[nodeid] = found
     rows = [kept[n] for n in begin if n in kept]
     specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
-    confirmed = Verdicts(rows, specs, seed)
-    return FollowUp(second, confirmed, promoted)
+    return FollowUp(second, Verdicts(rows, specs, seed), promoted)
 
 
 def same_benches(verdicts: Verdicts) -> list[str]:
@@ -444,5 +443,4 @@ def follow_up(
     verdicts = rechecked(verdicts, second, checks, kind)
     memory = first.memory.union(*(part.promoted.memory for part in found))
     either = first.either.union(*(part.promoted.either for part in found))
-    confirmations = [part.confirmed for part in found]
-    return verdicts.confirmed(confirmations, memory, either)
+    return verdicts.confirmed([part.confirmed for part in found], memory, either)

@@ -103,9 +103,7 @@ class SideSpec:
     @property
     def python(self) -> str:
         """The interpreter the side's pytest runs in."""
-        if self.environment is None:
-            return sys.executable
-        return str(interpreter(self.environment))
+        return sys.executable if self.environment is None else str(interpreter(self.environment))
 
     @property
     def cwd(self) -> Path:
