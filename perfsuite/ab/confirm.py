@@ -42,16 +42,12 @@ threshold: it passes as it stands, saying its bound, and no `slower` is near, so
 budget goes to the suspects still open. One whose estimate is beyond the threshold goes
 on: it is where a decision is closest.
 
-A look also stops a suspect that the pairs still to come could not decide
-(:func:`perfsuite.verdict.futility.futile`): its t interval, narrowed to what the
-pairs of processes left (up to the last look, or as many as ``--confirm-seconds``
-leaves time for at the pace so far) would make of it and then by a margin
-(:func:`perfsuite.verdict.futility.t_margin`: 3/4, less while the spread rests on
-fewer than 7 pairs), would still hold 0 and reach past the threshold, and would still
-reach twice the threshold the slower way: more pairs of processes would end
-``inconclusive`` and too noisy all the same. It ends ``inconclusive`` there,
-``futile``; stopping without a verdict adds no false alarm. A suspect that more pairs
-could bound under twice its threshold goes on: it would pass.
+A look also stops a suspect that the pairs still to come could neither decide nor bound
+under twice its threshold (:func:`perfsuite.verdict.futility.futile`, ``bounding``): its
+t interval projected to the pairs of processes left (up to the last look, or as many as
+``--confirm-seconds`` leaves time for at the pace so far) and narrowed by
+:func:`~perfsuite.verdict.futility.t_margin`. It ends ``inconclusive`` there,
+``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
 from its first pair of processes; the first look's pairs always run. Once it has run
@@ -221,11 +217,8 @@ class Suspects:
     #: time: a look keeps them only once their CPU, judged across the fresh pairs, is
     #: decisive too.
     cpu: frozenset[str] = frozenset()
-    #: suspects taken whichever way their fresh pairs point: with ``--suspects
-    #: undecided``, a first pair that could not rule out a regression and does not lean
-    #: slower (:attr:`Row.open_either_way`). It is judged at the first stage's error rate
-    #: on the fresh pairs alone, so no direction is needed to hold the false-alarm rate
-    #: (:meth:`Verdicts.confirmed`).
+    #: suspects taken whichever way their fresh pairs point (:meth:`Verdicts.confirmed`):
+    #: with ``--suspects undecided``, each :attr:`Row.open_either_way`.
     either: frozenset[str] = frozenset()
 
     @classmethod

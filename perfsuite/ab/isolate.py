@@ -44,8 +44,7 @@ class _Listed(pytest.File):
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[None, Any, Any]:
     """Plugin hook (``-p perfsuite.ab.isolate``): each file pytest would collect as a test
-    module becomes a :class:`_Listed` node, so no bench module (nor the framework it
-    imports) is imported just to learn which files the selection holds."""
+    module becomes a :class:`_Listed` node, never imported."""
     found = yield
     if not os.environ.get(COLLECT_OUT_ENV):
         return found

@@ -257,15 +257,12 @@ class LockstepSide:
         A round is ``iterations`` calls of ``target`` on the arguments of one ``setup``
         call, and ``teardown`` gets those arguments after the round, untimed.
         ``iterations`` may be a :data:`Calibration` instead, which chooses the count in
-        this side's warm-up turn, before the warm-up rounds. The controller gets each
-        round's seconds per call (over ``iterations``), so sides that chose different
-        counts compare alike. Returns the last call's result. The rounds go into
-        pytest-benchmark's stats (``iterations`` calls each) once the controller says
-        ``done``. With each block go its rounds' CPU seconds per call, read just outside
-        each round's timed region, and the bench's peak memory so far
-        (:mod:`perfsuite.bench.cost`); ``memory_threshold`` is the bench's own.
-        ``fixture`` names what times the rounds (``perf``, or ``benchmark``: a bench of
-        pytest-benchmark's fixture), which sets its least drain
+        this side's warm-up turn, before the warm-up rounds. Each block's rounds go to
+        the controller as :mod:`perfsuite.ab.protocol`'s ``block_done`` says, their CPU
+        read just outside each round's timed region (:mod:`perfsuite.bench.cost`), and
+        into pytest-benchmark's stats (``iterations`` calls each) once it says ``done``.
+        Returns the last call's result. ``memory_threshold`` is the bench's own;
+        ``fixture`` (``perf`` or ``benchmark``) sets its least drain
         (:func:`perfsuite.ab.protocol.block_plan`).
         """
         from perfsuite.bench.cost import start

@@ -48,8 +48,7 @@ def cached(path: Path, find: Callable[[], Any]) -> Any:
 def keep_facts(side: str) -> None:
     """Where ``PERFSUITE_AB_FACTS`` names a folder (removed from the environment, so no
     process this one starts takes it), wrap pytest-benchmark's CPU and commit finders
-    in this process so that they keep what they find there: the CPU's for every side,
-    the commit's per ``side``."""
+    in this process to keep what they find there (the commit's per ``side``)."""
     named = os.environ.pop(FACTS_ENV, None)
     if not named:
         return
