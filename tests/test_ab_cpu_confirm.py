@@ -95,3 +95,31 @@ def test_a_cpu_suspect_is_kept_only_once_its_cpu_is_decided_too() -> None:
 
     confirm_in_fresh_pairs(again, ["b.py::x"], 12, ALPHA)
     assert len(plain) == 3  # a time suspect alone ends at the first decisive look
+
+
+def test_cpu_that_rose_in_the_fresh_pairs_of_a_bench_read_faster_first_is_not_confirmed() -> None:
+    """The first pair read the bench 7% faster, time and CPU; its fresh pairs read both
+    7% slower. Neither confirms the suspicion, so a false alarm on the CPU needs both
+    stages to err the same way, as on the time."""
+    first = _session(math.log(0.93), math.log(0.93), 0)
+    assert first.rows[0].suspect_of("leaning")
+    assert not first.rows[0].cpu_slower
+    check = Verdicts.pool([_session(math.log(1.07), math.log(1.07), i) for i in range(1, 5)])
+    assert check.rows[0].cpu_slower  # fresh pairs alone: the CPU rose
+    final = first.confirmed([check])
+    row = final.rows[0]
+    assert row.run is not None
+    assert row.run.cpu is not None
+    assert row.run.cpu.verdict is Verdict.INCONCLUSIVE
+    assert row.verdict is Verdict.INCONCLUSIVE
+    assert not final.regressed
+    assert "the other way: not confirmed" in row.cells()[1]
+    # read slower first, the same check confirms both
+    same_way = _session(math.log(1.07), math.log(1.07), 9).confirmed([check])
+    assert same_way.rows[0].cpu_slower
+    assert same_way.regressed
+    # a suspect by its CPU alone is held to its CPU's first estimate, not its time's
+    by_cpu = _session(math.log(0.99), math.log(1.2), 10)
+    assert by_cpu.rows[0].cpu_slower
+    rose = Verdicts.pool([_session(0.0, math.log(1.2), i) for i in range(11, 15)])
+    assert by_cpu.confirmed([rose]).rows[0].cpu_slower

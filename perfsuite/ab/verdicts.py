@@ -95,9 +95,12 @@ class Verdicts:
         """These verdicts with each row that ``checks`` measured (the suspects, run
         again) replaced by its check's row, its status saying in how many pairs and the
         first estimate (and a rechecked `same`'s second), neither ever pooled in. A check
-        that says slower or faster the other way from the estimate that made the bench a
-        suspect (:attr:`Row.suspicion`, :func:`against`) makes the row inconclusive,
-        unless it is in ``either_way`` (:attr:`perfsuite.ab.confirm.Suspects.either`). A
+        whose time, or CPU per call, says slower or faster the other way from the
+        estimate that made the bench a suspect (:attr:`Row.suspicion`, or the first
+        pair's CPU for a suspect by its CPU; :func:`against`) makes that measure
+        inconclusive, unless the bench is in ``either_way``
+        (:attr:`perfsuite.ab.confirm.Suspects.either`): a CPU that rose in the fresh
+        pairs of a bench its first pair read faster is as unconfirmed as its time. A
         row in ``memory`` (:attr:`perfsuite.ab.confirm.Suspects.memory`) keeps its own time
         verdict and takes only the check's peak memory (:attr:`BenchRun.memory`)."""
         again = {r.nodeid: r for part in checks for r in part.rows if r.run is not None}
@@ -119,8 +122,15 @@ class Verdicts:
             status = f"confirmation in {len(new.run.sessions) or 1} pairs of processes; first pair "
             status += pct(first.change) + (f", second pair {pct(second.change)}" if second else "")
             run = replace(new.run, first=first, second=second)
-            if run.result and against(lead, run.result) and row.nodeid not in either_way:
-                run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
+            # a CPU suspect's question is its CPU's first estimate; any other's, its time's
+            cpu_lead = before.cpu if row.cpu_slower and before.cpu else lead
+            time_against = run.result is not None and against(lead, run.result)
+            cpu_against = run.cpu is not None and against(cpu_lead, run.cpu)
+            if (time_against or cpu_against) and row.nodeid not in either_way:
+                if run.result and time_against:
+                    run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
+                if run.cpu and cpu_against:
+                    run = replace(run, cpu=replace(run.cpu, verdict=Verdict.INCONCLUSIVE))
                 status += f", {OTHER_WAY}"
             elif run.result and run.result.futile:
                 status += ", stopped early: more could not decide"
