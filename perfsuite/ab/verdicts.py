@@ -23,7 +23,7 @@ from perfsuite.bench.summary import format_table
 from perfsuite.envs.build import changes_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.verdict.compare import CounterChange
-from perfsuite.verdict.paired import PAIRED_ALPHA, judge_processes
+from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge_processes
 from perfsuite.verdict.runs import Bench, Run, load_run
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.table import code_span, markdown_table, pct
@@ -32,6 +32,14 @@ from perfsuite.verdict.table import code_span, markdown_table, pct
 REMOVED, ADDED = "removed (base only), not run", "added (candidate only), not run"
 #: a confirmation that pointed the other way from the estimate that made the suspect
 OTHER_WAY = "the other way: not confirmed"
+
+
+def _held_to(lead: PairedResult, check: PairedResult | None) -> PairedResult | None:
+    """``check``, made inconclusive where its ``slower`` or ``faster`` points the other
+    way from ``lead``, the estimate that made the bench a suspect (:func:`against`)."""
+    if check is None or not against(lead, check):
+        return check
+    return replace(check, verdict=Verdict.INCONCLUSIVE)
 
 
 def _load(path: Path) -> Run | None:
@@ -124,13 +132,9 @@ class Verdicts:
             run = replace(new.run, first=first, second=second)
             # a CPU suspect's question is its CPU's first estimate; any other's, its time's
             cpu_lead = before.cpu if row.cpu_slower and before.cpu else lead
-            time_against = run.result is not None and against(lead, run.result)
-            cpu_against = run.cpu is not None and against(cpu_lead, run.cpu)
-            if (time_against or cpu_against) and row.nodeid not in either_way:
-                if run.result and time_against:
-                    run = replace(run, result=replace(run.result, verdict=Verdict.INCONCLUSIVE))
-                if run.cpu and cpu_against:
-                    run = replace(run, cpu=replace(run.cpu, verdict=Verdict.INCONCLUSIVE))
+            result, cpu = _held_to(lead, run.result), _held_to(cpu_lead, run.cpu)
+            if (result is not run.result or cpu is not run.cpu) and row.nodeid not in either_way:
+                run = replace(run, result=result, cpu=cpu)
                 status += f", {OTHER_WAY}"
             elif run.result and run.result.futile:
                 status += ", stopped early: more could not decide"
