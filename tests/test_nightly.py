@@ -154,7 +154,13 @@ def test_too_little_history_screens_against_the_previous_run(tmp_path: Path) -> 
     assert len(screening.suspects) == 2
     assert "against the previous run" in screening.suspects[0].reason
     make_history(tmp_path / "below", nights=nights, step_at=nights - 1, step=0.04, noise=0.0)
-    assert screen(runs_of(tmp_path / "below")).suspects == []
+    # +4% is no move past the threshold; but 7 rounds a side with one far-off round
+    # (tiny_run.json's) cannot rule out twice it: a suspect by its bound, for the A/B
+    below = screen(runs_of(tmp_path / "below")).suspects
+    assert len(below) == 2
+    for suspect in below:
+        assert suspect.reason.startswith("too noisy tonight: no regression above +"), suspect
+        assert suspect.compared_from == nights - 2  # the previous run alone
 
 
 def test_the_same_commit_is_not_sent_to_ab(
@@ -408,7 +414,8 @@ def test_the_summary_gives_every_bench_its_bound(
     tmp_path: Path, ab: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No suspect: each bench's row says ``same`` or the largest regression tonight did
-    not rule out, and the verdict line counts them; a short history has no bound yet."""
+    not rule out, and the verdict line counts them; a short history is bounded by
+    tonight's rounds against the previous run's."""
     make_history(tmp_path / "long", nights=15, step_at=None, noise=0.03)
     report = tmp_path / "report"
     assert nightly(tmp_path / "long", ab, "--report", str(report)) == 0
@@ -421,11 +428,33 @@ def test_the_summary_gives_every_bench_its_bound(
     assert verdict.startswith("Verdict: passed: no suspect among 2 benches; ")
     assert "judged at their threshold" in verdict
     capsys.readouterr()
-    make_history(tmp_path / "short", nights=3, step_at=None, noise=0.0)
+    # tiny_run.json's first 5 rounds of each bench, its steady ones
+    keep_rounds(make_history(tmp_path / "short", nights=3, step_at=None, noise=0.0), 5)
     assert nightly(tmp_path / "short", ab) == 0
     out = capsys.readouterr().out
-    assert out.count("| no bound: 2 earlier runs, a noise band needs 5 |") == 2, out
-    assert "2 without a bound yet (fewer than 5 earlier runs since their last step)" in out
+    rows = [line for line in out.splitlines() if line.startswith("| sum/")]
+    assert len(rows) == 2, out
+    for row in rows:
+        assert "| same |" in row or "| no regression above +" in row, row
+    assert "no bound" not in out, out
+    assert "without a bound" not in out, out
+    assert "their bound is the interval of tonight's rounds against that run's" in out
+    # too few rounds for an interval, too few runs for a band: no bound, counted
+    keep_rounds(make_history(tmp_path / "few", nights=3, step_at=None, noise=0.0), 4)
+    assert nightly(tmp_path / "few", ab) == 0
+    out = capsys.readouterr().out
+    no_bound = "| no bound: 2 earlier runs (a noise band needs 5) and fewer than 5 saved rounds"
+    assert out.count(no_bound) == 2, out
+    assert "2 without a bound yet (fewer than 5 earlier runs since their last step" in out
+
+
+def keep_rounds(paths: list[Path], rounds: int) -> None:
+    """Keep the first ``rounds`` raw rounds of each bench of the saved runs ``paths``."""
+    for path in paths:
+        document = json.loads(path.read_text())
+        for bench in document["benchmarks"]:
+            bench["stats"]["data"] = bench["stats"]["data"][:rounds]
+        path.write_text(json.dumps(document))
 
 
 def test_each_suspects_row_is_its_ab_row_and_one_left_undecided_is_unconfirmed(

@@ -9,6 +9,7 @@ import pytest
 from perfsuite.nightly.screen import Suspect, base_point, screen_series, tonight_bound
 from perfsuite.verdict.changepoint import find_steps
 from perfsuite.verdict.history import Point, Series
+from perfsuite.verdict.stats import compare_samples
 
 BEFORE = [1.0, 1.01, 0.99, 1.02, 0.98]  # five nights of commit "w"
 
@@ -105,7 +106,31 @@ def test_every_screened_night_has_its_bound() -> None:
     assert steady.word == "same"
     short = tonight_bound(constructed([1.0, 1.02]))
     assert short.bound is None
-    assert short.word == "no bound: 1 earlier run, a noise band needs 5"
+    assert short.word == (
+        "no bound: 1 earlier run (a noise band needs 5) and fewer than 5 saved rounds a side"
+    )
+
+
+def test_a_short_history_is_bounded_by_tonights_rounds_against_the_previous_runs() -> None:
+    """With fewer than 5 earlier runs, the bound is the rank test's interval of tonight's
+    raw rounds against the previous run's, as the gate's screen bounds a bench: ``same``
+    within the threshold, a suspect where it could not rule out twice the threshold."""
+    before = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01]
+    steady = tonight_bound(constructed([1.0, 1.0]), (before, [v * 1.01 for v in before]))
+    assert steady.interval == compare_samples(before, [v * 1.01 for v in before], 0.05).ci
+    assert steady.runs == 1
+    assert steady.word == "same"
+    scattered = [0.7, 1.0, 1.4, 0.8, 1.3, 0.9, 1.2]
+    noisy = tonight_bound(constructed([1.0, 1.0, 1.0]), (before, scattered))
+    assert noisy.bound is not None
+    assert noisy.bound >= 0.10
+    assert noisy.too_noisy
+    assert tonight_bound(constructed([1.0, 1.0]), (before[:4], before[:4])).bound is None
+    suspect, _, only_previous = screen_series(constructed([1.0, 1.0, 1.0]), noisy)
+    assert only_previous
+    assert suspect is not None
+    assert suspect.reason.startswith("too noisy tonight: no regression above +")
+    assert suspect.compared_from == 1  # the previous run alone
 
 
 def test_a_night_that_could_not_rule_out_twice_its_threshold_is_a_suspect() -> None:

@@ -16,7 +16,8 @@ For each bench of tonight's run (the newest saved run), over its comparable poin
 * where no time moved, its CPU per item is screened the same way;
 * a bench none of these flagged is still a **suspect** when tonight's run could not
   have caught a regression of twice its threshold: its :class:`Bound` (tonight's change
-  plus the recent runs' noise band) reaches that far.
+  plus the recent runs' noise band; with fewer runs, the interval of tonight's rounds
+  against the previous run's) reaches that far.
 
 Every screened bench has its bound, which the summary lists: ``same`` when the
 interval lies within the threshold, else ``no regression above +X%``.
@@ -32,6 +33,7 @@ its A/B starts at such a run, and the move is the machine's.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -43,13 +45,15 @@ from perfsuite.verdict.cost import MemoryChange
 from perfsuite.verdict.history import Point, Series, bench_histories
 from perfsuite.verdict.judge import HISTORY_RUNS, MIN_HISTORY, noise_band
 from perfsuite.verdict.runs import Run
-from perfsuite.verdict.stats import within_bound
+from perfsuite.verdict.stats import MIN_BOUND_SAMPLES, compare_samples, within_bound
 from perfsuite.verdict.table import bound_text
 
 #: earlier comparable points a bench needs before its own noise band screens it. The
 #: band's robust sigma (from adjacent runs) needs MIN_HISTORY points to mean anything:
 #: with fewer, one odd night moves it by more than the changes we look for.
 MIN_NIGHTLY_HISTORY = MIN_HISTORY
+#: a bench's raw rounds in the previous run and tonight's
+Rounds = tuple[Sequence[float], Sequence[float]]
 
 
 @dataclass(frozen=True)
@@ -76,82 +80,109 @@ class Suspect:
 
 @dataclass(frozen=True)
 class Bound:
-    """What tonight's screen rules out for one bench: tonight's median time against the
-    median of the recent runs it was judged against, give or take their noise band
+    """What tonight's screen rules out for one bench: an interval of tonight's change of
+    median time. With ``MIN_NIGHTLY_HISTORY`` earlier runs since the bench's last step,
+    tonight's change against their median, give or take their noise band
     (:func:`~perfsuite.verdict.judge.noise_band`, three robust sigmas of the run-to-run
-    spread). The upper end of that interval is the largest slowdown tonight's run has
-    not ruled out (:attr:`bound`). Without ``MIN_NIGHTLY_HISTORY`` earlier runs the
-    noise is not known: no bound.
+    spread: :meth:`of_band`); with fewer, the rank test's interval of tonight's rounds
+    against the previous run's, as the gate's screen bounds a bench
+    (:func:`~perfsuite.verdict.stats.compare_samples`). The upper end is the largest
+    slowdown tonight's run has not ruled out (:attr:`bound`); ``None`` where neither is
+    known (fewer runs, and fewer than ``MIN_BOUND_SAMPLES`` saved rounds a side).
 
     The threshold is the bench's, widened to the noise band where that is wider (as the
     screen's band is), so a bench the screen did not flag has a bound under about twice
     it; one whose change lies just under the band can reach that, and is
     :attr:`too_noisy`: the screen makes it a suspect.
 
-    >>> b = Bound("x", "t.py::x", 0.05, change=0.01, noise=0.03, runs=8)
+    >>> b = Bound.of_band("x", "t.py::x", 0.05, change=0.01, noise=0.03, runs=8)
     >>> round(b.bound, 4), b.word
     (0.0403, 'same')
-    >>> Bound("x", "t.py::x", 0.05, change=0.04, noise=0.04, runs=8).word
+    >>> Bound.of_band("x", "t.py::x", 0.05, change=0.04, noise=0.04, runs=8).word
     'no regression above +8.2%'
-    >>> Bound("x", "t.py::x", 0.09, change=0.085, noise=0.09, runs=8).too_noisy
+    >>> Bound.of_band("x", "t.py::x", 0.09, change=0.085, noise=0.09, runs=8).too_noisy
     True
-    >>> Bound("x", "t.py::x", 0.05, change=0.02, noise=None, runs=2).word
-    'no bound: 2 earlier runs, a noise band needs 5'
+    >>> Bound("x", "t.py::x", 0.05, change=0.02, interval=(-0.01, 0.06), runs=1).word
+    'no regression above +6.0%'
+    >>> Bound("x", "t.py::x", 0.05, change=0.02, interval=None, runs=2).word
+    'no bound: 2 earlier runs (a noise band needs 5) and fewer than 5 saved rounds a side'
     """
 
     label: str
     fullname: str
     threshold: float  # the bench's, widened to the noise band where that is wider
     change: float  # tonight against the median of the recent runs (or the previous run)
-    noise: float | None  # the recent runs' noise band; None: too few of them
+    interval: tuple[float, float] | None  # of that change; None: not known
     runs: int  # the earlier runs tonight was judged against
+
+    @classmethod
+    def of_band(
+        cls, label: str, fullname: str, threshold: float, change: float, noise: float, runs: int
+    ) -> Bound:
+        """``change`` give or take the noise band ``noise`` (both relative)."""
+        center, width = math.log1p(change), math.log1p(noise)
+        interval = (math.expm1(center - width), math.expm1(center + width))
+        return cls(label, fullname, threshold, change, interval, runs)
 
     @property
     def bound(self) -> float | None:
-        """The largest slowdown not ruled out: the change plus the noise band."""
-        if self.noise is None:
-            return None
-        return math.expm1(math.log1p(self.change) + math.log1p(self.noise))
+        """The largest slowdown not ruled out: the interval's upper end."""
+        return None if self.interval is None else self.interval[1]
 
     @property
     def judged(self) -> bool:
         """The whole interval lies within the threshold: ``same``."""
-        if self.noise is None:
+        if self.interval is None:
             return False
-        center, width = math.log1p(self.change), math.log1p(self.noise)
-        low, high = math.expm1(center - width), math.expm1(center + width)
+        low, high = self.interval
         return low >= -self.threshold and high <= self.threshold
 
     @property
     def too_noisy(self) -> bool:
         """A bound at twice the threshold or more: it could not have caught that."""
-        return self.noise is not None and not (
+        return self.interval is not None and not (
             self.judged or within_bound(self.bound, self.threshold)
         )
 
     @property
     def word(self) -> str:
-        if self.noise is None:
+        if self.interval is None:
             return (
-                f"no bound: {self.runs} earlier run{'s' if self.runs != 1 else ''}, "
-                f"a noise band needs {MIN_NIGHTLY_HISTORY}"
+                f"no bound: {self.runs} earlier run{'s' if self.runs != 1 else ''} "
+                f"(a noise band needs {MIN_NIGHTLY_HISTORY}) and fewer than "
+                f"{MIN_BOUND_SAMPLES} saved rounds a side"
             )
         return "same" if self.judged else bound_text(self.bound)
 
 
-def tonight_bound(series: Series) -> Bound:
+def tonight_bound(series: Series, rounds: Rounds = ((), ())) -> Bound:
     """Tonight's :class:`Bound` for ``series`` (its time), judged against the runs
-    since its history's last step, as the screen judges it."""
+    since its history's last step, as the screen judges it; with fewer than
+    ``MIN_NIGHTLY_HISTORY`` of them, by ``rounds``: the previous run's raw rounds of the
+    bench and tonight's (:func:`raw_rounds`)."""
     values = series.medians
     _, since = _steps(values)
     recent = _recent(values, since)
     if len(recent) < MIN_NIGHTLY_HISTORY:
         change = _change(values[-1], values[-2])
-        return Bound(series.label, series.fullname, series.threshold, change, None, len(recent))
+        before, tonight = rounds
+        interval = None
+        if min(len(before), len(tonight)) >= MIN_BOUND_SAMPLES:
+            with contextlib.suppress(ValueError):  # a round of no time bounds nothing
+                interval = compare_samples(before, tonight, series.threshold).ci
+        runs = 1 if interval is not None else len(recent)
+        return Bound(series.label, series.fullname, series.threshold, change, interval, runs)
     noise = noise_band(recent) or 0.0
     threshold = max(series.threshold, noise)
     change = _change(values[-1], _center(recent))
-    return Bound(series.label, series.fullname, threshold, change, noise, len(recent))
+    return Bound.of_band(series.label, series.fullname, threshold, change, noise, len(recent))
+
+
+def raw_rounds(runs: Sequence[Run], series: Series) -> Rounds:
+    """The raw per-round seconds of ``series``' bench in its previous point's run and in
+    tonight's (its last point's), each empty where that run saved none."""
+    before, tonight = (runs[p.position].benches[series.fullname] for p in series.points[-2:])
+    return before.data, tonight.data
 
 
 @dataclass(frozen=True)
@@ -349,7 +380,7 @@ def screen(runs: Sequence[Run]) -> Screening:
             unscreened.append(series.label)  # new, renamed, or another machine's before
             continue
         screened += 1
-        bounds.append(tonight_bound(series))
+        bounds.append(tonight_bound(series, raw_rounds(runs, series)))
         bases[series.fullname] = index[series.points[-2].run]
         suspect, counter, only_previous = screen_series(series, bounds[-1])
         if suspect is not None:

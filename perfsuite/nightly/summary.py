@@ -13,6 +13,7 @@ from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Screening, Suspect
 from perfsuite.outcomes import AbRun, decide, row_of
 from perfsuite.verdict.commits import short_sha
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, MACHINE, UNCONFIRMED, Confirmed
+from perfsuite.verdict.stats import MIN_BOUND_SAMPLES
 from perfsuite.verdict.table import (
     CONFIRMED_WORDS,
     PASSED_WORDS,
@@ -180,7 +181,7 @@ def _bounds_line(screening: Screening) -> str:
     if unbounded:
         parts.append(
             f"{unbounded} without a bound yet (fewer than {MIN_NIGHTLY_HISTORY} earlier runs "
-            "since their last step)"
+            f"since their last step, and fewer than {MIN_BOUND_SAMPLES} saved rounds a side)"
         )
     return "; ".join(parts)
 
@@ -302,7 +303,8 @@ def nightly_markdown(
     if screening.short_history:
         lines.append(
             f"{len(screening.short_history)} benches have too little history for a noise band "
-            "and were screened against the previous run only."
+            "and were screened against the previous run only: their bound is the interval "
+            "of tonight's rounds against that run's."
         )
     verdict = verdict_line(screening, confirmation, status) + culprit_words(bisection)
     lines.extend(["", "Verdict: " + verdict, ""])
