@@ -138,7 +138,7 @@ def suspect_outcome(suspect: Suspect, part: Confirmation) -> Confirmed:
     ab = part.ab
     if ab is None:
         if part.machine:
-            return Confirmed(MACHINE, f"the machine's: {part.skipped}")
+            return Confirmed(MACHINE, part.skipped or "the machine's move")
         return Confirmed(UNCONFIRMED, f"not confirmed: {part.skipped}")
     if ab.status is not None and ab.concluded and row_of(ab, suspect.series.fullname) is None:
         outcome, text = STATUS_OUTCOMES[ExitCode(ab.status)]
