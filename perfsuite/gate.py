@@ -306,6 +306,7 @@ class VerdictPlugin:
                     count,
                     spent,
                     self.settings.scale.value,
+                    item.current.rounds,
                 ),
             )
         except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt

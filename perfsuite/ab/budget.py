@@ -232,7 +232,12 @@ def round_cost(median: float, call_seconds: float | None, rounds: int | None) ->
 
 
 def first_look_fits(
-    round_seconds: float, fixture: str, count: int, seconds: float, scale: str
+    round_seconds: float,
+    fixture: str,
+    count: int,
+    seconds: float,
+    scale: str,
+    rounds: int | None = None,
 ) -> bool:
     """Whether a bench whose rounds take ``round_seconds`` reaches its first look (the
     scale's ``min_pairs`` pairs of blocks, each of the rounds
@@ -241,15 +246,25 @@ def first_look_fits(
     (:func:`bench_seconds`); a bench that cannot is left inconclusive by it, however
     it moved.
 
+    A bench that timed fewer ``rounds`` than those pairs in its run does not: a bench
+    given a ``setup`` (``perf.measure(setup=...)``, ``benchmark.pedantic(setup=...)``)
+    alternates in the A/B only the rounds it asks for, one a block, and the run cannot
+    tell it from one that has no ``setup``.
+
     >>> first_look_fits(0.1, "benchmark", 3, 300, "default")
     True
     >>> first_look_fits(0.5, "benchmark", 3, 300, "default")
     True
     >>> first_look_fits(0.5, "perf", 3, 300, "default")
     False
+    >>> first_look_fits(0.01, "perf", 3, 300, "default", rounds=5)
+    False
     """
     from perfsuite.ab.protocol import block_plan
 
+    least = BUDGETS[scale].min_pairs
+    if rounds is not None and rounds < least:
+        return False
     block = sum(block_plan(None, None, "freeze", [fixture])) * round_seconds
-    need = BUDGETS[scale].min_pairs * 2 * block * PAIR_OVERHEAD
+    need = least * 2 * block * PAIR_OVERHEAD
     return need <= bench_seconds(count, seconds, scale)
