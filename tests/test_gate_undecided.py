@@ -136,6 +136,9 @@ def test_too_noisy_benches_of_unchanged_code_are_sampled(
     else:
         assert status == ExitCode.NOT_JUDGED
         assert message.startswith("5 suspect(s) could be neither confirmed nor cleared: ")
+        # the three that followed the sample share one reason, said once after them
+        assert message.count("did not clear all 3 suspect(s)") == 1
+        assert "b0, b1, b2 (unconfirmed, not measured: its code is the same as at" in message
 
 
 def test_every_too_noisy_bench_of_unchanged_code_passes_with_the_sample(

@@ -21,7 +21,7 @@ Each outcome has one exit status (``EXIT_STATUS``), shared by every command.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +82,18 @@ def no_baseline(saving: bool) -> GateDecision:
     )
 
 
+def _named(items: Sequence[BenchVerdict]) -> str:
+    """Each of ``items`` with why it failed or stayed undecided; benches that share one
+    reason (the suspects that followed one same-code sample) are named together before it,
+    so the line says each reason once."""
+    labels: dict[str, list[str]] = {}
+    for item in items:
+        labels.setdefault(_why(item), []).append(item.label)
+    return "; ".join(f"{', '.join(names)} ({why})" for why, names in labels.items())
+
+
 def _why(item: BenchVerdict) -> str:
+    """Why ``item`` failed or stayed undecided."""
     why = [item.verdict.value] if item.suspect and item.verdict is not None else []
     if item.confirmation is not None and item.suspect:
         why = [item.confirmation.text]
@@ -93,7 +104,7 @@ def _why(item: BenchVerdict) -> str:
     why.extend(str(c) for c in item.counters_rose)
     if item.memory_rose and item.confirmation is None:
         why.append(str(item.memory))
-    return f"{item.label} ({', '.join(why)})"
+    return ", ".join(why)
 
 
 def gate_decision(
@@ -129,15 +140,14 @@ def gate_decision(
         count = len(regressions)
         return GateDecision(
             GateOutcome.REGRESSION,
-            f"{count} regression{'s' if count > 1 else ''}: "
-            + "; ".join(_why(item) for item in regressions),
+            f"{count} regression{'s' if count > 1 else ''}: " + _named(regressions),
         )
     unconfirmed = [v for v in comparison.verdicts if v.unconfirmed]
     if unconfirmed:
         return GateDecision(
             GateOutcome.UNCONFIRMED,
             f"{len(unconfirmed)} suspect(s) could be neither confirmed nor cleared: "
-            + "; ".join(_why(item) for item in unconfirmed),
+            + _named(unconfirmed),
         )
     noisy = [v for v in comparison.verdicts if v.too_noisy] if bounds else []
     if noisy:

@@ -183,7 +183,9 @@ def named(result: dict[str, Any]) -> list[str]:
     labels = user_suite.regressed(result["rows"])
     found = FAILED.match(result["gate"] or "")
     if found:
-        labels += re.findall(r"(?:^|; )([^\s;]+) \(", found.group(2))
+        # benches that share one reason are named together before it: "a, b (why)"
+        for names in re.findall(r"(?:^|; )((?:[^\s;,]+, )*[^\s;,]+) \(", found.group(2)):
+            labels += names.split(", ")
     return sorted(set(labels))
 
 
