@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 #: the most changed benches, beyond the screen's suspects, one A/B measures: those
 #: whose screen read them slowest first
 CHANGED_AT_MOST = 16
+#: the suffixes of documents: files no bench reads as code or data, so that a change of
+#: only these changes no bench (a bench that reads one as data: ``perfsuite ab`` it)
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".adoc", ".asciidoc")
 #: git prints a path with non-ASCII characters quoted and escaped unless told not to
 UNQUOTED = ("-c", "core.quotePath=false")
 
@@ -171,20 +174,52 @@ class CodeGraph:
         return seen
 
 
-def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str] | None:
-    """Of ``nodeids`` (relative to ``rootdir`` or to the top of the git checkout holding
-    it), those whose code changed since commit ``sha``, each with a reason naming one
-    changed file; None where git cannot say."""
-    top_line = git_lines(rootdir, "rev-parse", "--show-toplevel")
+def changed_files(cwd: Path, sha: str) -> tuple[Path, list[str]] | None:
+    """The top of the git checkout holding ``cwd``, and its files that differ between
+    commit ``sha`` and the working tree, new ones (neither tracked nor ignored) included,
+    relative to that top; None where git cannot say."""
+    top_line = git_lines(cwd, "rev-parse", "--show-toplevel")
     if not top_line:
         return None
     top = Path(top_line[0]).resolve()
-    # the Python files that differ between commit sha and the working tree, new ones included
     diff = git_lines(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
     new = git_lines(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
     if diff is None or new is None:
         return None
-    changed = {(top / name).resolve() for name in [*diff, *new] if name.endswith(".py")}
+    return top, sorted({*diff, *new})
+
+
+def is_document(name: str) -> bool:
+    """Whether the file ``name`` is a document (:data:`DOCUMENT_SUFFIXES`), which no
+    bench reads as code or data.
+
+    >>> is_document("README.md"), is_document("docs/a.RST"), is_document("labels.txt")
+    (True, True, False)
+    """
+    return name.lower().endswith(DOCUMENT_SUFFIXES)
+
+
+def documents_only(cwd: Path, sha: str) -> list[str] | None:
+    """The files changed since commit ``sha`` in the git checkout holding ``cwd``
+    (:func:`changed_files`) where every one is a document (:func:`is_document`), so that
+    no bench's code or data changed: none at all where the trees are the same. None
+    where another file changed, or git cannot say."""
+    found = changed_files(cwd, sha)
+    if found is None:
+        return None
+    names = found[1]
+    return names if all(is_document(name) for name in names) else None
+
+
+def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str] | None:
+    """Of ``nodeids`` (relative to ``rootdir`` or to the top of the git checkout holding
+    it), those whose code changed since commit ``sha``, each with a reason naming one
+    changed file; None where git cannot say."""
+    found = changed_files(rootdir, sha)
+    if found is None:
+        return None
+    top, names = found
+    changed = {(top / name).resolve() for name in names if name.endswith(".py")}
     if not changed:
         return {}
     graph = CodeGraph(top)

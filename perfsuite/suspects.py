@@ -11,7 +11,10 @@ noisy to have caught a regression of twice its threshold
 (:func:`perfsuite.verdict.shift.mark_undecided`). Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
-   changes: no code changed, so the move is the machine's (``machine``); no A/B runs.
+   changes, or the baseline's commit (on a clean tree) differs from the working tree
+   only in documents (:func:`perfsuite.changed.documents_only`): no code or data
+   changed, so the move is the machine's (``machine``), for the suspects and for the
+   benches the screen left too noisy alike; no A/B runs.
 2. Otherwise, where the folder is a git checkout holding the baseline's commit,
    ``perfsuite ab BASE --report DIR -- NODEIDS OPTIONS`` measures the suspects alone,
    the baseline's commit (A) against the working tree (B, uncommitted changes
@@ -60,7 +63,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from perfsuite.changed import git, mark_changed, untracked_code, untracked_line
+from perfsuite.changed import (
+    documents_only,
+    git,
+    mark_changed,
+    untracked_code,
+    untracked_line,
+)
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
 from perfsuite.outcomes import AbRun, decide_all
@@ -260,6 +269,14 @@ def confirm_suspects(
     if untracked:
         unchanged = False
         say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
+    documents = None
+    if not unchanged and base.sha is not None and not base.dirty:
+        documents = documents_only(cwd, base.sha)
+        unchanged = documents is not None
+    if unchanged:
+        # no code or data changed: every move is the machine's, the too noisy ones too
+        comparison, _ = mark_undecided(comparison, None, "no code or data changed")
+        say(f"perfsuite gate: {machine_move(base, documents).text}")
     undecided: set[str] = set()
     known = False  # whether git told which benches' code changed
     why_not = None if unchanged else cannot_run(cwd, base)
@@ -278,7 +295,7 @@ def confirm_suspects(
         return comparison, None
     note = None
     if unchanged:
-        decided = {v.fullname: machine_move(base) for v in suspects}
+        decided = {v.fullname: machine_move(base, documents) for v in suspects}
     else:
         changed = [v for v in suspects if v.changed is not None]
         pool = [v for v in suspects if v.changed is None and not v.memory_rose]

@@ -297,7 +297,8 @@ def test_a_bench_whose_code_changed_is_measured_whatever_the_screen_read(repo: P
 
 def test_a_move_with_unchanged_code_is_cleared(saved_repo: Path) -> None:
     repo = saved_repo
-    commit(repo, "docs", **{"README.md": "a bench, described\n"})
+    # a data file no bench reads: the code is the same, yet only an A/B can tell
+    commit(repo, "data", **{"labels.json": "[]\n"})
     # the machine got slower; the code did not (-q: the progress line stays open)
     proc = pytest_run(repo, "-q", "--benchmark-compare", "--perf-gate", AB_ARGS, delay=0.02)
     out = proc.stdout
@@ -318,11 +319,38 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(saved_repo: Path) -> No
     assert "1 suspect(s) the machine's, both runs of one commit on a clean tree (" in out
     assert "suspect(s) cleared" not in out
     assert "confirmations took" not in out  # no A/B ran
-    # a tracked file changed: the same commit no longer means the same code
+    # a tracked data file changed: the same commit no longer means the same code or data
     (repo / "README.md").write_text("edited\n")
+    (repo / "labels.json").write_text("[]\n")
     dirty = gate(repo, delay=0.02)
     assert dirty.returncode == ExitCode.OK, dirty.stdout + dirty.stderr
     assert "cleared by A/B (same)" in dirty.stdout
+
+
+def test_a_change_of_documents_alone_is_the_machines_move(saved_repo: Path) -> None:
+    """Committed or not, a change of Markdown and reStructuredText files alone changes no
+    bench's code or data: the move is the machine's, with no A/B, and the line states each
+    bench's bound."""
+    repo = saved_repo
+    commit(repo, "docs", **{"README.md": "a bench, described\n", "CHANGES.rst": "none\n"})
+    (repo / "docs").mkdir()
+    (repo / "docs" / "guide.md").write_text("not committed yet\n")
+    proc = gate(repo, delay=0.02)
+    out = proc.stdout
+    assert proc.returncode == ExitCode.OK, out + proc.stderr
+    assert "slower? the machine's" in out
+    assert "only documents changed since commit" in out
+    assert "(CHANGES.rst, README.md, docs/guide.md), no code or data change to confirm" in out
+    (passed,) = (line for line in out.splitlines() if line.startswith("perfsuite gate: passed"))
+    assert "; 1 suspect(s) the machine's, no code or data changed (" in passed
+    assert "test_sleep: no regression above +" in passed
+    assert "confirmations took" not in out  # no A/B ran
+    # code changed beside the documents: an A/B decides
+    (repo / "docs" / "guide.md").unlink()
+    (repo / "work.py").write_text(WORK.format(factor=1.0) + "# edited\n")
+    unknown = gate(repo, delay=0.02)
+    assert unknown.returncode == ExitCode.OK, unknown.stdout + unknown.stderr
+    assert "the machine's" not in unknown.stdout
 
 
 def test_an_untracked_python_file_is_code_the_commit_does_not_pin(
@@ -373,7 +401,7 @@ def test_a_baseline_without_raw_samples_says_how_to_get_them(repo: Path) -> None
 def test_a_screen_that_decided_nothing_has_the_ab_decide(repo: Path) -> None:
     plain = pytest_run(repo, "--benchmark-autosave")  # no raw samples: the screen cannot judge
     assert plain.returncode == 0, plain.stdout + plain.stderr
-    commit(repo, "docs", **{"README.md": "a bench, described\n"})
+    commit(repo, "data", **{"labels.json": "[]\n"})
     proc = gate(repo, delay=0.01)
     out = proc.stdout
     if "def test_sleep(perf)" in (repo / "test_bench.py").read_text():

@@ -17,7 +17,7 @@ from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.shift import UNDECIDED_AT_MOST, mark_undecided
 from perfsuite.verdict.stats import Verdict
-from tests.gate_fakes import HEAD, FakeAb, comparison
+from tests.gate_fakes import HEAD, FakeAb, comparison, verdict
 
 #: what the rank test says of a baseline saved without its rounds
 NO_SAMPLES = "baseline has no raw samples (save it with --benchmark-save-data)"
@@ -153,6 +153,35 @@ def test_every_too_noisy_bench_of_unchanged_code_passes_with_the_sample(
     assert fake.asked == [names[-3:]]
     assert status == ExitCode.OK, message
     assert f"; {len(names) - 3} suspect(s) of unchanged code passed with those" in message
+
+
+@pytest.mark.parametrize("dirty", [False, True], ids=["clean", "dirty-baseline"])
+def test_where_only_documents_changed_too_noisy_benches_are_the_machines_move(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dirty: bool
+) -> None:
+    """Only documents changed since the baseline's commit: no A/B runs, and each bench the
+    screen left too noisy passes as the machine's move, its bound stated; unless the
+    baseline was saved from uncommitted changes, whose tree git cannot tell. A gate
+    that judged none of its benches still does not pass."""
+    monkeypatch.setattr(suspects, "documents_only", lambda cwd, sha: ["README.md"])
+    noisy = undecided({"x": 0.03, "y": -0.02}, spread=0.3)
+    info = {"id": "a" * 40, "dirty": dirty}
+    noisy = replace(noisy, baseline=replace(noisy.baseline, commit_info=info))
+    found = replace(noisy, verdicts=[*noisy.verdicts, verdict("z", 0.0)])
+    status, message, fake = gated(monkeypatch, tmp_path, found, dict.fromkeys("xyz", "same"))
+    assert status == ExitCode.OK, message
+    if dirty:
+        assert fake.asked == [["x", "y"]]
+        assert "the machine's" not in message
+        return
+    assert fake.asked == []
+    assert message == (
+        "no regression in 1 judged bench; 2 suspect(s) the machine's, no code or data "
+        "changed (x: no regression above +33.0%, y: no regression above +28.0%)"
+    )
+    status, message, _ = gated(monkeypatch, tmp_path, noisy, {})
+    assert status == ExitCode.NOT_JUDGED
+    assert message.endswith("a gate that judged nothing does not pass")
 
 
 def test_a_screen_that_judged_a_bench_still_sends_its_too_noisy_ones(

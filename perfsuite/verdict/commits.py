@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -68,8 +68,27 @@ def same_code(baseline: Commit, current: Commit) -> bool:
 MACHINE_TEXT = (
     "the machine's move: both runs are of commit {sha} on a clean tree, no code change to confirm"
 )
+DOCUMENTS_TEXT = (
+    "the machine's move: only documents changed since commit {sha} ({names}), no code or "
+    "data change to confirm"
+)
+SAME_TREE_TEXT = (
+    "the machine's move: no file changed since commit {sha}, no code or data change to confirm"
+)
 
 
-def machine_move(commit: Commit) -> Confirmed:
-    """A suspect's outcome where :func:`same_code` holds: the move is the machine's."""
-    return Confirmed(MACHINE, MACHINE_TEXT.format(sha=(commit.sha or "?")[:12]))
+def machine_move(commit: Commit, documents: Sequence[str] | None = None) -> Confirmed:
+    """A suspect's outcome where :func:`same_code` holds, or where ``documents`` are the
+    only files changed since ``commit`` (none: the same tree): the move is the
+    machine's.
+
+    >>> machine_move(Commit("0123456789abcdef", False), ["README.md"]).text.split(" (")[0]
+    "the machine's move: only documents changed since commit 0123456789ab"
+    """
+    sha = (commit.sha or "?")[:12]
+    if documents is None:
+        return Confirmed(MACHINE, MACHINE_TEXT.format(sha=sha))
+    if not documents:
+        return Confirmed(MACHINE, SAME_TREE_TEXT.format(sha=sha))
+    shown = ", ".join([*documents[:3], "..."] if len(documents) > 3 else documents)
+    return Confirmed(MACHINE, DOCUMENTS_TEXT.format(sha=sha, names=shown))

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfsuite.exitcodes import ExitCode
+from perfsuite.verdict.commits import MACHINE_TEXT
 from perfsuite.verdict.compare import RunComparison
-from perfsuite.verdict.judge import MACHINE, NOT_SHOWN, BenchVerdict
+from perfsuite.verdict.judge import MACHINE, NOT_SHOWN, BenchVerdict, Confirmed
 from perfsuite.verdict.table import bound_text
 
 
@@ -171,36 +172,49 @@ def gate_decision(
             + ", ".join(f"{v.label}: {bound_text(v.bound)}" for v in screened)
             + ")"
         )
-    decided = {
-        v.label: v.confirmation
-        for v in comparison.verdicts
-        if v.suspect and v.confirmation is not None
-    }
-    # how the closing line names each kind of passed suspect (any other: cleared)
-    said = {
-        MACHINE: "the machine's, both runs of one commit on a clean tree",
-        NOT_SHOWN: "not shown slower by their A/B",
-    }
-    for what in ("cleared", *said.values()):
-        names = [
-            label
-            for label, found in decided.items()
-            if found.measured and said.get(found.outcome, "cleared") == what
-        ]
-        if names:
-            message += f"; {len(names)} suspect(s) {what} ({', '.join(names)})"
-    sampled = [label for label, found in decided.items() if not found.measured]
+    passed = [v for v in comparison.verdicts if v.suspect and v.confirmation is not None]
+    kinds: dict[str, list[str]] = {}
+    for item in passed:
+        if item.confirmation is not None and item.confirmation.measured:
+            kinds.setdefault(_passed_as(item.confirmation), []).append(_passed_name(item))
+    for what in sorted(kinds, key=lambda what: (what != "cleared", what.startswith("not"))):
+        message += f"; {len(kinds[what])} suspect(s) {what} ({', '.join(kinds[what])})"
+    sampled = [
+        v.label for v in passed if v.confirmation is not None and not v.confirmation.measured
+    ]
     if sampled:
         message += (
             f"; {len(sampled)} suspect(s) of unchanged code passed with those the A/B "
             f"measured ({', '.join(sampled)})"
         )
+    named = {v.label for v in passed}
     unjudged = [
-        v.label for v in comparison.verdicts if not (v.judged or v.bounded or v.not_comparable)
+        v.label
+        for v in comparison.verdicts
+        if not (v.judged or v.bounded or v.not_comparable or v.label in named)
     ]
     if unjudged:
         message += f"; {len(unjudged)} not judged (see their rows)"
     return GateDecision(GateOutcome.PASS, message)
+
+
+def _passed_as(found: Confirmed) -> str:
+    """How the closing line names a passed suspect's kind."""
+    if found.outcome == NOT_SHOWN:
+        return "not shown slower by their A/B"
+    if found.outcome != MACHINE:
+        return "cleared"
+    if found.text.startswith(MACHINE_TEXT.split("{sha}")[0]):
+        return "the machine's, both runs of one commit on a clean tree"
+    return "the machine's, no code or data changed"
+
+
+def _passed_name(item: BenchVerdict) -> str:
+    """A passed suspect's name, with its screen's bound where no A/B measured it (the
+    machine's move): the largest regression the run itself did not rule out."""
+    if item.confirmation is None or item.confirmation.outcome != MACHINE:
+        return item.label
+    return f"{item.label}: {bound_text(item.bound)}"
 
 
 def nothing_judged(comparison: RunComparison) -> str | None:

@@ -215,13 +215,16 @@ UNDECIDED_AT_MOST = 16
 
 
 def mark_undecided(
-    comparison: RunComparison, at_most: int | None = UNDECIDED_AT_MOST
+    comparison: RunComparison,
+    at_most: int | None = UNDECIDED_AT_MOST,
+    then: str = "the A/B decides it",
 ) -> tuple[RunComparison, set[str]]:
     """``comparison`` with each bench the screen left too noisy
     (:attr:`~perfsuite.verdict.judge.BenchVerdict.too_noisy`: measured on both sides,
-    neither judged nor bounded under twice its threshold) made a time suspect, so that
-    the A/B decides it; and their names. At most ``at_most`` (None: every one), those
-    the screen read slowest first; where no counter rose.
+    neither judged nor bounded under twice its threshold) made a time suspect, its note
+    saying what ``then`` decides it (the A/B, or the rule that no code changed); and
+    their names. At most ``at_most`` (None: every one), those the screen read slowest
+    first; where no counter rose.
 
     A screen compares runs of two processes, whose offsets can hide a few percent of
     either sign; the A/B measures both commits in one session, so it can decide them.
@@ -234,7 +237,7 @@ def mark_undecided(
     ]
     names = {v.fullname for v in undecided}
     marked = [
-        replace(v, suspected=f"too noisy on the screen ({_reading(v)}); the A/B decides it")
+        replace(v, suspected=f"too noisy on the screen ({_reading(v)}); {then}")
         if v.fullname in names
         else v
         for v in verdicts
