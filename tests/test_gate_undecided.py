@@ -98,6 +98,18 @@ def test_a_slowdown_the_screen_could_not_decide_fails(
     assert message.startswith("1 regression: x (")
 
 
+def test_a_regression_names_the_suspects_left_unconfirmed_beside_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02, "z": 0.0})
+    answers = {"x": "slower", "y": "beyond=0.05,beyond=0.05", "z": "same"}  # y: +11%
+    status, message, _ = gated(monkeypatch, tmp_path, found, answers)
+    assert status == ExitCode.REGRESSION
+    regression, besides = message.split("; besides, ")
+    assert regression.startswith("1 regression: x (")
+    assert besides.startswith("1 suspect(s) could be neither confirmed nor cleared: y (")
+
+
 def test_benches_the_ab_bounded_pass_and_too_noisy_ones_judge_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

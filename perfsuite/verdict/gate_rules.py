@@ -137,19 +137,24 @@ def gate_decision(
             f"cannot judge: {nothing}; {who} that judged nothing does not pass",
         )
     regressions = [v for v in comparison.regressions if not v.unconfirmed or v.counters_rose]
+    failed = {v.fullname for v in regressions}
+    unconfirmed = [v for v in comparison.verdicts if v.unconfirmed and v.fullname not in failed]
+    undecided = (
+        f"{len(unconfirmed)} suspect(s) could be neither confirmed nor cleared: "
+        + _named(unconfirmed)
+        if unconfirmed
+        else ""
+    )
     if regressions:
         count = len(regressions)
         return GateDecision(
             GateOutcome.REGRESSION,
-            f"{count} regression{'s' if count > 1 else ''}: " + _named(regressions),
+            f"{count} regression{'s' if count > 1 else ''}: "
+            + _named(regressions)
+            + (f"; besides, {undecided}" if undecided else ""),
         )
-    unconfirmed = [v for v in comparison.verdicts if v.unconfirmed]
     if unconfirmed:
-        return GateDecision(
-            GateOutcome.UNCONFIRMED,
-            f"{len(unconfirmed)} suspect(s) could be neither confirmed nor cleared: "
-            + _named(unconfirmed),
-        )
+        return GateDecision(GateOutcome.UNCONFIRMED, undecided)
     noisy = [v for v in comparison.verdicts if v.too_noisy] if bounds else []
     if noisy:
         return GateDecision(

@@ -183,8 +183,10 @@ def named(result: dict[str, Any]) -> list[str]:
     labels = user_suite.regressed(result["rows"])
     found = FAILED.match(result["gate"] or "")
     if found:
-        # benches that share one reason are named together before it: "a, b (why)"
-        for names in re.findall(r"(?:^|; )((?:[^\s;,]+, )*[^\s;,]+) \(", found.group(2)):
+        # benches that share one reason are named together before it: "a, b (why)";
+        # the suspects left unconfirmed beside the regressions follow "; besides, "
+        failed = found.group(2).split("; besides, ")[0]
+        for names in re.findall(r"(?:^|; )((?:[^\s;,]+, )*[^\s;,]+) \(", failed):
             labels += names.split(", ")
     return sorted(set(labels))
 
