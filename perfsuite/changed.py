@@ -174,16 +174,21 @@ class CodeGraph:
         return seen
 
 
-def changed_files(cwd: Path, sha: str) -> tuple[Path, list[str]] | None:
+def changed_files(
+    cwd: Path, sha: str, revision: str | None = None
+) -> tuple[Path, list[str]] | None:
     """The top of the git checkout holding ``cwd``, and its files that differ between
-    commit ``sha`` and the working tree, new ones (neither tracked nor ignored) included,
-    relative to that top; None where git cannot say."""
+    commit ``sha`` and ``revision`` (None: the working tree, new files that git neither
+    tracks nor ignores included), relative to that top; None where git cannot say."""
     top_line = git_lines(cwd, "rev-parse", "--show-toplevel")
     if not top_line:
         return None
     top = Path(top_line[0]).resolve()
-    diff = git_lines(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, "--")
-    new = git_lines(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
+    against = [revision] if revision is not None else []
+    diff = git_lines(top, *UNQUOTED, "diff", "--name-only", "--no-renames", sha, *against, "--")
+    new: list[str] | None = []
+    if revision is None:
+        new = git_lines(top, *UNQUOTED, "ls-files", "--others", "--exclude-standard")
     if diff is None or new is None:
         return None
     return top, sorted({*diff, *new})
@@ -199,16 +204,34 @@ def is_document(name: str) -> bool:
     return name.lower().endswith(DOCUMENT_SUFFIXES)
 
 
-def documents_only(cwd: Path, sha: str) -> list[str] | None:
-    """The files changed since commit ``sha`` in the git checkout holding ``cwd``
-    (:func:`changed_files`) where every one is a document (:func:`is_document`), so that
-    no bench's code or data changed: none at all where the trees are the same. None
-    where another file changed, or git cannot say."""
-    found = changed_files(cwd, sha)
+def documents_only(
+    cwd: Path, sha: str, revision: str | None = None, sources: Iterable[Path] = ()
+) -> list[str] | None:
+    """The files that differ between commit ``sha`` and ``revision`` (None: the working
+    tree) in the git checkout holding ``cwd`` (:func:`changed_files`) where every one is a
+    document (:func:`is_document`) that no file of ``sources`` (the benches' own files)
+    names, so that no bench's code or data changed: none at all where the trees are the
+    same. None where another file changed, a bench file names a changed document (it
+    may read it as data), or git cannot say."""
+    found = changed_files(cwd, sha, revision)
     if found is None:
         return None
     names = found[1]
-    return names if all(is_document(name) for name in names) else None
+    if not all(is_document(name) for name in names):
+        return None
+    return None if _named_in({Path(name).name for name in names}, sources) else names
+
+
+def _named_in(names: set[str], sources: Iterable[Path]) -> bool:
+    """Whether the text of a file of ``sources`` holds one of the file ``names``."""
+    for source in sources:
+        try:
+            text = source.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(name in text for name in names):
+            return True
+    return False
 
 
 def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str] | None:

@@ -271,12 +271,12 @@ def confirm_suspects(
         say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
     documents = None
     if not unchanged and base.sha is not None and not base.dirty:
-        documents = documents_only(cwd, base.sha)
+        sources = {cwd / v.fullname.split("::", 1)[0] for v in comparison.verdicts}
+        documents = documents_only(cwd, base.sha, sources=sources)
         unchanged = documents is not None
     if unchanged:
         # no code or data changed: every move is the machine's, the too noisy ones too
         comparison, _ = mark_undecided(comparison, None, "no code or data changed")
-        say(f"perfsuite gate: {machine_move(base, documents).text}")
     undecided: set[str] = set()
     known = False  # whether git told which benches' code changed
     why_not = None if unchanged else cannot_run(cwd, base)
@@ -295,6 +295,7 @@ def confirm_suspects(
         return comparison, None
     note = None
     if unchanged:
+        say(f"perfsuite gate: {machine_move(base, documents).text}")
         decided = {v.fullname: machine_move(base, documents) for v in suspects}
     else:
         changed = [v for v in suspects if v.changed is not None]

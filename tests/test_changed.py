@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.changed import CodeGraph, changed_benches
+from perfsuite.changed import CodeGraph, changed_benches, documents_only
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0,
@@ -132,6 +132,31 @@ def test_a_change_to_one_test_function_changes_only_its_benches(repo: Path) -> N
     # a helper every bench of the file may call: all of them changed
     (repo / "tests/perf/test_two.py").write_text(two.replace("return 1", "return 2"))
     assert changed_benches(ids, repo, head) == dict.fromkeys(ids[:3], whole)
+
+
+def test_a_change_of_documents_alone_is_told_apart(repo: Path) -> None:
+    """Only documents changed, committed or not: their names; nothing changed: none;
+    a data file beside them, a bench file that names one (it may read it), or a commit
+    git does not know: None. Against a revision, the working tree's files do not count."""
+    reader = repo / "test_root.py"
+    reader.write_text(FILES["test_root.py"] + "CORPUS = 'guide.rst'\n")
+    git(repo, "commit", "-q", "-am", "a bench that reads a document")
+    base = git(repo, "rev-parse", "HEAD")
+    other = [repo / "tests/perf/test_resize.py"]
+    assert documents_only(repo, base, sources=other) == []
+    (repo / "README.md").write_text("benches, described\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "guide.rst").write_text("new\n")
+    assert documents_only(repo, base, sources=other) == ["README.md", "docs/guide.rst"]
+    assert documents_only(repo, base, sources=[reader, *other]) is None
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "docs")
+    head = git(repo, "rev-parse", "HEAD")
+    assert documents_only(repo, base, head) == ["README.md", "docs/guide.rst"]
+    (repo / "labels.json").write_text("[]\n")
+    assert documents_only(repo, base) is None  # the working tree has a data file
+    assert documents_only(repo, base, head) == ["README.md", "docs/guide.rst"]
+    assert documents_only(repo, "0" * 40) is None
 
 
 def test_a_commit_git_does_not_know_says_nothing_of_any_bench(repo: Path) -> None:

@@ -86,7 +86,7 @@ def make_repo(folder: Path, kind: str) -> Path:
         root,
         "bench",
         **{"work.py": WORK.format(factor=1.0), "test_bench.py": BENCHES[kind]},
-        **{"README.md": "a bench\n"},
+        **{"README.md": "a bench\n", ".gitignore": "__pycache__/\n"},
     )
     return root
 
@@ -319,7 +319,7 @@ def test_one_commit_on_a_clean_tree_is_the_machines_move(saved_repo: Path) -> No
     assert "1 suspect(s) the machine's, both runs of one commit on a clean tree (" in out
     assert "suspect(s) cleared" not in out
     assert "confirmations took" not in out  # no A/B ran
-    # a tracked data file changed: the same commit no longer means the same code or data
+    # a data file appeared: the same commit no longer means the same code or data
     (repo / "README.md").write_text("edited\n")
     (repo / "labels.json").write_text("[]\n")
     dirty = gate(repo, delay=0.02)

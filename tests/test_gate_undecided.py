@@ -175,7 +175,7 @@ def test_where_only_documents_changed_too_noisy_benches_are_the_machines_move(
     screen left too noisy passes as the machine's move, its bound stated; unless the
     baseline was saved from uncommitted changes, whose tree git cannot tell. A gate
     that judged none of its benches still does not pass."""
-    monkeypatch.setattr(suspects, "documents_only", lambda cwd, sha: ["README.md"])
+    monkeypatch.setattr(suspects, "documents_only", lambda cwd, sha, sources: ["README.md"])
     noisy = undecided({"x": 0.03, "y": -0.02}, spread=0.3)
     info = {"id": "a" * 40, "dirty": dirty}
     noisy = replace(noisy, baseline=replace(noisy.baseline, commit_info=info))
@@ -193,7 +193,28 @@ def test_where_only_documents_changed_too_noisy_benches_are_the_machines_move(
     )
     status, message, _ = gated(monkeypatch, tmp_path, noisy, {})
     assert status == ExitCode.NOT_JUDGED
-    assert message.endswith("a gate that judged nothing does not pass")
+    assert message == (
+        "cannot judge: none of the 2 benches could be decided (every comparison "
+        "inconclusive: x no regression above +33.0%, y no regression above +28.0%); more "
+        "rounds (--perf-rounds) or a quieter machine would decide; a gate that judged "
+        "nothing does not pass"
+    )
+
+
+def test_on_one_commit_too_noisy_benches_are_the_machines_move(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Both runs of one commit on a clean tree: no A/B, and the benches the screen left
+    too noisy pass as the machine's move, each named with its bound."""
+    noisy = undecided({"x": 0.03}, spread=0.3)
+    noisy = replace(noisy, baseline=replace(noisy.baseline, commit_info=HEAD))
+    found = replace(noisy, verdicts=[*noisy.verdicts, verdict("z", 0.0)])
+    status, message, fake = gated(monkeypatch, tmp_path, found, {})
+    assert (status, fake.asked) == (ExitCode.OK, [])
+    assert message == (
+        "no regression in 1 judged bench; 1 suspect(s) the machine's, both runs of one "
+        "commit on a clean tree (x: no regression above +33.0%)"
+    )
 
 
 def test_a_screen_that_judged_a_bench_still_sends_its_too_noisy_ones(

@@ -329,6 +329,49 @@ def test_a_run_of_uncommitted_changes_is_measured_as_the_working_tree(
         assert "against the working tree" in out
 
 
+@pytest.mark.parametrize("changed", ["README.md", "labels.json", "README.md+untracked"])
+def test_a_night_whose_commit_changed_only_documents_is_the_machines(
+    tmp_path: Path,
+    ab: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    changed: str,
+) -> None:
+    """Between last night's commit and tonight's only a document changed: no bench's
+    code or data did, so tonight's move is the machine's and no A/B runs; a data file
+    changed instead, or a Python file git does not track beside the document, is
+    A/B'd."""
+    last_night = _checkout(tmp_path / "checkout")
+    folder = tmp_path / "checkout"
+    (folder / changed.split("+")[0]).write_text("edited\n")
+    who = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "add", "-A"], cwd=folder, check=True)
+    subprocess.run(["git", *who, "commit", "-q", "-m", "edit"], cwd=folder, check=True)
+    tonight = _checkout_head(folder)
+    paths = make_history(tmp_path / "store", nights=15, step_at=14, step=0.3, noise=0.03)
+    for path, sha in ((paths[-2], last_night), (paths[-1], tonight)):
+        run = json.loads(path.read_text())
+        run["commit_info"].update(id=sha, dirty=False)
+        path.write_text(json.dumps(run))
+    if changed.endswith("+untracked"):
+        (folder / "helper.py").write_text("SIZE = 1\n")
+    monkeypatch.chdir(folder)
+    status = nightly(tmp_path / "store", ab)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    if changed == "README.md":
+        assert not (tmp_path / "ab-args.json").exists()
+        assert f"only documents changed since commit {last_night[:12]} (README.md)" in out
+    else:
+        args = json.loads((tmp_path / "ab-args.json").read_text())
+        assert args[0] == last_night
+
+
+def _checkout_head(folder: Path) -> str:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True)
+    return head.stdout.strip()
+
+
 def test_an_unreadable_newest_run_is_refused_not_passed_over(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -273,10 +273,11 @@ def _confirm_group(
     ab_command: Sequence[str],
 ) -> Confirmation:
     """``suspects``, screened against ``previous``: not confirmed without its commit,
-    the machine's move on one commit and a clean tree, else ``perfsuite ab`` of that
-    commit against tonight's run's commit (``HEAD`` where tonight's run has none; its
-    output on this process's)."""
-    from perfsuite.changed import untracked_code, untracked_line
+    the machine's move on one commit and a clean tree or where only documents differ
+    between that commit and tonight's (:func:`perfsuite.changed.documents_only`), else
+    ``perfsuite ab`` of that commit against tonight's run's commit (``HEAD`` where
+    tonight's run has none; its output on this process's)."""
+    from perfsuite.changed import documents_only, untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
@@ -296,6 +297,10 @@ def _confirm_group(
     candidate, why_not = _candidate(Commit.of(tonight.commit_info), base.sha)
     if why_not is not None:
         return replace(part, skipped=why_not)
+    sources = {Path.cwd() / s.series.fullname.split("::", 1)[0] for s in suspects}
+    documents = None if base.dirty else documents_only(Path.cwd(), base.sha, candidate, sources)
+    if documents is not None and not untracked_code(Path.cwd()):
+        return replace(part, skipped=machine_move(base, documents).text, machine=True)
     print(
         f"perfsuite nightly: {len(suspects)} suspect(s); confirming in an A/B of "
         f"{base.sha[:12]} ({part.base}) against "

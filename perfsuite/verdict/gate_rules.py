@@ -217,7 +217,8 @@ def _passed_as(found: Confirmed) -> str:
 def _passed_name(item: BenchVerdict) -> str:
     """A passed suspect's name, with its screen's bound where no A/B measured it (the
     machine's move): the largest regression the run itself did not rule out."""
-    if item.confirmation is None or item.confirmation.outcome != MACHINE:
+    machine = item.confirmation is not None and item.confirmation.outcome == MACHINE
+    if not (machine and item.time_suspect and item.bound is not None):
         return item.label
     return f"{item.label}: {bound_text(item.bound)}"
 
@@ -263,7 +264,11 @@ def nothing_judged(comparison: RunComparison) -> str | None:
         )
         why = "; ".join(sorted(fallbacks)) or "every comparison inconclusive"
         why += f": {bounds}" if bounds and not fallbacks else ""
-        tried = [v.confirmation.outcome for v in undecided if v.confirmation is not None]
+        tried = [
+            v.confirmation.outcome
+            for v in undecided
+            if v.confirmation is not None and v.confirmation.outcome != MACHINE
+        ]
         if tried:
             why += f"; the A/B did not decide them either ({', '.join(sorted(set(tried)))})"
         hint = (
