@@ -205,28 +205,35 @@ def is_document(name: str) -> bool:
 
 
 def documents_only(
-    cwd: Path, sha: str, revision: str | None = None, sources: Iterable[Path] = ()
+    cwd: Path, sha: str, revision: str | None = None, nodeids: Iterable[str] = ()
 ) -> list[str] | None:
     """The files that differ between commit ``sha`` and ``revision`` (None: the working
     tree) in the git checkout holding ``cwd`` (:func:`changed_files`) where every one is a
-    document (:func:`is_document`) that no file of ``sources`` (the benches' own files)
-    names, so that no bench's code or data changed: none at all where the trees are the
-    same. None where another file changed, a bench file names a changed document (it
-    may read it as data), or git cannot say."""
+    document (:func:`is_document`) that no bench file of ``nodeids`` (relative to ``cwd``
+    or to the top) names, so that no bench's code or data changed: none at all where the
+    trees are the same. None where another file changed, a bench file names a changed
+    document (it may read it as data), or git cannot say."""
     found = changed_files(cwd, sha, revision)
     if found is None:
         return None
-    names = found[1]
+    top, names = found
     if not all(is_document(name) for name in names):
         return None
-    return None if _named_in({Path(name).name for name in names}, sources) else names
+    files = {bench_file(nodeid, cwd, top) for nodeid in nodeids}
+    return None if _named_in({Path(name).name for name in names}, files) else names
 
 
-def _named_in(names: set[str], sources: Iterable[Path]) -> bool:
-    """Whether the text of a file of ``sources`` holds one of the file ``names``."""
-    for source in sources:
+def bench_file(nodeid: str, rootdir: Path, top: Path) -> Path | None:
+    """The file of the bench ``nodeid`` (relative to ``rootdir`` or to ``top``), or None."""
+    file = nodeid.split("::", 1)[0]
+    return next((p.resolve() for p in (rootdir / file, top / file) if p.is_file()), None)
+
+
+def _named_in(names: set[str], files: Iterable[Path | None]) -> bool:
+    """Whether the text of one of ``files`` holds one of the file ``names``."""
+    for file in files:
         try:
-            text = source.read_text(encoding="utf-8", errors="replace")
+            text = file.read_text(encoding="utf-8", errors="replace") if file else ""
         except OSError:
             continue
         if any(name in text for name in names):
@@ -251,7 +258,7 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
         by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
     reasons: dict[str, str] = {}
     for file, ids in by_file.items():
-        path = next((p.resolve() for p in (rootdir / file, top / file) if p.is_file()), None)
+        path = bench_file(file, rootdir, top)
         hit = sorted(graph.code_of(path) & changed) if path is not None else []
         if path is None or not hit:
             continue

@@ -271,8 +271,8 @@ def confirm_suspects(
         say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
     documents = None
     if not unchanged and base.sha is not None and not base.dirty:
-        sources = {cwd / v.fullname.split("::", 1)[0] for v in comparison.verdicts}
-        documents = documents_only(cwd, base.sha, sources=sources)
+        nodeids = [v.fullname for v in comparison.verdicts]
+        documents = documents_only(cwd, base.sha, nodeids=nodeids)
         unchanged = documents is not None
     if unchanged:
         # no code or data changed: every move is the machine's, the too noisy ones too
@@ -295,8 +295,9 @@ def confirm_suspects(
         return comparison, None
     note = None
     if unchanged:
-        say(f"perfsuite gate: {machine_move(base, documents).text}")
-        decided = {v.fullname: machine_move(base, documents) for v in suspects}
+        move = machine_move(base, documents)
+        say(f"perfsuite gate: {move.text}")
+        decided = dict.fromkeys((v.fullname for v in suspects), move)
     else:
         changed = [v for v in suspects if v.changed is not None]
         pool = [v for v in suspects if v.changed is None and not v.memory_rose]

@@ -142,13 +142,13 @@ def test_a_change_of_documents_alone_is_told_apart(repo: Path) -> None:
     reader.write_text(FILES["test_root.py"] + "CORPUS = 'guide.rst'\n")
     git(repo, "commit", "-q", "-am", "a bench that reads a document")
     base = git(repo, "rev-parse", "HEAD")
-    other = [repo / "tests/perf/test_resize.py"]
-    assert documents_only(repo, base, sources=other) == []
+    other = [PERF]
+    assert documents_only(repo, base, nodeids=other) == []
     (repo / "README.md").write_text("benches, described\n")
     (repo / "docs").mkdir()
     (repo / "docs" / "guide.rst").write_text("new\n")
-    assert documents_only(repo, base, sources=other) == ["README.md", "docs/guide.rst"]
-    assert documents_only(repo, base, sources=[reader, *other]) is None
+    assert documents_only(repo, base, nodeids=other) == ["README.md", "docs/guide.rst"]
+    assert documents_only(repo, base, nodeids=[ROOT, *other]) is None
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "docs")
     head = git(repo, "rev-parse", "HEAD")

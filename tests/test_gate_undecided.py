@@ -175,7 +175,7 @@ def test_where_only_documents_changed_too_noisy_benches_are_the_machines_move(
     screen left too noisy passes as the machine's move, its bound stated; unless the
     baseline was saved from uncommitted changes, whose tree git cannot tell. A gate
     that judged none of its benches still does not pass."""
-    monkeypatch.setattr(suspects, "documents_only", lambda cwd, sha, sources: ["README.md"])
+    monkeypatch.setattr(suspects, "documents_only", lambda cwd, sha, nodeids: ["README.md"])
     noisy = undecided({"x": 0.03, "y": -0.02}, spread=0.3)
     info = {"id": "a" * 40, "dirty": dirty}
     noisy = replace(noisy, baseline=replace(noisy.baseline, commit_info=info))

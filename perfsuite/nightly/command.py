@@ -297,8 +297,8 @@ def _confirm_group(
     candidate, why_not = _candidate(Commit.of(tonight.commit_info), base.sha)
     if why_not is not None:
         return replace(part, skipped=why_not)
-    sources = {Path.cwd() / s.series.fullname.split("::", 1)[0] for s in suspects}
-    documents = None if base.dirty else documents_only(Path.cwd(), base.sha, candidate, sources)
+    nodeids = [s.series.fullname for s in suspects]
+    documents = None if base.dirty else documents_only(Path.cwd(), base.sha, candidate, nodeids)
     if documents is not None and not untracked_code(Path.cwd()):
         return replace(part, skipped=machine_move(base, documents).text, machine=True)
     print(

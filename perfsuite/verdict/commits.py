@@ -77,6 +77,20 @@ SAME_TREE_TEXT = (
 )
 
 
+def machine_reason(move: Confirmed) -> str:
+    """Why the machine's move ``move`` (:func:`machine_move`) is the machine's, as a
+    gate's closing line says it.
+
+    >>> machine_reason(machine_move(Commit("0123456789abcdef", False)))
+    'both runs of one commit on a clean tree'
+    >>> machine_reason(machine_move(Commit("0123456789abcdef", False), []))
+    'no code or data changed'
+    """
+    if move.text.startswith(MACHINE_TEXT.split("{sha}")[0]):
+        return "both runs of one commit on a clean tree"
+    return "no code or data changed"
+
+
 def machine_move(commit: Commit, documents: Sequence[str] | None = None) -> Confirmed:
     """A suspect's outcome where :func:`same_code` holds, or where ``documents`` are the
     only files changed since ``commit`` (none: the same tree): the move is the

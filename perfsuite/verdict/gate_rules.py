@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfsuite.exitcodes import ExitCode
-from perfsuite.verdict.commits import MACHINE_TEXT
+from perfsuite.verdict.commits import machine_reason
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.judge import MACHINE, NOT_SHOWN, BenchVerdict, Confirmed
 from perfsuite.verdict.table import bound_text
@@ -209,9 +209,7 @@ def _passed_as(found: Confirmed) -> str:
         return "not shown slower by their A/B"
     if found.outcome != MACHINE:
         return "cleared"
-    if found.text.startswith(MACHINE_TEXT.split("{sha}")[0]):
-        return "the machine's, both runs of one commit on a clean tree"
-    return "the machine's, no code or data changed"
+    return f"the machine's, {machine_reason(found)}"
 
 
 def _passed_name(item: BenchVerdict) -> str:
