@@ -1,5 +1,6 @@
-"""Benches whose code changed since a baseline's commit: the gate's A/B measures them
-whatever its screen read (:func:`perfsuite.suspects.confirm_suspects`).
+"""What changed of each bench since a baseline's commit: the gate's A/B measures the
+benches whose code changed whatever its screen read, and a bench none of whose code or
+data changed moves with the machine (:func:`perfsuite.suspects.confirm_suspects`).
 
 A screen compares two runs taken in different processes, and on a busy machine a
 bench's median moves by more than its threshold between unchanged runs; where the
@@ -12,12 +13,18 @@ repository's top, and every Python file of the repository these import, directly
 through each other: read from their ``import`` statements, wherever they stand (inside
 functions too), each resolved against the importing file's folder and its parents up to
 the top, and the top's ``src/``. A file changed when ``git diff`` between the commit and
-the working tree names it, or it is new and not ignored. Other files (data, documents,
-configuration) and modules from outside the repository change no bench's code here;
-the screen still judges them. Where the bench's file is the only one of its code that
-changed, and what changed in it is only the definitions of some of its collected test
-functions or classes (compared statement by statement, line numbers aside), only the
-benches of those definitions changed: no other bench of the file runs them.
+the working tree names it, or it is new and not ignored. Modules from outside the
+repository change no bench's code here. Where the bench's file is the only one of its
+code that changed, and what changed in it is only the definitions of some of its
+collected test functions or classes (compared statement by statement, line numbers
+aside), only the benches of those definitions changed: no other bench of the file runs
+them. A bench whose file names a changed document or Python file that is not its code
+(it may read it, or run it) counts as changed too.
+
+A bench is untouched where none of its code changed, its file names no changed file, and
+every changed file is a document (:data:`DOCUMENT_SUFFIXES`) or Python: a data or
+configuration file (``labels.json``, ``pyproject.toml``) may be read by any bench, so
+where one changed no bench is untouched.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 import ast
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -204,63 +211,66 @@ def is_document(name: str) -> bool:
     return name.lower().endswith(DOCUMENT_SUFFIXES)
 
 
-def documents_only(
-    cwd: Path, sha: str, revision: str | None = None, nodeids: Iterable[str] = ()
-) -> list[str] | None:
-    """The files that differ between commit ``sha`` and ``revision`` (None: the working
-    tree) in the git checkout holding ``cwd`` (:func:`changed_files`) where every one is a
-    document (:func:`is_document`) that no bench file of ``nodeids`` (relative to ``cwd``
-    or to the top) names, so that no bench's code or data changed: none at all where the
-    trees are the same. None where another file changed, a bench file names a changed
-    document (it may read it as data), or git cannot say."""
-    found = changed_files(cwd, sha, revision)
-    if found is None:
-        return None
-    top, names = found
-    if not all(is_document(name) for name in names):
-        return None
-    files = {bench_file(nodeid, cwd, top) for nodeid in nodeids}
-    return None if _named_in({Path(name).name for name in names}, files) else names
-
-
 def bench_file(nodeid: str, rootdir: Path, top: Path) -> Path | None:
     """The file of the bench ``nodeid`` (relative to ``rootdir`` or to ``top``), or None."""
     file = nodeid.split("::", 1)[0]
     return next((p.resolve() for p in (rootdir / file, top / file) if p.is_file()), None)
 
 
-def _named_in(names: set[str], files: Iterable[Path | None]) -> bool:
-    """Whether the text of one of ``files`` holds one of the file ``names``."""
-    for file in files:
-        try:
-            text = file.read_text(encoding="utf-8", errors="replace") if file else ""
-        except OSError:
-            continue
-        if any(name in text for name in names):
-            return True
-    return False
+def _named(path: Path, names: Iterable[str]) -> str | None:
+    """The first of the files ``names`` whose file name the text of ``path`` holds (it
+    may read that file as data, or run it), or None."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return next((name for name in names if Path(name).name in text), None)
 
 
-def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str, str] | None:
-    """Of ``nodeids`` (relative to ``rootdir`` or to the top of the git checkout holding
-    it), those whose code changed since commit ``sha``, each with a reason naming one
-    changed file; None where git cannot say."""
-    found = changed_files(rootdir, sha)
+@dataclass(frozen=True)
+class Changes:
+    """The files that differ between a baseline's commit and what is measured against it
+    (relative to the checkout's top), and what they change of each bench."""
+
+    files: tuple[str, ...]
+    #: the benches whose code changed, or whose file names a changed file, each with why
+    reasons: dict[str, str]
+    #: the benches none of whose code or data changed: no changed file is of their code
+    #: or named by their file, and every changed file is a document or Python
+    untouched: frozenset[str]
+
+
+def changed_benches(
+    nodeids: Sequence[str], rootdir: Path, sha: str, revision: str | None = None
+) -> Changes | None:
+    """What changed of each of ``nodeids`` (relative to ``rootdir`` or to the top of the
+    git checkout holding it) between commit ``sha`` and ``revision`` (None: the working
+    tree); None where git cannot say."""
+    found = changed_files(rootdir, sha, revision)
     if found is None:
         return None
     top, names = found
-    changed = {(top / name).resolve() for name in names if name.endswith(".py")}
-    if not changed:
-        return {}
+    code = {(top / name).resolve() for name in names if name.endswith(".py")}
+    data = any(not name.endswith(".py") and not is_document(name) for name in names)
     graph = CodeGraph(top)
     by_file: dict[str, list[str]] = {}
     for nodeid in nodeids:
         by_file.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
     reasons: dict[str, str] = {}
+    untouched: set[str] = set()
     for file, ids in by_file.items():
         path = bench_file(file, rootdir, top)
-        hit = sorted(graph.code_of(path) & changed) if path is not None else []
-        if path is None or not hit:
+        if path is None:  # its code is not known: untouched only where no code changed
+            untouched.update(ids if not code and not data else ())
+            continue
+        hit = sorted(graph.code_of(path) & code) if code else []
+        if not hit:
+            named = None if data else _named(path, names)
+            if named is not None:
+                reason = f"its file names {named}, which changed since the baseline"
+                reasons |= dict.fromkeys(ids, reason)
+            elif not data:
+                untouched.update(ids)
             continue
         tests = {top_name(nodeid) for nodeid in ids}
         only = changed_tests(top, sha, path, tests) if hit == [path] else None
@@ -270,7 +280,9 @@ def changed_benches(nodeids: Sequence[str], rootdir: Path, sha: str) -> dict[str
                 reasons[nodeid] = reason
             elif top_name(nodeid) in only:
                 reasons[nodeid] = f"{reason}, {top_name(nodeid)}"
-    return reasons
+            elif not data:
+                untouched.add(nodeid)
+    return Changes(tuple(names), reasons, frozenset(untouched))
 
 
 def top_name(nodeid: str) -> str:
@@ -318,19 +330,19 @@ def changed_tests(top: Path, sha: str, path: Path, tests: set[str]) -> set[str] 
 
 
 def mark_changed(
-    comparison: RunComparison, sha: str, rootdir: Path, say: Callable[[str], None]
-) -> tuple[RunComparison, bool]:
-    """``comparison`` with each measured bench whose code changed since ``sha`` marked so
-    (``changed``), and those of them not already a suspect made time suspects
-    (``suspected``; at most ``CHANGED_AT_MOST``: those the screen read slowest), saying
-    how many joined and how many were left out; and whether git could tell (where it
-    could not, no bench is marked, and none is known to be the same code)."""
+    comparison: RunComparison, changes: Changes, sha: str, say: Callable[[str], None]
+) -> RunComparison:
+    """``comparison`` with each measured bench whose code changed since ``sha``
+    (``changes``) marked so (``changed``), and those of them not already a suspect made
+    time suspects (``suspected``; at most ``CHANGED_AT_MOST``: those the screen read
+    slowest), saying how many joined and how many were left out."""
     from perfsuite.verdict.shift import screen_change
 
     measured = [v for v in comparison.verdicts if v.time is not None and not v.not_comparable]
-    reasons = changed_benches([v.fullname for v in measured], rootdir, sha)
+    names = {v.fullname for v in measured}
+    reasons = {name: why for name, why in changes.reasons.items() if name in names}
     if not reasons:
-        return comparison, reasons is not None
+        return comparison
     ranked = sorted(
         (v for v in measured if v.fullname in reasons and not v.suspect),
         key=screen_change,
@@ -360,4 +372,4 @@ def mark_changed(
         else v
         for v in comparison.verdicts
     ]
-    return replace(comparison, verdicts=verdicts), True
+    return replace(comparison, verdicts=verdicts)

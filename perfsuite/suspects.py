@@ -11,10 +11,10 @@ noisy to have caught a regression of twice its threshold
 (:func:`perfsuite.verdict.shift.mark_undecided`). Each is then decided in these steps:
 
 1. Both runs are of one commit and neither was taken on a tree with uncommitted
-   changes, or the baseline's commit (on a clean tree) differs from the working tree
-   only in documents (:func:`perfsuite.changed.documents_only`): no code or data
-   changed, so the move is the machine's (``machine``), for the suspects and for the
-   benches the screen left too noisy alike; no A/B runs.
+   changes, or none of the bench's code or data differs between the baseline's commit
+   (on a clean tree) and the working tree (:class:`perfsuite.changed.Changes`): the
+   move is the machine's (``machine``), for the suspects and for the benches the
+   screen left too noisy alike; where this holds for every suspect, no A/B runs.
 2. Otherwise, where the folder is a git checkout holding the baseline's commit,
    ``perfsuite ab BASE --report DIR -- NODEIDS OPTIONS`` measures the suspects alone,
    the baseline's commit (A) against the working tree (B, uncommitted changes
@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import (
-    documents_only,
+    changed_benches,
     git,
     mark_changed,
     untracked_code,
@@ -268,44 +268,51 @@ def confirm_suspects(
     untracked = untracked_code(cwd) if unchanged else []
     if untracked:
         unchanged = False
-        say(f"perfsuite gate: {untracked_line(untracked)}, so an A/B decides")
-    documents = None
-    if not unchanged and base.sha is not None and not base.dirty:
-        nodeids = [v.fullname for v in comparison.verdicts]
-        documents = documents_only(cwd, base.sha, nodeids=nodeids)
-        unchanged = documents is not None
-    if unchanged:
-        # no code or data changed: every move is the machine's, the too noisy ones too
-        comparison, _ = mark_undecided(comparison, None, "no code or data changed")
-    undecided: set[str] = set()
-    known = False  # whether git told which benches' code changed
-    why_not = None if unchanged else cannot_run(cwd, base)
+        say(f"perfsuite gate: {untracked_line(untracked)}, so git tells what changed")
+    changes = None
     if not unchanged and base.sha is not None:
-        comparison, known = mark_changed(comparison, base.sha, cwd, say)
-        if why_not is None:  # of the same code, every one joins the sample
-            at_most = None if known else UNDECIDED_AT_MOST
-            comparison, undecided = mark_undecided(comparison, at_most)
+        changes = changed_benches([v.fullname for v in comparison.verdicts], cwd, base.sha)
+
+    def machine(item: BenchVerdict) -> bool:
+        """Whether no code or data of ``item`` changed, so that its move is the machine's."""
+        if changes is None or base.dirty:
+            return unchanged
+        return item.fullname in changes.untouched
+
+    # no code or data changed: the move is the machine's, the too noisy benches' too
+    comparison, _ = mark_undecided(comparison, None, "no code or data changed", machine)
+    undecided: set[str] = set()
+    why_not = None if unchanged else cannot_run(cwd, base)
+    if changes is not None and base.sha is not None:
+        comparison = mark_changed(comparison, changes, base.sha, say)
+    if not unchanged and base.sha is not None and why_not is None:
+        at_most = None if changes is not None else UNDECIDED_AT_MOST
+        comparison, undecided = mark_undecided(comparison, at_most, among=lambda v: not machine(v))
     if undecided:
         say(
             f"perfsuite gate: the screen left {len(undecided)} bench(es) too noisy to "
             "have caught a regression of twice their threshold; the A/B decides them"
         )
     suspects = [v for v in comparison.verdicts if v.suspect and not v.counters_rose]
-    if not suspects:
+    idle = [v for v in suspects if machine(v)]
+    decided: dict[str, Confirmed] = {}
+    if idle:
+        move = machine_move(base, None if unchanged or changes is None else changes.files)
+        others = len(suspects) - len(idle)
+        say(f"perfsuite gate: {f'{len(idle)} suspect(s), ' if others else ''}{move.text}")
+        decided = dict.fromkeys((v.fullname for v in idle), move)
+    suspects = [v for v in suspects if not machine(v)]
+    if not suspects and not decided:
         return comparison, None
     note = None
-    if unchanged:
-        move = machine_move(base, documents)
-        say(f"perfsuite gate: {move.text}")
-        decided = dict.fromkeys((v.fullname for v in suspects), move)
-    else:
+    if suspects:
         changed = [v for v in suspects if v.changed is not None]
         pool = [v for v in suspects if v.changed is None and not v.memory_rose]
         count = len(suspects) - len(pool) + SAME_CODE_SAMPLE  # the A/B's benches
         fitting = {v.fullname for v in pool if fits(v, count)}
         sample: list[BenchVerdict] = []
         later: list[BenchVerdict] = []
-        if known:
+        if changes is not None:
             sample, later = same_code_sample(pool, lambda item: item.fullname in fitting)
         if later:
             slow = len(pool) - len(fitting)
@@ -339,14 +346,14 @@ def confirm_suspects(
         )
         log = report.with_name(report.name + ".log")
         ab = run_ab(base, nodeids, options, cwd, report, log, ab_args(nodeids, why))
-        decided = {v.fullname: _decide(v, ab) for v in measured}
+        decided |= {v.fullname: _decide(v, ab) for v in measured}
         if later and ab.status is None:  # no A/B could run: the same reason holds for them
             decided |= {v.fullname: _decide(v, ab) for v in later}
         elif later:
             rest = cleared_with(sample, decided, base.sha or "?")
             decided |= dict.fromkeys((v.fullname for v in later), rest)
         if ab.status is not None:
-            tally = Counter(outcome.outcome for outcome in decided.values())
+            tally = Counter(decided[v.fullname].outcome for v in suspects)
             counts = ", ".join(f"{n} {word}" for word, n in tally.items())
             note = (
                 f"perfsuite gate: confirmations took {ab.seconds:.0f} s "

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import changed, suspects
+from perfsuite import suspects
+from perfsuite.changed import Changes
 from perfsuite.outcomes import AbRun
 from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.commits import Commit
@@ -77,6 +78,21 @@ class FakeAb:
         return AbRun(("ab",), "perfsuite ab", 0, 1.0, rows)
 
 
+def git_tells(
+    monkeypatch: pytest.MonkeyPatch,
+    files: Sequence[str] = ("labels.json",),
+    untouched: bool = False,
+) -> None:
+    """git tells that ``files`` changed since the baseline's commit and no bench's code
+    did: a data file (no bench untouched), or with ``untouched`` none of any bench's
+    code or data (documents)."""
+
+    def changes(nodeids: Sequence[str], rootdir: Path, sha: str) -> Changes:
+        return Changes(tuple(files), {}, frozenset(nodeids) if untouched else frozenset())
+
+    monkeypatch.setattr(suspects, "changed_benches", changes)
+
+
 def confirm(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -93,7 +109,7 @@ def confirm(
     fake = FakeAb(answers)
     monkeypatch.setattr(suspects, "run_ab", fake)
     if known:
-        monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+        git_tells(monkeypatch)
     said: list[str] = []
     result, note = confirm_suspects(
         found or comparison(changes, groups),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.changed import CodeGraph, changed_benches, documents_only
+from perfsuite.changed import Changes, CodeGraph, changed_benches
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0,
@@ -56,6 +56,16 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def found(nodeids: list[str], rootdir: Path, sha: str, revision: str | None = None) -> Changes:
+    changes = changed_benches(nodeids, rootdir, sha, revision)
+    assert changes is not None
+    return changes
+
+
+def reasons(nodeids: list[str], rootdir: Path, sha: str) -> dict[str, str]:
+    return found(nodeids, rootdir, sha).reasons
+
+
 def names(repo: Path, paths: set[Path]) -> set[str]:
     return {p.relative_to(repo.resolve()).as_posix() for p in paths}
 
@@ -79,24 +89,27 @@ def test_a_benchs_code_is_its_file_its_conftests_and_what_they_import(repo: Path
 
 def test_only_the_benches_whose_code_changed_are_named(repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
-    assert changed_benches([ROOT, PERF], repo, head) == {}
+    assert reasons([ROOT, PERF], repo, head) == {}
+    assert found([ROOT, PERF], repo, head).untouched == {ROOT, PERF}
     (repo / "README.md").write_text("benches, described\n")  # not code
-    assert changed_benches([ROOT, PERF], repo, head) == {}
+    assert reasons([ROOT, PERF], repo, head) == {}
     (repo / "lib/fast.py").write_text("def twice(x):\n    return x + x + 0\n")
-    assert changed_benches([ROOT, PERF], repo, head) == {
+    assert reasons([ROOT, PERF], repo, head) == {
         ROOT: "its code changed since the baseline: lib/fast.py"
     }
+    # neither PERF's code nor any data changed: its move is the machine's
+    assert found([ROOT, PERF], repo, head).untouched == {PERF}
     git(repo, "commit", "-q", "-am", "twice, committed")  # committed: still since `head`
     (repo / "src/mypkg/core.py").write_text(
         "from mypkg.extra import k\n\n\ndef scale(x):\n    return x * k\n"
     )
     (repo / "src/mypkg/extra.py").write_text("k = 1.5\n")  # new, untracked
-    assert changed_benches([ROOT, PERF], repo, head) == {
+    assert reasons([ROOT, PERF], repo, head) == {
         ROOT: "its code changed since the baseline: lib/fast.py",
         PERF: "its code changed since the baseline: src/mypkg/core.py",
     }
     # a rootdir below the top (an ini file in tests/): node ids from the top still resolve
-    assert changed_benches([PERF], repo / "tests", head) == {
+    assert reasons([PERF], repo / "tests", head) == {
         PERF: "its code changed since the baseline: src/mypkg/core.py"
     }
 
@@ -119,44 +132,49 @@ def test_a_change_to_one_test_function_changes_only_its_benches(repo: Path) -> N
     ]
     # a blank line and a comment move line numbers but change no statement
     (repo / "tests/perf/test_two.py").write_text("# two benches\n\n" + two)
-    assert changed_benches(ids, repo, head) == {}
+    assert reasons(ids, repo, head) == {}
     edited = two.replace("(helper)\n\n\ndef test_b", "(helper)\n    helper()\n\n\ndef test_b")
     (repo / "tests/perf/test_two.py").write_text(edited)
     reason = "its code changed since the baseline: tests/perf/test_two.py, test_a"
-    assert changed_benches(ids, repo, head) == {ids[0]: reason, ids[1]: reason}
+    assert reasons(ids, repo, head) == {ids[0]: reason, ids[1]: reason}
     # a test function not among the benches (deselected, or not a bench) counts as a helper
     whole = "its code changed since the baseline: tests/perf/test_two.py"
-    assert changed_benches(ids[2:], repo, head) == {ids[2]: whole}
+    assert reasons(ids[2:], repo, head) == {ids[2]: whole}
     (repo / "tests/perf/test_two.py").write_text(two + "\n\ndef test_c():\n    pass\n")
-    assert changed_benches(ids, repo, head) == dict.fromkeys(ids[:3], whole)
+    assert reasons(ids, repo, head) == dict.fromkeys(ids[:3], whole)
     # a helper every bench of the file may call: all of them changed
     (repo / "tests/perf/test_two.py").write_text(two.replace("return 1", "return 2"))
-    assert changed_benches(ids, repo, head) == dict.fromkeys(ids[:3], whole)
+    assert reasons(ids, repo, head) == dict.fromkeys(ids[:3], whole)
 
 
-def test_a_change_of_documents_alone_is_told_apart(repo: Path) -> None:
-    """Only documents changed, committed or not: their names; nothing changed: none;
-    a data file beside them, a bench file that names one (it may read it), or a commit
-    git does not know: None. Against a revision, the working tree's files do not count."""
+def test_a_bench_none_of_whose_code_or_data_changed_is_untouched(repo: Path) -> None:
+    """Documents and Python files that are not a bench's code, committed or not, leave
+    it untouched; a bench file that names a changed document (it may read it) changed;
+    a data file leaves no bench untouched. Against a revision, the working tree's new
+    files do not count."""
     reader = repo / "test_root.py"
     reader.write_text(FILES["test_root.py"] + "CORPUS = 'guide.rst'\n")
     git(repo, "commit", "-q", "-am", "a bench that reads a document")
     base = git(repo, "rev-parse", "HEAD")
-    other = [PERF]
-    assert documents_only(repo, base, nodeids=other) == []
+    assert found([ROOT, PERF], repo, base).files == ()
     (repo / "README.md").write_text("benches, described\n")
     (repo / "docs").mkdir()
     (repo / "docs" / "guide.rst").write_text("new\n")
-    assert documents_only(repo, base, nodeids=other) == ["README.md", "docs/guide.rst"]
-    assert documents_only(repo, base, nodeids=[ROOT, *other]) is None
+    (repo / "lib" / "slow.py").write_text("def once(x):\n    return x\n")  # no bench's code
+    changes = found([ROOT, PERF], repo, base)
+    assert changes.files == ("README.md", "docs/guide.rst", "lib/slow.py")
+    assert changes.untouched == {PERF}
+    assert changes.reasons == {
+        ROOT: "its file names docs/guide.rst, which changed since the baseline"
+    }
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "docs")
     head = git(repo, "rev-parse", "HEAD")
-    assert documents_only(repo, base, head) == ["README.md", "docs/guide.rst"]
+    assert found([PERF], repo, base, head).untouched == {PERF}
     (repo / "labels.json").write_text("[]\n")
-    assert documents_only(repo, base) is None  # the working tree has a data file
-    assert documents_only(repo, base, head) == ["README.md", "docs/guide.rst"]
-    assert documents_only(repo, "0" * 40) is None
+    assert found([PERF], repo, base).untouched == frozenset()  # the working tree's data file
+    assert found([PERF], repo, base, head).untouched == {PERF}
+    assert changed_benches([PERF], repo, "0" * 40) is None
 
 
 def test_a_commit_git_does_not_know_says_nothing_of_any_bench(repo: Path) -> None:
@@ -164,9 +182,7 @@ def test_a_commit_git_does_not_know_says_nothing_of_any_bench(repo: Path) -> Non
     assert changed_benches([ROOT], repo, "f" * 40) is None
 
 
-def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_at_most_the_cap_of_changed_benches_join_the_slowest_first() -> None:
     from dataclasses import replace
 
     from perfsuite import changed
@@ -184,15 +200,12 @@ def test_at_most_the_cap_of_changed_benches_join_the_slowest_first(
     verdicts = [same(f"b{i}.py::t", i / 1000) for i in range(count)] + [same("other.py::t", 0.9)]
     stands_out = replace(same("s.py::t", 0.3), suspected="slower than its group's move")
     verdicts.append(stands_out)  # a suspect already: marked changed, not counted
-    found = RunComparison(Run("base", {}), Run("now", {}), verdicts, [], [])
-    monkeypatch.setattr(
-        changed,
-        "changed_benches",
-        lambda nodeids, rootdir, sha: {n: "changed" for n in nodeids if n != "other.py::t"},
-    )
+    comparison = RunComparison(Run("base", {}), Run("now", {}), verdicts, [], [])
+    names = {v.fullname: "changed" for v in verdicts if v.fullname != "other.py::t"}
     said: list[str] = []
-    marked, known = changed.mark_changed(found, "c" * 40, Path("."), said.append)
-    assert known
+    marked = changed.mark_changed(
+        comparison, Changes((), names, frozenset()), "c" * 40, said.append
+    )
     suspects = [v.fullname for v in marked.verdicts if v.suspect]
     # the slowest CHANGED_AT_MOST of the changed: b2 .. b17; b0, b1 and other.py are not
     assert suspects == [*(f"b{i}.py::t" for i in range(2, count)), "s.py::t"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from perfsuite import changed, suspects
+from perfsuite import suspects
 from perfsuite.exitcodes import ExitCode
 from perfsuite.outcomes import AbRun, decide, decide_all
 from perfsuite.suspects import confirm_suspects
@@ -21,7 +21,7 @@ from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
 from perfsuite.verdict.shift import mark_standouts
 from perfsuite.verdict.stats import Verdict
-from tests.gate_fakes import HEAD, FakeAb, comparison, confirm
+from tests.gate_fakes import HEAD, FakeAb, comparison, confirm, git_tells
 
 
 def shifted(moved: int, flat: int, change: float = 0.08) -> dict[str, float]:
@@ -52,7 +52,7 @@ def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
     found = comparison(changes)
     fake = FakeAb(answers)
     monkeypatch.setattr(suspects, "run_ab", fake)
-    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    git_tells(monkeypatch)
     result, _ = confirm_suspects(
         found, HEAD, [], tmp_path, lambda name: tmp_path / name, lambda *_: [], print
     )
@@ -87,7 +87,7 @@ def test_the_sample_leaves_out_a_bench_whose_first_look_would_not_fit(
     ]
     fake = FakeAb(dict.fromkeys(shifted(8, 4), "same"))
     monkeypatch.setattr(suspects, "run_ab", fake)
-    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    git_tells(monkeypatch)
     said: list[str] = []
     result, _ = confirm_suspects(
         replace(found, verdicts=verdicts),

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import changed, suspects
+from perfsuite import suspects
+from perfsuite.changed import Changes
 from perfsuite.exitcodes import ExitCode
 from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.shift import UNDECIDED_AT_MOST, mark_undecided
 from perfsuite.verdict.stats import Verdict
-from tests.gate_fakes import HEAD, FakeAb, comparison, verdict
+from tests.gate_fakes import HEAD, FakeAb, comparison, git_tells, verdict
 
 #: what the rank test says of a baseline saved without its rounds
 NO_SAMPLES = "baseline has no raw samples (save it with --benchmark-save-data)"
@@ -131,7 +132,7 @@ def test_too_noisy_benches_of_unchanged_code_are_sampled(
     """Where git tells that no bench's code changed, the A/B measures the 3 too-noisy
     benches the screen read most surely slower, in its one A/B, and the rest pass or stay
     unconfirmed with them."""
-    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    git_tells(monkeypatch)
     found = undecided({f"b{i}": i / 100 for i in range(6)})
     status, message, fake = gated(
         monkeypatch,
@@ -158,7 +159,7 @@ def test_every_too_noisy_bench_of_unchanged_code_passes_with_the_sample(
 ) -> None:
     """More too-noisy benches than an A/B would take on its own: of unchanged code, each
     joins the sample's pool, so none is left too noisy and the gate passes with it."""
-    monkeypatch.setattr(changed, "changed_benches", lambda nodeids, rootdir, sha: {})
+    git_tells(monkeypatch)
     names = [f"b{i:02}" for i in range(UNDECIDED_AT_MOST + 4)]
     found = undecided({name: i / 1000 for i, name in enumerate(names)})
     status, message, fake = gated(monkeypatch, tmp_path, found, dict.fromkeys(names, "same"))
@@ -175,7 +176,7 @@ def test_where_only_documents_changed_too_noisy_benches_are_the_machines_move(
     screen left too noisy passes as the machine's move, its bound stated; unless the
     baseline was saved from uncommitted changes, whose tree git cannot tell. A gate
     that judged none of its benches still does not pass."""
-    monkeypatch.setattr(suspects, "documents_only", lambda cwd, sha, nodeids: ["README.md"])
+    git_tells(monkeypatch, ["README.md"], untouched=True)
     noisy = undecided({"x": 0.03, "y": -0.02}, spread=0.3)
     info = {"id": "a" * 40, "dirty": dirty}
     noisy = replace(noisy, baseline=replace(noisy.baseline, commit_info=info))
@@ -303,3 +304,33 @@ def test_five_rounds_bound_a_bench_and_one_above_zero_is_a_suspect(
     status, _, fake = gated(monkeypatch, tmp_path, above, {"x": "slower"})
     assert fake.asked == [["x"]]
     assert status == ExitCode.REGRESSION
+
+
+def test_only_the_bench_whose_code_changed_is_measured_the_rest_are_the_machines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One bench file changed, and with it one bench's code: the A/B measures that bench
+    alone. The suspects and the too-noisy benches of code that did not change, with no
+    data changed, move with the machine: each passes with its bound, and the gate names
+    the confirmed regression alone."""
+    noisy = undecided({"n": 0.03}, spread=0.3)
+    found = replace(
+        noisy, verdicts=[*noisy.verdicts, verdict("a", 0.10), verdict("b", 0.12), verdict("c", 0.0)]
+    )
+    changes = Changes(
+        ("benches/c.py", "README.md"),
+        {"c": "its code changed since the baseline: benches/c.py"},
+        frozenset("abn"),
+    )
+    monkeypatch.setattr(suspects, "changed_benches", lambda nodeids, rootdir, sha: changes)
+    status, message, fake = gated(monkeypatch, tmp_path, found, {"c": "slower"})
+    assert fake.asked == [["c"]]
+    assert status == ExitCode.REGRESSION
+    assert message == "1 regression: c (confirmed by A/B: +0.0% [-6.0%, +6.0%] in 3 pairs)"
+    status, message, fake = gated(monkeypatch, tmp_path, found, {"c": "same"})
+    assert (status, fake.asked) == (ExitCode.OK, [["c"]])
+    assert message == (
+        "no regression in 3 judged benches; 1 suspect(s) cleared (c); 3 suspect(s) the "
+        "machine's, no code or data changed (n: no regression above +33.0%, a: no regression "
+        "above +12.0%, b: no regression above +14.0%)"
+    )

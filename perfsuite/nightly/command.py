@@ -273,11 +273,11 @@ def _confirm_group(
     ab_command: Sequence[str],
 ) -> Confirmation:
     """``suspects``, screened against ``previous``: not confirmed without its commit,
-    the machine's move on one commit and a clean tree or where only documents differ
-    between that commit and tonight's (:func:`perfsuite.changed.documents_only`), else
+    the machine's move on one commit and a clean tree or where none of the suspects' code
+    or data differs between that commit and tonight's (:mod:`perfsuite.changed`), else
     ``perfsuite ab`` of that commit against tonight's run's commit (``HEAD`` where
     tonight's run has none; its output on this process's)."""
-    from perfsuite.changed import documents_only, untracked_code, untracked_line
+    from perfsuite.changed import changed_benches, untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
@@ -298,9 +298,10 @@ def _confirm_group(
     if why_not is not None:
         return replace(part, skipped=why_not)
     nodeids = [s.series.fullname for s in suspects]
-    documents = None if base.dirty else documents_only(Path.cwd(), base.sha, candidate, nodeids)
-    if documents is not None and not untracked_code(Path.cwd()):
-        return replace(part, skipped=machine_move(base, documents).text, machine=True)
+    changes = None if base.dirty else changed_benches(nodeids, Path.cwd(), base.sha, candidate)
+    untouched = changes is not None and changes.untouched.issuperset(nodeids)
+    if changes is not None and untouched and not untracked_code(Path.cwd()):
+        return replace(part, skipped=machine_move(base, changes.files).text, machine=True)
     print(
         f"perfsuite nightly: {len(suspects)} suspect(s); confirming in an A/B of "
         f"{base.sha[:12]} ({part.base}) against "

@@ -34,8 +34,8 @@ HEADING = "# perfsuite nightly"
 class Confirmation:
     """How the suspects whose A/B starts at one run (``base``) were confirmed: the A/B
     that ran (with its report's ``summary.md``), or why none ran (``machine``: both runs
-    are of one commit on a clean tree, or only documents differ between their commits,
-    so a move is the machine's)."""
+    are of one commit on a clean tree, or none of the suspects' code or data differs
+    between their commits, so a move is the machine's)."""
 
     ab: AbRun | None = None
     summary: str = ""
@@ -135,7 +135,7 @@ def suspect_outcome(suspect: Suspect, part: Confirmation) -> Confirmed:
     """What ``part``, the confirmation of a group of suspects, made of ``suspect``: the
     A/B's row for it by the measure that made it a suspect
     (:func:`perfsuite.outcomes.decide`), else (no row) the A/B's exit status; the
-    machine's move (one commit, or documents alone); unconfirmed where no A/B ran."""
+    machine's move (one commit, or no code or data changed); unconfirmed where no A/B ran."""
     ab = part.ab
     if ab is None:
         if part.machine:

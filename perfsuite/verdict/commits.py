@@ -75,6 +75,10 @@ DOCUMENTS_TEXT = (
 SAME_TREE_TEXT = (
     "the machine's move: no file changed since commit {sha}, no code or data change to confirm"
 )
+UNTOUCHED_TEXT = (
+    "the machine's move: none of the files changed since commit {sha} ({names}) is its "
+    "code or data, no code or data change to confirm"
+)
 
 
 def machine_reason(move: Confirmed) -> str:
@@ -91,18 +95,23 @@ def machine_reason(move: Confirmed) -> str:
     return "no code or data changed"
 
 
-def machine_move(commit: Commit, documents: Sequence[str] | None = None) -> Confirmed:
-    """A suspect's outcome where :func:`same_code` holds, or where ``documents`` are the
-    only files changed since ``commit`` (none: the same tree): the move is the
-    machine's.
+def machine_move(commit: Commit, files: Sequence[str] | None = None) -> Confirmed:
+    """A suspect's outcome where :func:`same_code` holds, or where ``files`` changed since
+    ``commit`` (none: the same tree) and none is its code or data
+    (:class:`perfsuite.changed.Changes`): the move is the machine's.
 
     >>> machine_move(Commit("0123456789abcdef", False), ["README.md"]).text.split(" (")[0]
     "the machine's move: only documents changed since commit 0123456789ab"
+    >>> machine_move(Commit("0123456789abcdef", False), ["a.py"]).text.split(" is ")[0]
+    "the machine's move: none of the files changed since commit 0123456789ab (a.py)"
     """
+    from perfsuite.changed import is_document
+
     sha = (commit.sha or "?")[:12]
-    if documents is None:
+    if files is None:
         return Confirmed(MACHINE, MACHINE_TEXT.format(sha=sha))
-    if not documents:
+    if not files:
         return Confirmed(MACHINE, SAME_TREE_TEXT.format(sha=sha))
-    shown = ", ".join([*documents[:3], "..."] if len(documents) > 3 else documents)
-    return Confirmed(MACHINE, DOCUMENTS_TEXT.format(sha=sha, names=shown))
+    names = ", ".join([*files[:3], "..."] if len(files) > 3 else files)
+    text = DOCUMENTS_TEXT if all(is_document(name) for name in files) else UNTOUCHED_TEXT
+    return Confirmed(MACHINE, text.format(sha=sha, names=names))

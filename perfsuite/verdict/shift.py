@@ -218,13 +218,14 @@ def mark_undecided(
     comparison: RunComparison,
     at_most: int | None = UNDECIDED_AT_MOST,
     then: str = "the A/B decides it",
+    among: Callable[[BenchVerdict], bool] = lambda item: True,
 ) -> tuple[RunComparison, set[str]]:
     """``comparison`` with each bench the screen left too noisy
     (:attr:`~perfsuite.verdict.judge.BenchVerdict.too_noisy`: measured on both sides,
     neither judged nor bounded under twice its threshold) made a time suspect, its note
     saying what ``then`` decides it (the A/B, or the rule that no code changed); and
-    their names. At most ``at_most`` (None: every one), those the screen read slowest
-    first; where no counter rose.
+    their names. Only those ``among`` holds for, at most ``at_most`` (None: every one),
+    those the screen read slowest first; where no counter rose.
 
     A screen compares runs of two processes, whose offsets can hide a few percent of
     either sign; the A/B measures both commits in one session, so it can decide them.
@@ -232,9 +233,8 @@ def mark_undecided(
     verdicts = comparison.verdicts
     if any(v.counters_rose for v in verdicts):
         return comparison, set()
-    undecided = sorted((v for v in verdicts if v.too_noisy), key=screen_change, reverse=True)[
-        :at_most
-    ]
+    noisy = (v for v in verdicts if v.too_noisy and among(v))
+    undecided = sorted(noisy, key=screen_change, reverse=True)[:at_most]
     names = {v.fullname for v in undecided}
     marked = [
         replace(v, suspected=f"too noisy on the screen ({_reading(v)}); {then}")
