@@ -18,8 +18,8 @@ repository change no bench's code here. Where the bench's file is the only one o
 code that changed, and what changed in it is only the definitions of some of its
 collected test functions or classes (compared statement by statement, line numbers
 aside), only the benches of those definitions changed: no other bench of the file runs
-them. A bench whose file names a changed document or Python file that is not its code
-(it may read it, or run it) counts as changed too.
+them. A bench whose own file names a changed file that is not its code (a data file or
+a document it reads, a script it runs) counts as changed too.
 
 A bench is untouched where none of its code changed, its file names no changed file, and
 every changed file is a document (:data:`DOCUMENT_SUFFIXES`) or Python: a data or
@@ -265,7 +265,7 @@ def changed_benches(
             continue
         hit = sorted(graph.code_of(path) & code) if code else []
         if not hit:
-            named = None if data else _named(path, names)
+            named = _named(path, names)
             if named is not None:
                 reason = f"its file names {named}, which changed since the baseline"
                 reasons |= dict.fromkeys(ids, reason)

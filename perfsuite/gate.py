@@ -64,7 +64,6 @@ class VerdictPlugin:
         self.decision: GateDecision | None = None
         self.report_files: list[Path] = []
         self._measured: dict[str, Any] = {}
-        self._call_seconds: dict[str, float] = {}  # each bench's pytest call, by fullname
         self._saved_datetime: str | None = None
         self._machine_info: dict[str, Any] | None = None
         # Runs saved before this moment are this session's history (Storage's one order).
@@ -183,7 +182,6 @@ class VerdictPlugin:
         record = getattr(fixture, "stats", None)
         if record is not None and getattr(record, "fullname", None):
             self._measured[record.fullname] = record
-            self._call_seconds[record.fullname] = call.duration
             from perfsuite.config import record_plain_marker
 
             record_plain_marker(item, getattr(fixture, "extra_info", None))
@@ -266,13 +264,7 @@ class VerdictPlugin:
                 self._confirmation_dir = Path(tempfile.mkdtemp(prefix="perfsuite-gate-")) / "ab"
             return self._confirmation_dir.with_name(name)
 
-        from perfsuite.ab.budget import (
-            CHANGED_SUSPECTS,
-            GATE_SUSPECTS,
-            first_look_fits,
-            gate_args,
-            round_cost,
-        )
+        from perfsuite.ab.budget import CHANGED_SUSPECTS, GATE_SUSPECTS, gate_args
 
         spent = (dt.datetime.now(dt.timezone.utc) - self._started).total_seconds()
 
@@ -296,18 +288,6 @@ class VerdictPlugin:
                 scratch,
                 ab_args,
                 self._say,
-                lambda item, count: first_look_fits(
-                    round_cost(
-                        item.current.median or 0.0,
-                        self._call_seconds.get(item.fullname),
-                        item.current.rounds,
-                    ),
-                    "benchmark" if item.current.result is None else "perf",
-                    count,
-                    spent,
-                    self.settings.scale.value,
-                    item.current.rounds,
-                ),
             )
         except KeyboardInterrupt:  # pytest's own words and exit status for an interrupt
             if self._confirmation_dir is not None:

@@ -2,19 +2,18 @@
 and the nightly's.
 
 A screen (``--perf-gate``'s comparison with the saved baseline) only picks suspects:
-benches slower or using more CPU per item by the rank test, slower than the move of
-their group (:func:`perfsuite.verdict.shift.standout`), or whose peak memory rose
-beyond its threshold; and, unless both runs are of one commit on a clean tree, benches
-whose code changed since the baseline's commit, whatever the screen read
-(:mod:`perfsuite.changed`); and, where an A/B can run, each bench the screen left too
-noisy to have caught a regression of twice its threshold
+benches slower or using more CPU per item by the rank test, or whose peak memory rose
+beyond its threshold; benches whose code changed since the baseline's commit, whatever
+the screen read (:mod:`perfsuite.changed`); and each bench the screen left too noisy
+to have caught a regression of twice its threshold
 (:func:`perfsuite.verdict.shift.mark_undecided`). Each is then decided in these steps:
 
-1. Both runs are of one commit and neither was taken on a tree with uncommitted
-   changes, or none of the bench's code or data differs between the baseline's commit
-   (on a clean tree) and the working tree (:class:`perfsuite.changed.Changes`): the
-   move is the machine's (``machine``), for the suspects and for the benches the
-   screen left too noisy alike; where this holds for every suspect, no A/B runs.
+1. None of the bench's code or data differs between the baseline's commit (on a clean
+   tree) and the working tree, untracked files included
+   (:class:`perfsuite.changed.Changes`), or, where git cannot tell, both runs are of
+   one commit on a clean tree: the move is the machine's (``machine``), for the
+   suspects and for the benches the screen left too noisy alike; where this holds for
+   every suspect, no A/B runs.
 2. Otherwise, where the folder is a git checkout holding the baseline's commit,
    ``perfsuite ab BASE --report DIR -- NODEIDS OPTIONS`` measures the suspects alone,
    the baseline's commit (A) against the working tree (B, uncommitted changes
@@ -33,10 +32,10 @@ noisy to have caught a regression of twice its threshold
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
 
-Of the suspects whose code is the same on both sides (where git can tell:
-:mod:`perfsuite.changed`; a peak memory that rose aside, the benches the screen left too
-noisy among them), the A/B of step 2 measures a sample, beside every other suspect, and
-the rest follow it: :mod:`perfsuite.verdict.shift`.
+Of the suspects whose code is the same on both sides where a data or configuration
+file changed (a peak memory that rose aside, the benches the screen left too noisy
+among them), the A/B of step 2 measures a sample, beside every other suspect, and the
+rest follow it: :mod:`perfsuite.verdict.shift`.
 
 The A/B takes its seconds from the gated run's (:func:`perfsuite.ab.budget.gate_args`).
 
@@ -63,13 +62,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from perfsuite.changed import (
-    changed_benches,
-    git,
-    mark_changed,
-    untracked_code,
-    untracked_line,
-)
+from perfsuite.changed import changed_benches, git, mark_changed
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
 from perfsuite.outcomes import AbRun, decide_all
@@ -78,7 +71,6 @@ from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
     UNDECIDED_AT_MOST,
     cleared_with,
-    mark_standouts,
     mark_undecided,
     same_code_sample,
 )
@@ -251,7 +243,6 @@ def confirm_suspects(
     scratch: Callable[[str], Path],
     ab_args: Callable[[Sequence[str], Why], list[str]] = lambda nodeids, why: [],
     say: Callable[[str], None] = print,
-    fits: Callable[[BenchVerdict, int], bool] = lambda item, count: True,
 ) -> tuple[RunComparison, str | None]:
     """``comparison`` with each time suspect decided (the module's steps), and a line
     saying how long the A/B took, if one ran. ``commit_info`` is the current run's;
@@ -259,33 +250,26 @@ def confirm_suspects(
     ``ab_args(nodeids, why)`` the A/B's own options for those suspects, ``why`` saying
     what it is for: ``CONFIRM`` suspects of the screen, or decide benches whose code
     changed (``CHANGED``) or that a screen which decided none measured
-    (``UNDECIDED``); ``fits(item, count)`` whether the bench ``item`` reaches its first
-    look in an A/B of ``count`` benches (the same-code sample is drawn from those that
-    do)."""
-    comparison = mark_standouts(comparison)
+    (``UNDECIDED``)."""
     base = Commit.of(comparison.baseline.commit_info)
-    unchanged = same_code(base, Commit.of(commit_info))
-    untracked = untracked_code(cwd) if unchanged else []
-    if untracked:
-        unchanged = False
-        say(f"perfsuite gate: {untracked_line(untracked)}, so git tells what changed")
+    same = same_code(base, Commit.of(commit_info))
     changes = None
-    if not unchanged and base.sha is not None:
+    if base.sha is not None:
         changes = changed_benches([v.fullname for v in comparison.verdicts], cwd, base.sha)
 
     def machine(item: BenchVerdict) -> bool:
         """Whether no code or data of ``item`` changed, so that its move is the machine's."""
         if changes is None or base.dirty:
-            return unchanged
+            return same
         return item.fullname in changes.untouched
 
     # no code or data changed: the move is the machine's, the too noisy benches' too
     comparison, _ = mark_undecided(comparison, None, "no code or data changed", machine)
+    why_not = cannot_run(cwd, base)
     undecided: set[str] = set()
-    why_not = None if unchanged else cannot_run(cwd, base)
     if changes is not None and base.sha is not None:
         comparison = mark_changed(comparison, changes, base.sha, say)
-    if not unchanged and base.sha is not None and why_not is None:
+    if why_not is None:
         at_most = None if changes is not None else UNDECIDED_AT_MOST
         comparison, undecided = mark_undecided(comparison, at_most, among=lambda v: not machine(v))
     if undecided:
@@ -297,7 +281,8 @@ def confirm_suspects(
     idle = [v for v in suspects if machine(v)]
     decided: dict[str, Confirmed] = {}
     if idle:
-        move = machine_move(base, None if unchanged or changes is None else changes.files)
+        files = None if changes is None or (same and not changes.files) else changes.files
+        move = machine_move(base, files)
         others = len(suspects) - len(idle)
         say(f"perfsuite gate: {f'{len(idle)} suspect(s), ' if others else ''}{move.text}")
         decided = dict.fromkeys((v.fullname for v in idle), move)
@@ -308,23 +293,15 @@ def confirm_suspects(
     if suspects:
         changed = [v for v in suspects if v.changed is not None]
         pool = [v for v in suspects if v.changed is None and not v.memory_rose]
-        count = len(suspects) - len(pool) + SAME_CODE_SAMPLE  # the A/B's benches
-        fitting = {v.fullname for v in pool if fits(v, count)}
         sample: list[BenchVerdict] = []
         later: list[BenchVerdict] = []
         if changes is not None:
-            sample, later = same_code_sample(pool, lambda item: item.fullname in fitting)
+            sample, later = same_code_sample(pool)
         if later:
-            slow = len(pool) - len(fitting)
             say(
                 f"perfsuite gate: the code of {len(pool)} suspect(s) is the same as at "
                 f"{(base.sha or '?')[:12]}: the A/B measures the {SAME_CODE_SAMPLE} the "
                 "screen read most surely slower"
-                + (
-                    f" of those whose rounds let it reach a first look ({slow} do not)"
-                    if slow and fitting
-                    else ""
-                )
             )
         measured = [v for v in suspects if v not in later]
         own = [v for v in measured if v.fullname in undecided and v.changed is None]

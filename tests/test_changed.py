@@ -172,7 +172,8 @@ def test_a_bench_none_of_whose_code_or_data_changed_is_untouched(repo: Path) -> 
     head = git(repo, "rev-parse", "HEAD")
     assert found([PERF], repo, base, head).untouched == {PERF}
     (repo / "labels.json").write_text("[]\n")
-    assert found([PERF], repo, base).untouched == frozenset()  # the working tree's data file
+    data = found([ROOT, PERF], repo, base)  # the working tree's data file: any bench may read it
+    assert (data.untouched, list(data.reasons)) == (frozenset(), [ROOT])
     assert found([PERF], repo, base, head).untouched == {PERF}
     assert changed_benches([PERF], repo, "0" * 40) is None
 

@@ -1,7 +1,7 @@
-"""The gate's suspects of the same code and of a group's move (:mod:`perfsuite.suspects`),
-on constructed comparisons: the A/B is replaced by one that answers each suspect from a
-table, so what is asked of it (which benches, in how many A/Bs) and each row's outcome
-are exact.
+"""The gate's suspects of the same code (:mod:`perfsuite.suspects`), on constructed
+comparisons: the A/B is replaced by one that answers each suspect from a table, so
+what is asked of it (which benches, in how many A/Bs) and each row's outcome are
+exact.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ from perfsuite import suspects
 from perfsuite.exitcodes import ExitCode
 from perfsuite.outcomes import AbRun, decide, decide_all
 from perfsuite.suspects import confirm_suspects
-from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
-from perfsuite.verdict.shift import mark_standouts
 from perfsuite.verdict.stats import Verdict
 from tests.gate_fakes import HEAD, FakeAb, comparison, confirm, git_tells
 
@@ -72,42 +70,6 @@ def test_a_sample_not_shown_slower_leaves_the_rest_not_shown(
         "shown slower by their A/B (m6); 5 suspect(s) of unchanged code passed with those "
         "the A/B measured (m0, m1, m2, m3, m4)"
     )
-
-
-def test_the_sample_leaves_out_a_bench_whose_first_look_would_not_fit(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """m7 and m5 read most surely slower, but their rounds take 2 s: an A/B's share of time could
-    not bring them to a first look, so the sample is the slowest three that can."""
-    found = comparison(shifted(8, 4))
-    slow = {"m5", "m7"}
-    verdicts = [
-        replace(v, current=replace(v.current, median=2.0)) if v.fullname in slow else v
-        for v in found.verdicts
-    ]
-    fake = FakeAb(dict.fromkeys(shifted(8, 4), "same"))
-    monkeypatch.setattr(suspects, "run_ab", fake)
-    git_tells(monkeypatch)
-    said: list[str] = []
-    result, _ = confirm_suspects(
-        replace(found, verdicts=verdicts),
-        HEAD,
-        [],
-        tmp_path,
-        lambda name: tmp_path / name,
-        lambda *_: [],
-        said.append,
-        lambda item, count: (item.current.median or 0.0) <= 1.0 and count == 3,
-    )
-    assert fake.asked == [["m3", "m4", "m6"]]
-    outcomes = {v.fullname: v.confirmation.outcome for v in result.verdicts if v.confirmation}
-    assert outcomes == dict.fromkeys([f"m{i}" for i in range(8)], CLEARED)
-    assert any(
-        line.endswith(
-            "read most surely slower of those whose rounds let it reach a first look (2 do not)"
-        )
-        for line in said
-    ), said
 
 
 @pytest.mark.parametrize("answer", ["slower", "beyond"])
@@ -228,51 +190,6 @@ def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(
     assert "1 suspect(s) not shown slower by their A/B (x)" in decision.message
 
 
-def test_a_slowdown_hidden_by_its_groups_move_is_a_suspect(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    # the group read 10% faster; x, 10% slower in truth, reads -1%
-    changes = {"g1": -0.10, "g2": -0.12, "g3": -0.09, "x": -0.01}
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, {"x": "slower"})
-    assert fake.asked == [["x"]]
-    assert outcomes == {"x": CONFIRMED}
-    found = mark_standouts(comparison(changes)).verdicts[-1]
-    assert found.suspected == (
-        "slower than its group's move: -1.0% while the other 3 benches of its group moved "
-        "-10.0%: +10.0% beyond that move"
-    )
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {"g1": -0.10, "g2": -0.12, "g3": -0.09, "x": -0.07},  # +3% beyond: within 5%
-        {"g1": 0.02, "g2": 0.03, "g3": 0.01, "x": 0.04},  # the group did not read faster
-        {"g1": -0.10, "x": -0.01},  # one other bench: no reference
-    ],
-)
-def test_a_bench_that_moved_with_its_group_is_no_suspect(changes: dict[str, float]) -> None:
-    assert not any(v.suspect for v in mark_standouts(comparison(changes)).verdicts)
-
-
-def test_an_inconclusive_bench_is_too_noisy_to_stand_out() -> None:
-    changes = {"g1": -0.10, "g2": -0.12, "g3": -0.09, "x": -0.01}
-    found = comparison(changes)
-    noisy = found.verdicts[-1]
-    assert noisy.time is not None
-    wide = replace(noisy.time, verdict=Verdict.INCONCLUSIVE)
-    found = replace(found, verdicts=[*found.verdicts[:-1], replace(noisy, time=wide)])
-    assert not any(v.suspect for v in mark_standouts(found).verdicts)
-
-
-def test_the_session_is_the_reference_of_a_bench_alone_in_its_group() -> None:
-    changes = {f"s{i}": -0.10 for i in range(10)} | {"x": -0.01}
-    groups = {n: f"group{i}" for i, n in enumerate(changes)}
-    marked = {v.fullname: v.suspected for v in mark_standouts(comparison(changes, groups)).verdicts}
-    assert "slower than the session's move" in (marked["x"] or "")
-    assert [n for n, why in marked.items() if why] == ["x"]
-
-
 def test_a_too_noisy_suspect_is_unconfirmed_after_the_one_ab(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -281,45 +198,6 @@ def test_a_too_noisy_suspect_is_unconfirmed_after_the_one_ab(
     outcomes, fake, _ = confirm(monkeypatch, tmp_path, changes, answers)
     assert fake.asked == [["x", "y"]]
     assert outcomes == {"x": UNCONFIRMED, "y": CLEARED}
-
-
-def _undecided(found: RunComparison, name: str, ci: tuple[float, float], p: float) -> RunComparison:
-    """``found`` with ``name`` read inconclusive at ``ci`` (its change the middle), p ``p``."""
-    verdicts = []
-    for v in found.verdicts:
-        if v.fullname == name and v.time is not None:
-            time = replace(v.time, verdict=Verdict.INCONCLUSIVE, change=sum(ci) / 2, ci=ci, p=p)
-            v = replace(v, time=time)
-        verdicts.append(v)
-    return replace(found, verdicts=verdicts)
-
-
-def test_a_significant_undecided_slowdown_is_a_suspect(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """+4.9% [+3.0%, +6.3%] at p 3e-6: under the threshold, but it could be past it."""
-    found = _undecided(comparison({"x": 0.0, "f": 0.0}), "x", (0.03, 0.068), 3e-6)
-    marked = {v.fullname: v.suspected for v in mark_standouts(found).verdicts}
-    assert marked == {
-        "x": "slower, undecided: +4.9% [+3.0%, +6.8%] lies above 0 and reaches past its "
-        "+5.0% threshold",
-        "f": None,
-    }
-    outcomes, fake, _ = confirm(monkeypatch, tmp_path, {}, {"x": "slower"}, found=found)
-    assert fake.asked == [["x"]]
-    assert outcomes == {"x": CONFIRMED}
-
-
-@pytest.mark.parametrize(
-    ("ci", "p"),
-    [((0.03, 0.068), 0.01), ((0.01, 0.045), 1e-6), ((-0.01, 0.2), 1e-6)],
-    ids=["not-significant", "inside-the-threshold", "interval-holds-zero"],
-)
-def test_an_undecided_bench_that_cannot_be_a_slowdown_past_the_threshold_is_no_suspect(
-    ci: tuple[float, float], p: float
-) -> None:
-    found = _undecided(comparison({"x": 0.0, "f": 0.0}), "x", ci, p)
-    assert not any(v.suspect for v in mark_standouts(found).verdicts)
 
 
 def test_benches_whose_code_changed_join_the_one_ab_strict(

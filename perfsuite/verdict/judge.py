@@ -104,8 +104,8 @@ class BenchVerdict:
     note: str | None = None  # e.g. the threshold was widened by run-to-run noise
     cpu: Comparison | None = None  # CPU seconds per item, where both runs recorded them
     memory: MemoryChange | None = None  # peak memory, where both runs recorded it
-    #: why the gate makes it a time suspect beyond a `slower` verdict (gate only): it
-    #: reads slower than its group's move, slower but undecided, or its code changed
+    #: why the gate makes it a time suspect beyond a `slower` verdict (gate only): the
+    #: screen left it too noisy, or its code changed
     suspected: str | None = None
     #: why its code changed since the baseline, naming a changed file (gate only)
     changed: str | None = None
@@ -179,8 +179,8 @@ class BenchVerdict:
 
     @property
     def time_suspect(self) -> bool:
-        """Slower by the rank test, or marked by the gate (``suspected``): slower than
-        its group's move, slower with significance but undecided, or its code changed."""
+        """Slower by the rank test, or marked by the gate (``suspected``): too noisy on
+        the screen, or its code changed."""
         slower = self.verdict is Verdict.SLOWER and not self.too_few_samples
         return slower or self.suspected is not None
 
