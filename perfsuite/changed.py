@@ -22,7 +22,8 @@ them. A bench whose own file names a changed file that is not its code (a data f
 a document it reads, a script it runs) counts as changed too.
 
 A bench is untouched where none of its code changed, its file names no changed file, and
-every changed file is a document (:data:`DOCUMENT_SUFFIXES`) or Python: a data or
+every changed file is a document (:func:`perfsuite.verdict.commits.is_document`) or
+Python: a data or
 configuration file (``labels.json``, ``pyproject.toml``) may be read by any bench, so
 where one changed no bench is untouched.
 """
@@ -42,9 +43,6 @@ if TYPE_CHECKING:
 #: the most changed benches, beyond the screen's suspects, one A/B measures: those
 #: whose screen read them slowest first
 CHANGED_AT_MOST = 16
-#: the suffixes of documents: files no bench reads as code or data, so that a change of
-#: only these changes no bench (a bench that reads one as data: ``perfsuite ab`` it)
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".adoc", ".asciidoc")
 #: git prints a path with non-ASCII characters quoted and escaped unless told not to
 UNQUOTED = ("-c", "core.quotePath=false")
 
@@ -201,16 +199,6 @@ def changed_files(
     return top, sorted({*diff, *new})
 
 
-def is_document(name: str) -> bool:
-    """Whether the file ``name`` is a document (:data:`DOCUMENT_SUFFIXES`), which no
-    bench reads as code or data.
-
-    >>> is_document("README.md"), is_document("docs/a.RST"), is_document("labels.txt")
-    (True, True, False)
-    """
-    return name.lower().endswith(DOCUMENT_SUFFIXES)
-
-
 def bench_file(nodeid: str, rootdir: Path, top: Path) -> Path | None:
     """The file of the bench ``nodeid`` (relative to ``rootdir`` or to ``top``), or None."""
     file = nodeid.split("::", 1)[0]
@@ -246,6 +234,8 @@ def changed_benches(
     """What changed of each of ``nodeids`` (relative to ``rootdir`` or to the top of the
     git checkout holding it) between commit ``sha`` and ``revision`` (None: the working
     tree); None where git cannot say."""
+    from perfsuite.verdict.commits import is_document
+
     found = changed_files(rootdir, sha, revision)
     if found is None:
         return None
@@ -264,22 +254,16 @@ def changed_benches(
             untouched.update(ids if not code and not data else ())
             continue
         hit = sorted(graph.code_of(path) & code) if code else []
-        if not hit:
-            named = _named(path, names)
-            if named is not None:
-                reason = f"its file names {named}, which changed since the baseline"
-                reasons |= dict.fromkeys(ids, reason)
-            elif not data:
-                untouched.update(ids)
-            continue
         tests = {top_name(nodeid) for nodeid in ids}
         only = changed_tests(top, sha, path, tests) if hit == [path] else None
-        reason = f"its code changed since the baseline: {hit[0].relative_to(top).as_posix()}"
+        named = _named(path, names)
         for nodeid in ids:
-            if only is None:
-                reasons[nodeid] = reason
-            elif top_name(nodeid) in only:
-                reasons[nodeid] = f"{reason}, {top_name(nodeid)}"
+            if hit and (only is None or top_name(nodeid) in only):
+                where = hit[0].relative_to(top).as_posix()
+                narrowed = f", {top_name(nodeid)}" if only is not None else ""
+                reasons[nodeid] = f"its code changed since the baseline: {where}{narrowed}"
+            elif named is not None:
+                reasons[nodeid] = f"its file names {named}, which changed since the baseline"
             elif not data:
                 untouched.add(nodeid)
     return Changes(tuple(names), reasons, frozenset(untouched))

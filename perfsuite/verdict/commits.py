@@ -75,10 +75,23 @@ DOCUMENTS_TEXT = (
 SAME_TREE_TEXT = (
     "the machine's move: no file changed since commit {sha}, no code or data change to confirm"
 )
+#: the suffixes of documents: files no bench reads as code or data, so that a change of
+#: only these changes no bench (a bench that reads one as data: ``perfsuite ab`` it)
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".adoc", ".asciidoc")
 UNTOUCHED_TEXT = (
     "the machine's move: none of the files changed since commit {sha} ({names}) is its "
     "code or data, no code or data change to confirm"
 )
+
+
+def is_document(name: str) -> bool:
+    """Whether the file ``name`` is a document (:data:`DOCUMENT_SUFFIXES`), which no
+    bench reads as code or data.
+
+    >>> is_document("README.md"), is_document("docs/a.RST"), is_document("labels.txt")
+    (True, True, False)
+    """
+    return name.lower().endswith(DOCUMENT_SUFFIXES)
 
 
 def machine_reason(move: Confirmed) -> str:
@@ -105,8 +118,6 @@ def machine_move(commit: Commit, files: Sequence[str] | None = None) -> Confirme
     >>> machine_move(Commit("0123456789abcdef", False), ["a.py"]).text.split(" is ")[0]
     "the machine's move: none of the files changed since commit 0123456789ab (a.py)"
     """
-    from perfsuite.changed import is_document
-
     sha = (commit.sha or "?")[:12]
     if files is None:
         return Confirmed(MACHINE, MACHINE_TEXT.format(sha=sha))

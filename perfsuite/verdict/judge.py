@@ -216,9 +216,9 @@ class Confirmed:
 
     ``outcome`` is ``confirmed`` (the A/B found it slower: a regression), ``cleared``
     (the A/B found it not slower), ``machine`` (both runs are of one commit on a clean
-    tree, or none of its code or data changed between them: the move is the machine's), ``not
-    shown`` (the A/B could not decide, and its estimate is within the threshold: no
-    evidence of a regression, which passes) or
+    tree, or none of its code or data changed between them: the move is the
+    machine's), ``not shown`` (the A/B could not decide, and its estimate is within the
+    threshold: no evidence of a regression, which passes) or
     ``unconfirmed`` (no A/B could decide, or its estimate is beyond the threshold;
     ``text`` holds the command that would)."""
 

@@ -124,10 +124,6 @@ class Comparison:
     fallback: str | None = None
 
     @property
-    def significant(self) -> bool:
-        return self.p is not None and self.p < RANK_ALPHA
-
-    @property
     def untested(self) -> bool:
         """Too few samples for the rank test: shown, never judged."""
         return self.fallback is not None and self.p is None
