@@ -129,11 +129,12 @@ def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
     # 6 pairs bound it under twice the threshold, its estimate within it: settled there
     assert (unbounded.calls, row.verdict) == (6, Verdict.INCONCLUSIVE)
     assert row.bounded
-    # 10 s a pair, 45 s allowed: the pairs left could bound it, so it goes on until the
-    # seconds run out (the pair started before them ends)
+    # 10 s a pair, 45 s allowed: the 15 s left after 3 pairs take it to no next look,
+    # but that look would bound it as projected, so it goes on to it past the seconds
     bounded = Sessions({"b.py::aa": 0.0}, offsets)
     row = _within_45_s(bounded)
-    assert (bounded.calls, row.verdict) == (5, Verdict.INCONCLUSIVE)
+    assert (bounded.calls, row.verdict) == (6, Verdict.INCONCLUSIVE)
+    assert row.bounded
     assert row.run is not None
     assert row.run.result is not None
     assert not row.run.result.futile
@@ -267,15 +268,22 @@ def _within_45_s(sessions: Sessions) -> Row:
 def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
     offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]  # would need all 12 pairs
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
-    # 10 s a pair, 35 s allowed: the 4th pair starts at 30 s, none after it
+    # 10 s a pair for the first look, then 50 s; 120 s allowed: at 30 s the 90 s left
+    # take it to its next look at the pace so far, but the 5th pair ends at 130 s
+    steps = [10.0] * 3 + [50.0] * 9
     check = confirm_in_fresh_pairs(
-        sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 35.0, Clock(sessions, 10.0)
+        sessions,
+        ["b.py::pil"],
+        12,
+        ALPHA_CONFIRM,
+        120.0,
+        lambda: sum(steps[: sessions.calls]),
     ).confirmed
     (row,) = check.rows
-    assert sessions.calls == 4
+    assert sessions.calls == 5
     assert row.run is not None
     assert row.run.result is not None
-    assert len(row.run.sessions) == 4
+    assert len(row.run.sessions) == 5
     assert row.run.result.alpha == pytest.approx(ALPHA_CONFIRM / 3)  # still one of 3 looks
     assert row.verdict is Verdict.INCONCLUSIVE
 

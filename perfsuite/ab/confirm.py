@@ -50,11 +50,14 @@ t interval projected to the pairs of processes left (up to the last look, or as 
 ``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
-from its first pair of processes; the first look's pairs always run. Once it has run
-out, no further pair of processes starts and the look due then is taken at once on
-the pairs so far, as the last one. It is still one of the planned looks, judged at
-the same ``alpha / k``, so the bound costs power only (a suspect left undecided stays
-``inconclusive``), never false alarms.
+from its first pair of processes; the first look's pairs always run. After a look,
+the seconds left go to the suspects whose decision is nearest
+(:mod:`perfsuite.ab.spend`); the others end at that look. Once the seconds have run
+out, the look due then is taken at once on the pairs so far, as the last one, for
+every suspect but the one :mod:`perfsuite.ab.spend` takes past them to its next look.
+Each is still one of the planned looks, judged at the same ``alpha / k``, so the
+bound costs power only (a suspect left undecided stays ``inconclusive``), never false
+alarms.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from dataclasses import dataclass, field, replace
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
 from perfsuite.ab.rows import Row, suspicious
+from perfsuite.ab.spend import Open, Pace, going_on
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
@@ -286,52 +290,79 @@ def confirm_in_fresh_pairs(
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
     if set(checks) & set(suspects):
         raise ValueError(f"a check is no suspect: {sorted(set(checks) & set(suspects))}")
-    begin = dict.fromkeys(suspects, 0)  # each suspect's first fresh pair
+    own: dict[str, list[Verdicts]] = {n: [] for n in suspects}  # each suspect's fresh pairs
+    going = list(suspects)  # what the next pair measures
+    pace = Pace()
+    graced: str | None = None  # the one suspect taken past the seconds (perfsuite.ab.spend)
     promoted = Suspects({})
     start = clock()
     runs: list[Verdicts] = []
     kept: dict[str, Row] = {}
     second: dict[str, PairedResult] = {}
-    spent = False
-    while not spent:
-        left = [n for n in begin if n not in kept]
-        ids = left if runs else [*checks, *left]
-        if not ids:
-            break
-        spent = bool(runs) and seconds is not None and clock() - start >= seconds
-        spent = spent and all(len(runs) - begin[n] >= plan[0] for n in left)
-        if not spent:
-            more = any(len(runs) + 1 < begin[n] + most for n in left)
-            runs.append(session(len(runs), ids, more))
-        if len(runs) == 1 and checks:  # the checks' pair is in: their suspects join
+    while going or checks:
+        ids = [*checks, *going]
+        more = any(len(own[n]) + 1 < most for n in going)
+        before = clock()
+        runs.append(session(len(runs), ids, more))
+        pace.add(clock() - before, runs[-1], ids)
+        for nodeid in going:
+            own[nodeid].append(runs[-1])
+        if checks:  # the checks' pair is in: their suspects join
             for row in runs[0].limited(checks).rows:
                 if row.run is not None and row.run.result is not None:
                     second[row.nodeid] = row.run.result
             promoted = promote(second) if promote and second else promoted
             alphas.update(promoted.alphas)
-            begin.update(dict.fromkeys(promoted.alphas, 1))
+            own.update({n: [] for n in promoted.alphas})
+            going.extend(promoted.alphas)
             memory, cpu = {*memory, *promoted.memory}, {*cpu, *promoted.cpu}
             checks = ()
         elapsed = clock() - start
-        per = elapsed / len(runs) if runs and elapsed > 0 else 0.0
-        for nodeid in [n for n in begin if n not in kept]:
-            own = runs[begin[nodeid] :]
-            have = len(own)
-            calm = nodeid in memory and _calm(own, nodeid)
-            if have == 0 or not (have in plan or have >= most or spent or calm):
+        spent = seconds is not None and elapsed >= seconds
+        spent = spent and all(len(own[n]) >= plan[0] for n in going)
+        per = elapsed / len(runs) if elapsed > 0 else 0.0
+        at_look: dict[str, tuple[Open, Row]] = {}
+        for nodeid in list(going):
+            have = len(own[nodeid])
+            calm = nodeid in memory and _calm(own[nodeid], nodeid)
+            due = have in plan or have >= most or calm or (spent and nodeid != graced)
+            if have == 0 or not due:
                 continue
-            found = _look(own, nodeid, alphas[nodeid] / len(plan))
+            found = _look(own[nodeid], nodeid, alphas[nodeid] / len(plan))
             if found is None:  # a pair did not measure it: its first-stage row stands
-                begin.pop(nodeid)
+                going.remove(nodeid)
+                own.pop(nodeid)
                 continue
             left_s = None if seconds is None else per * have + max(0.0, seconds - elapsed)
             can_have = reachable(most, have, per * have, left_s)
-            ends = _decisive(found, cpu) or have >= most or spent or nodeid in memory
-            if ends or _stop_if_futile(found, can_have):
+            ends = _decisive(found, cpu) or have >= most or nodeid in memory
+            ends = ends or nodeid == graced or _stop_if_futile(found, can_have)
+            result = found.run.result if found.run is not None else None
+            if ends or result is None:
                 kept[nodeid] = found
-    rows = [kept[n] for n in begin if n in kept]
+                going.remove(nodeid)
+            else:
+                at_look[nodeid] = Open(nodeid, result, have, _next_look(plan, have)), found
+        if at_look:
+            between = {n: _next_look(plan, len(own[n])) - len(own[n]) for n in going}
+            for n in at_look:
+                between.pop(n)
+            left = None if seconds is None else seconds - elapsed
+            opened = [o for o, _ in at_look.values()]
+            on, grace = going_on(opened, between, pace, left, graced is not None)
+            graced = on[0] if grace else graced
+            for nodeid, (_, found) in at_look.items():
+                if nodeid not in on:
+                    kept[nodeid] = found
+                    going.remove(nodeid)
+    rows = [kept[n] for n in own if n in kept]
     specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
     return FollowUp(second, Verdicts(rows, specs, seed), promoted)
+
+
+def _next_look(plan: Sequence[int], have: int) -> int:
+    """The pairs of processes at which a suspect with ``have`` has its next look."""
+    return min(k for k in plan if k > have)
 
 
 def same_benches(verdicts: Verdicts) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from perfsuite.verdict.signtest import sign_rank
-from perfsuite.verdict.stats import within_bound
+from perfsuite.verdict.stats import BOUND_FACTOR, within_bound
 
 
 class Estimate(Protocol):
@@ -85,6 +85,34 @@ def futile(
     limit = math.log1p(result.threshold), math.log1p(-result.threshold)
     sticks_out = center + half >= limit[0] or center - half <= limit[1]
     return holds_zero and sticks_out
+
+
+def closeness(result: Estimate, half: float) -> float:
+    """How near ``result`` is to a decision with an interval of half-width ``half`` (in
+    log-ratio, around its current estimate): the widest half-width any decision allows,
+    over ``half``. At 1 or more such an interval decides: it clears 0 (slower or
+    faster), fits inside the threshold (same), or, with the estimate within the
+    threshold, rules out ``BOUND_FACTOR`` times the threshold (it passes, saying so).
+    ``inf`` once decisive, 0 without an interval.
+
+    >>> from perfsuite.verdict.paired import PairedResult
+    >>> from perfsuite.verdict.stats import Verdict
+    >>> def open_at(change):
+    ...     return PairedResult(Verdict.INCONCLUSIVE, change, (-0.5, 0.5), 3, 0.05, alpha=0.01)
+    >>> round(closeness(open_at(0.12), 0.1), 2), round(closeness(open_at(0.0), 0.1), 2)
+    (1.13, 0.95)
+    """
+    if result.decisive:
+        return math.inf
+    if result.ci is None or not 0 < half < math.inf:
+        return 0.0
+    center = math.log1p(result.change)
+    slower = -center if result.higher_is_better else center
+    limit = math.log1p(result.threshold)
+    allows = [abs(center), limit - abs(center)]
+    if slower <= limit:
+        allows.append(math.log1p(BOUND_FACTOR * result.threshold) - slower)
+    return max(allows) / half
 
 
 def reachable(most: int, done: int, elapsed: float, seconds: float | None) -> int:

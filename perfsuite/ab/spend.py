@@ -1,0 +1,110 @@
+"""Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
+
+After a look, each suspect still open is ranked by how near its next look would come
+to deciding it (:func:`perfsuite.verdict.futility.closeness` of its t interval
+projected there by :func:`~perfsuite.verdict.futility.t_half_width`). The pairs of
+processes that follow measure the nearest suspects that the seconds left can take to
+their next look together, at the pace so far (:class:`Pace`: each pair's start-up and
+teardown, each suspect's alternation); the others end at the look they had. When the
+seconds left take no suspect there, the nearest one still goes on, alone, to its next
+look, if that look would decide it as projected: once per confirmation, so a bench
+file's confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and
+only where that look is where the decision is.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from perfsuite.ab.verdicts import Verdicts
+from perfsuite.verdict.futility import closeness, t_half_width
+from perfsuite.verdict.paired import PairedResult
+
+
+@dataclass
+class Pace:
+    """What a bench file's fresh pairs of processes took so far."""
+
+    #: per pair: its seconds besides its benches' own (start-up, set-up, teardown)
+    overheads: list[float] = field(default_factory=list)
+    #: per suspect: its own seconds in each pair that measured it
+    own: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, seconds: float, found: Verdicts, ids: Collection[str]) -> None:
+        """A pair of ``seconds`` that measured ``ids``, as ``found``: each bench's own
+        seconds are its alternation and both sides' warm-up (one side at a time)."""
+        spent = 0.0
+        for run in found.runs:
+            if run.nodeid in ids:
+                own = run.seconds + sum(sum(s) for s in run.warmup.values())
+                self.own.setdefault(run.nodeid, []).append(own)
+                spent += own
+        self.overheads.append(max(0.0, seconds - spent))
+
+    def pair(self, ids: Collection[str]) -> float:
+        """The seconds a pair over ``ids`` takes, at the pace so far."""
+        own = sum(statistics.fmean(self.own.get(n) or [0.0]) for n in ids)
+        return (statistics.fmean(self.overheads) if self.overheads else 0.0) + own
+
+
+@dataclass(frozen=True)
+class Open:
+    """A suspect still open after a look."""
+
+    nodeid: str
+    result: PairedResult
+    have: int  # its fresh pairs so far
+    next: int  # the pairs its next look is at
+
+
+def near(suspect: Open) -> float:
+    """How near ``suspect``'s next look comes to a decision, as projected
+    (:func:`perfsuite.verdict.futility.closeness`; 1 or more: it decides there)."""
+    return closeness(suspect.result, t_half_width(suspect.result, suspect.have, suspect.next))
+
+
+def nearest_first(suspects: Sequence[Open]) -> list[Open]:
+    """``suspects`` by how near their next look comes to a decision (:func:`near`), a
+    regression first: one whose estimate is slower by more than its threshold and
+    whose next look would decide, as projected. A regression decides the A/B whatever
+    the other benches read; a bound missed leaves one bench unjudged."""
+
+    def rank(suspect: Open) -> tuple[bool, float]:
+        result = suspect.result
+        slower_by = -result.change if result.higher_is_better else result.change
+        score = near(suspect)
+        return slower_by > result.threshold and score >= 1, score
+
+    return sorted(suspects, key=rank, reverse=True)
+
+
+def going_on(
+    suspects: Sequence[Open],
+    going: Mapping[str, int],
+    pace: Pace,
+    left: float | None,
+    graced: bool,
+) -> tuple[list[str], bool]:
+    """Which of ``suspects`` (at a look, still open) the next pairs measure, and whether
+    the grace is taken (see the module doc). ``going``: the suspects between looks,
+    which go on whatever, with the pairs each still needs to its next look; ``left``:
+    the seconds left (None: no bound, every suspect goes on); ``graced``: whether the
+    grace was taken before.
+    """
+    if left is None:
+        return [s.nodeid for s in suspects], False
+    ranked = nearest_first(suspects)
+    chosen: list[Open] = []
+    for suspect in ranked:
+        trial = [*chosen, suspect]
+        pairs = max([s.next - s.have for s in trial], default=0)
+        pairs = max(pairs, *going.values()) if going else pairs
+        if pairs * pace.pair([*going, *(s.nodeid for s in trial)]) > left:
+            break
+        chosen = trial
+    if chosen or going or graced or not ranked:
+        return [s.nodeid for s in chosen], False
+    top = ranked[0]
+    return ([top.nodeid], True) if near(top) >= 1 else ([], False)

@@ -1,0 +1,114 @@
+"""A confirmation spends its seconds on the suspects nearest a decision, a regression first."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perfsuite.ab.confirm import confirm_in_fresh_pairs
+from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.rows import Row
+from perfsuite.ab.spend import Open, Pace, going_on, near, nearest_first
+from perfsuite.ab.verdicts import Verdicts
+from perfsuite.verdict.paired import PairedResult
+from perfsuite.verdict.stats import Verdict
+from tests.test_ab_confirm import ALPHA_CONFIRM, Clock, Sessions
+
+#: pairs of processes off by up to 6%: a +12% suspect is open after 3 pairs and slower
+#: after 6, an unchanged one bounded after 6
+OFFSETS = [0.06, -0.04, 0.0, 0.03, -0.02, 0.01]
+
+
+def _open(nodeid: str, change: float, ci: tuple[float, float]) -> Open:
+    result = PairedResult(Verdict.INCONCLUSIVE, change, ci, 36, 0.05, ALPHA_CONFIRM / 3)
+    return Open(nodeid, result, 3, 6)
+
+
+class Timed(Sessions):
+    """Sessions in which each bench alternates ``own`` seconds and a pair's start-up and
+    teardown take ``overhead``; :meth:`clock` is the time they took so far."""
+
+    def __init__(self, effects: dict[str, float], own: float, overhead: float) -> None:
+        super().__init__(effects, OFFSETS)
+        self.own, self.overhead, self.elapsed = own, overhead, 0.0
+
+    def __call__(self, i: int, ids: list[str], more: bool = True) -> Verdicts:
+        found = super().__call__(i, ids, more)
+        rows = [row for row in found.rows if row.nodeid in ids]
+        for row in rows:
+            assert row.run is not None
+            row.run.seconds = self.own
+        self.elapsed += self.overhead + self.own * len(rows)
+        return Verdicts(rows, found.specs, found.seed)
+
+    def clock(self) -> float:
+        return self.elapsed
+
+
+def test_a_regression_goes_first_then_the_nearest_decision() -> None:
+    bounded_next = _open("b.py::aa", 0.0, (-0.08, 0.09))  # would be bounded, by far
+    slower = _open("b.py::slow", 0.12, (-0.01, 0.27))  # would clear 0
+    hopeless = _open("b.py::noisy", 0.07, (-0.6, 1.5))  # would decide nothing
+    assert near(bounded_next) > near(slower) >= 1 > near(hopeless)
+    ranked = nearest_first([hopeless, bounded_next, slower])
+    assert [o.nodeid for o in ranked] == ["b.py::slow", "b.py::aa", "b.py::noisy"]
+
+
+def test_the_seconds_left_go_to_as_many_of_the_nearest_as_they_take_to_the_next_look() -> None:
+    pace = Pace([5.0], {"b.py::aa": [10.0], "b.py::slow": [10.0], "b.py::x": [10.0]})
+    assert pace.pair(["b.py::aa", "b.py::slow"]) == 25.0
+    opened = [_open("b.py::aa", 0.0, (-0.08, 0.09)), _open("b.py::slow", 0.12, (-0.01, 0.27))]
+    assert going_on(opened, {}, pace, 75.0, False) == (["b.py::slow", "b.py::aa"], False)
+    assert going_on(opened, {}, pace, 45.0, False) == (["b.py::slow"], False)
+    # none fits: the nearest goes on alone, past the seconds, once
+    assert going_on(opened, {}, pace, 10.0, False) == (["b.py::slow"], True)
+    assert going_on(opened, {}, pace, 10.0, True) == ([], False)
+    # a suspect between looks goes on whatever, and its pairs count, so no grace
+    assert going_on(opened, {"b.py::x": 3}, pace, 45.0, False) == ([], False)
+    assert going_on(opened, {}, pace, None, False) == (["b.py::aa", "b.py::slow"], False)
+
+
+def test_a_confirmation_takes_the_nearest_suspect_alone_to_its_next_look() -> None:
+    effects = {"b.py::aa": 0.0, "b.py::bb": 0.0, "b.py::slow": math.log(1.12)}
+    # each bench 10 s a pair, 5 s start-up and teardown: the first look takes 105 s, and
+    # the 45 s left take one bench, not two, through 3 more pairs
+    sessions = Timed(effects, 10.0, 5.0)
+    found = confirm_in_fresh_pairs(
+        sessions, list(effects), 12, ALPHA_CONFIRM, 150.0, sessions.clock
+    ).confirmed
+    assert sessions.asked == [list(effects)] * 3 + [["b.py::slow"]] * 3
+    rows = {row.nodeid: row for row in found.rows}
+    assert rows["b.py::slow"].verdict is Verdict.SLOWER
+    assert [len(r.run.sessions) for r in rows.values() if r.run] == [3, 3, 6]
+    assert {rows["b.py::aa"].verdict, rows["b.py::bb"].verdict} == {Verdict.INCONCLUSIVE}
+    assert sessions.elapsed == 150.0
+
+
+def test_past_the_seconds_only_the_nearest_goes_on_and_only_once() -> None:
+    effects = {"b.py::aa": 0.0, "b.py::slow": math.log(1.12)}
+    sessions = Sessions(effects, OFFSETS)
+    found = confirm_in_fresh_pairs(
+        sessions, list(effects), 12, ALPHA_CONFIRM, 1.0, Clock(sessions, 10.0)
+    ).confirmed
+    assert sessions.asked == [list(effects)] * 3 + [["b.py::slow"]] * 3
+    verdicts = {row.nodeid: row.verdict for row in found.rows}
+    assert verdicts == {"b.py::aa": Verdict.INCONCLUSIVE, "b.py::slow": Verdict.SLOWER}
+    # +4%: its first 3 pairs agree, the next 3 are off by +-15%: open at 6, no second grace
+    scattered = Sessions({"b.py::pil": math.log(1.04)}, [0.02, -0.02, 0.0, 0.15, -0.15, 0.05])
+    (row,) = confirm_in_fresh_pairs(
+        scattered, ["b.py::pil"], 12, ALPHA_CONFIRM, 1.0, Clock(scattered, 10.0)
+    ).confirmed.rows
+    assert scattered.calls == 6
+    assert row.verdict is Verdict.INCONCLUSIVE
+
+
+def test_a_pace_counts_each_benchs_alternation_and_warm_up_apart_from_the_pair() -> None:
+    run = BenchRun("b.py::x", 0.05, seconds=4.0)
+    run.warmup = {"A": [0.5, 0.5], "B": [1.0]}
+    other = BenchRun("b.py::y", 0.05, seconds=100.0)  # not asked for: not counted
+    pace = Pace()
+    pace.add(20.0, Verdicts([Row("b.py::x", run), Row("b.py::y", other)], [], 1), ["b.py::x"])
+    assert pace.overheads == [14.0]
+    assert pace.own == {"b.py::x": [6.0]}
+    assert pace.pair(["b.py::x", "b.py::z"]) == pytest.approx(20.0)
