@@ -7,7 +7,7 @@ processes that follow measure the nearest suspects that the seconds left can tak
 their next look together, at the pace so far (:class:`Pace`: each pair's start-up and
 teardown, each suspect's alternation); the others end at the look they had. When the
 seconds left take no suspect there, the nearest one still goes on, alone, to its next
-look, if that look would decide it as projected: once per confirmation, so a bench
+look, if that look could decide it (:func:`near`): once per confirmation, so a bench
 file's confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and
 only where that look is where the decision is.
 """
@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.futility import closeness, t_half_width
+from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
 
 
@@ -60,15 +60,18 @@ class Open:
 
 
 def near(suspect: Open) -> float:
-    """How near ``suspect``'s next look comes to a decision, as projected
-    (:func:`perfsuite.verdict.futility.closeness`; 1 or more: it decides there)."""
-    return closeness(suspect.result, t_half_width(suspect.result, suspect.have, suspect.next))
+    """How near ``suspect``'s next look comes to a decision
+    (:func:`perfsuite.verdict.futility.closeness`): its t interval projected there and
+    narrowed by :func:`~perfsuite.verdict.futility.t_margin`, as futility projects it.
+    1 or more: that look could decide it, so futility would not stop it."""
+    half = t_half_width(suspect.result, suspect.have, suspect.next) * t_margin(suspect.have)
+    return closeness(suspect.result, half)
 
 
 def nearest_first(suspects: Sequence[Open]) -> list[Open]:
     """``suspects`` by how near their next look comes to a decision (:func:`near`), a
     regression first: one whose estimate is slower by more than its threshold and
-    whose next look would decide, as projected. A regression decides the A/B whatever
+    whose next look could decide it. A regression decides the A/B whatever
     the other benches read; a bound missed leaves one bench unjudged."""
 
     def rank(suspect: Open) -> tuple[bool, float]:
