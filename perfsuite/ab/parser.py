@@ -129,8 +129,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--confirm-seconds",
         type=positive_seconds,
         metavar="S",
-        help="the most seconds a bench file's confirmation goes on, counted "
-        "from its first pair of processes (the first look's pairs always run); "
+        help="the seconds a bench file's confirmation spends, counted from its "
+        "first pair of processes, on the suspects nearest a decision (the first "
+        "look's pairs always run, and the nearest may go on to one more look); "
         "then the look due is taken on the pairs so far "
         "(default by --perf-scale: smoke 20, default 300, full 900)",
     )
