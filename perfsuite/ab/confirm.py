@@ -344,9 +344,9 @@ def confirm_in_fresh_pairs(
             else:
                 at_look[nodeid] = Open(nodeid, result, have, _next_look(plan, have)), found
         if at_look:
-            between = {n: _next_look(plan, len(own[n])) - len(own[n]) for n in going}
-            for n in at_look:
-                between.pop(n)
+            between = {
+                n: _next_look(plan, len(own[n])) - len(own[n]) for n in going if n not in at_look
+            }
             left = None if seconds is None else seconds - elapsed
             opened = [o for o, _ in at_look.values()]
             on, grace = going_on(opened, between, pace, left, graced is not None)

@@ -102,8 +102,7 @@ def going_on(
     chosen: list[Open] = []
     for suspect in ranked:
         trial = [*chosen, suspect]
-        pairs = max([s.next - s.have for s in trial], default=0)
-        pairs = max(pairs, *going.values()) if going else pairs
+        pairs = max([*(s.next - s.have for s in trial), *going.values()])
         if pairs * pace.pair([*going, *(s.nodeid for s in trial)]) > left:
             break
         chosen = trial

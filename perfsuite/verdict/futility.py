@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from perfsuite.verdict.signtest import sign_rank
-from perfsuite.verdict.stats import BOUND_FACTOR, within_bound
+from perfsuite.verdict.stats import BOUND_FACTOR
 
 
 class Estimate(Protocol):
@@ -75,25 +75,17 @@ def futile(
     """
     if result.decisive or result.ci is None or not half < math.inf:
         return False
-    center = math.log1p(result.change)
-    half *= margin
-    if bounding:
-        low, high = math.expm1(center - half), math.expm1(center + half)
-        if within_bound(-low if result.higher_is_better else high, result.threshold):
-            return False  # more evidence could bound it: it would pass, saying so
-    holds_zero = center - half <= 0 <= center + half
-    limit = math.log1p(result.threshold), math.log1p(-result.threshold)
-    sticks_out = center + half >= limit[0] or center - half <= limit[1]
-    return holds_zero and sticks_out
+    return closeness(result, half * margin, bounding=bounding) < 1
 
 
-def closeness(result: Estimate, half: float) -> float:
+def closeness(result: Estimate, half: float, *, bounding: bool = True) -> float:
     """How near ``result`` is to a decision with an interval of half-width ``half`` (in
     log-ratio, around its current estimate): the widest half-width any decision allows,
     over ``half``. At 1 or more such an interval decides: it clears 0 (slower or
-    faster), fits inside the threshold (same), or, with the estimate within the
-    threshold, rules out ``BOUND_FACTOR`` times the threshold (it passes, saying so).
-    ``inf`` once decisive, 0 without an interval.
+    faster) or fits inside the threshold (same); with ``bounding``, or it rules out a
+    regression of ``BOUND_FACTOR`` times the threshold (it would pass with that bound:
+    :func:`perfsuite.verdict.stats.within_bound`). ``inf`` once decisive, 0 without an
+    interval. :func:`futile` is this below 1.
 
     >>> from perfsuite.verdict.paired import PairedResult
     >>> from perfsuite.verdict.stats import Verdict
@@ -101,18 +93,26 @@ def closeness(result: Estimate, half: float) -> float:
     ...     return PairedResult(Verdict.INCONCLUSIVE, change, (-0.5, 0.5), 3, 0.05, alpha=0.01)
     >>> round(closeness(open_at(0.12), 0.1), 2), round(closeness(open_at(0.0), 0.1), 2)
     (1.13, 0.95)
+    >>> round(closeness(open_at(0.0), 0.1, bounding=False), 2)
+    0.49
     """
     if result.decisive:
         return math.inf
-    if result.ci is None or not 0 < half < math.inf:
+    if result.ci is None or not half < math.inf:
         return 0.0
     center = math.log1p(result.change)
-    slower = -center if result.higher_is_better else center
-    limit = math.log1p(result.threshold)
-    allows = [abs(center), limit - abs(center)]
-    if slower <= limit:
-        allows.append(math.log1p(BOUND_FACTOR * result.threshold) - slower)
-    return max(allows) / half
+    threshold = result.threshold
+    allows = [abs(center), min(math.log1p(threshold) - center, center - math.log1p(-threshold))]
+    if bounding:  # the slower end of the interval under BOUND_FACTOR times the threshold
+        bound = BOUND_FACTOR * threshold
+        if result.higher_is_better:
+            allows.append(center - math.log1p(-bound))
+        else:
+            allows.append(math.log1p(bound) - center)
+    widest = max(allows)
+    if half <= 0:
+        return math.inf if widest >= 0 else 0.0
+    return widest / half
 
 
 def reachable(most: int, done: int, elapsed: float, seconds: float | None) -> int:
