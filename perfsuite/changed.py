@@ -23,9 +23,8 @@ a document it reads, a script it runs) counts as changed too.
 
 A bench is untouched where none of its code changed, its file names no changed file, and
 every changed file is a document (:func:`perfsuite.verdict.commits.is_document`) or
-Python: a data or
-configuration file (``labels.json``, ``pyproject.toml``) may be read by any bench, so
-where one changed no bench is untouched.
+Python: a data or configuration file (``labels.json``, ``pyproject.toml``) may be read
+by any bench, so where one changed no bench is untouched.
 """
 
 from __future__ import annotations
