@@ -135,7 +135,7 @@ def test_a_suspect_that_passes_keeps_the_screen_word() -> None:
         "not shown": ["slower? not shown", "faster? not shown"],
         "machine": ["slower? the machine's", "faster? the machine's"],
         "confirmed": ["SLOWER (confirmed)"] * 2,
-        "unconfirmed": ["SLOWER? unconfirmed"] * 2,
+        "unconfirmed": ["SLOWER? unconfirmed", "faster? UNCONFIRMED"],
     }
 
 

@@ -118,8 +118,8 @@ class Confirmations:
 #: what a suspect's outcome makes of its row: the gate's table's words for a screen's
 #: `slower` (:data:`perfsuite.verdict.table.CONFIRMED_WORDS`, ``PASSED_WORDS``)
 OUTCOME_WORDS = {
-    **CONFIRMED_WORDS,
     **{outcome: f"slower? {word}" for outcome, word in PASSED_WORDS.items()},
+    **CONFIRMED_WORDS,
 }
 #: the A/B's measure for each metric a suspect is screened by
 METRIC_WHATS = {"time": "time", "cpu/item": "cpu", "memory": "memory"}

@@ -53,15 +53,22 @@ def bound_text(bound: float | None, higher_is_better: bool = False) -> str:
     return f"no regression above {pct(bound)}"
 
 
-#: the verdict word of a time suspect its confirmation found slower or could not decide
+#: the verdict word of a time suspect its confirmation found slower, or that the screen
+#: read slower and no A/B could decide (one the screen read otherwise keeps its word:
+#: ``faster? UNCONFIRMED``, ``inconclusive, UNCONFIRMED``)
 CONFIRMED_WORDS = {"confirmed": "SLOWER (confirmed)", "unconfirmed": "SLOWER? unconfirmed"}
 #: the word of a screen's `faster` that no A/B measured: two runs taken apart, unpaired,
 #: show a move of the machine as readily as one of the code
 UNCONFIRMED_FASTER = "faster? unconfirmed"
 #: what follows the screen's own word (``slower? cleared``: a move the A/B did not
 #: confirm; ``inconclusive, not shown`` for a suspect made by its changed code) for a
-#: time suspect that passes
-PASSED_WORDS = {"cleared": "cleared", "machine": "the machine's", "not shown": "not shown"}
+#: time suspect: each passes but ``UNCONFIRMED`` (no A/B could decide; exit 3)
+PASSED_WORDS = {
+    "cleared": "cleared",
+    "machine": "the machine's",
+    "not shown": "not shown",
+    "unconfirmed": "UNCONFIRMED",
+}
 #: the same for a suspect by its cost alone (CPU per item or peak memory)
 COST_CONFIRMED_WORDS = {
     "confirmed": "cost ROSE (confirmed)",
@@ -79,7 +86,8 @@ def _verdict_word(item: BenchVerdict) -> str:
     if item.confirmation is not None and item.suspect:
         outcome = item.confirmation.outcome
         if item.time_suspect:
-            if outcome in CONFIRMED_WORDS:
+            slower_or_confirmed = item.verdict is Verdict.SLOWER or outcome == "confirmed"
+            if outcome in CONFIRMED_WORDS and slower_or_confirmed:
                 return CONFIRMED_WORDS[outcome]
             moved = item.verdict in (Verdict.SLOWER, Verdict.FASTER)  # a move, unconfirmed
             return f"{word}{'?' if moved else ','} {PASSED_WORDS[outcome]}"
