@@ -214,14 +214,14 @@ def test_pairs_json_keeps_a_confirmed_benchs_first_pair_beside_the_verdict(
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),
     ]
-    write_report(tmp_path / "report", final, [tmp_path / "no.json"] * 2)
+    write_report(tmp_path / "report", final, {}, {})
     (entry,) = json.loads((tmp_path / "report" / "pairs.json").read_text())
     assert entry["verdict"] == "inconclusive"  # the other way: not confirmed
     assert entry["change"] == pytest.approx(0.07, abs=0.005)
     assert entry["first"]["verdict"] in ("faster", "inconclusive")
     assert entry["first"]["change"] == pytest.approx(-0.07, abs=0.005)
     assert len(entry["sessions"]) == 3
-    write_report(tmp_path / "plain", first, [tmp_path / "no.json"] * 2)
+    write_report(tmp_path / "plain", first, {}, {})
     (plain,) = json.loads((tmp_path / "plain" / "pairs.json").read_text())
     assert "first" not in plain  # a bench not confirmed has no first pair to keep apart
 
@@ -241,7 +241,7 @@ def test_a_bench_stopped_for_futility_says_so_and_pairs_json_keeps_it(tmp_path: 
     assert (
         word == "TOO NOISY: no regression above +35.0% (stopped early: its budget could not decide)"
     )
-    write_report(tmp_path / "report", verdicts, [tmp_path / "no.json"] * 2)
+    write_report(tmp_path / "report", verdicts, {}, {})
     (entry,) = json.loads((tmp_path / "report" / "pairs.json").read_text())
     assert (entry["verdict"], entry["futile"]) == ("inconclusive", True)
 

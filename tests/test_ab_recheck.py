@@ -160,7 +160,7 @@ def test_pairs_json_keeps_the_second_pair_beside_the_first(tmp_path: Path) -> No
         SideSpec("A", Revision("main", "a" * 40), tmp_path),
         SideSpec("B", Revision("working tree", None), tmp_path),
     ]
-    write_report(tmp_path / "report", found, [tmp_path / "no.json"] * 2)
+    write_report(tmp_path / "report", found, {}, {})
     x, y = json.loads((tmp_path / "report" / "pairs.json").read_text())
     assert x["verdict"] == "same"
     assert x["second"]["verdict"] == "same"

@@ -35,7 +35,7 @@ def test_report_is_written_whole_and_replaces_the_old_one(tmp_path: Path) -> Non
     out.mkdir()
     (out / "summary.md").write_text("from an earlier run")
     (out / "stale.png").write_text("from an earlier run")
-    files = {p.name for p in write_report(out, verdicts, [tmp_path / "none-a.json"] * 2)}
+    files = {p.name for p in write_report(out, verdicts, {}, {})}
     assert files == {"summary.md", "pairs.json", "benches_bench_x.py__test_x.png"}
     summary = (out / "summary.md").read_text()
     assert "| `benches/bench_x.py::test_x` | SLOWER | +50.0% [+50.0%, +50.0%] |" in summary

@@ -182,8 +182,8 @@ def gate_args(
     """
     caps = BUDGETS[scale]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
-    share = _share(seconds, screen_decided_none)
-    bench = bench_seconds(len(nodeids), seconds, scale, screen_decided_none=screen_decided_none)
+    share = max(seconds * CONFIRM_SHARE, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
+    bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
     floor = CHANGED_FILE_SECONDS if suspects == CHANGED_SUSPECTS else MIN_FILE_SECONDS
     file = max(floor, min(caps.confirm_seconds, share / max(len(files), 1)))
     wanted = {
@@ -193,21 +193,3 @@ def gate_args(
     }
     given = {arg.split("=", 1)[0] for arg in ab_args}
     return [*ab_args, *(f"{k}={v}" for k, v in wanted.items() if k not in given)]
-
-
-def _share(seconds: float, screen_decided_none: bool) -> float:
-    """The seconds a gate's A/B shares out, from the gated run's own ``seconds``."""
-    return max(seconds * CONFIRM_SHARE, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
-
-
-def bench_seconds(
-    count: int, seconds: float, scale: str, *, screen_decided_none: bool = False
-) -> float:
-    """The seconds a gate's A/B of ``count`` benches gives each to alternate
-    (``--max-seconds``: :func:`gate_args`), from the gated run's own ``seconds``.
-
-    >>> bench_seconds(3, 300, "default"), bench_seconds(30, 300, "default")
-    (50.0, 10.0)
-    """
-    share = _share(seconds, screen_decided_none)
-    return max(MIN_BENCH_SECONDS, min(BUDGETS[scale].max_seconds, share / max(count, 1)))

@@ -17,12 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfsuite.ab.budget import (
-    budget_for,
-    confirm_seconds_for,
-    scale_of,
-    suspects_for,
-)
+from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, suspects_for
 from perfsuite.errors import CannotMeasure, PerfsuiteError
 from perfsuite.exitcodes import ExitCode, terminate_as_interrupt
 
@@ -126,7 +121,7 @@ def bisect_status(status: int, measurable: bool = True) -> int:
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from perfsuite.ab.confirm import follow_up
     from perfsuite.ab.controller import Controller
-    from perfsuite.ab.isolate import merge_json, sessions
+    from perfsuite.ab.isolate import sessions
     from perfsuite.ab.load import MACHINE_JSON, measured, snapshot
     from perfsuite.ab.process_pairs import ProcessPairs, key
     from perfsuite.ab.pytest_args import names_paths
@@ -255,15 +250,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             print(f"perfsuite ab: {line}")
         notes = [*env_lines, *load_lines]
         if args.report is not None:
-            side_json = [workdir / f"{name}.json" for name in "AB"]
-            side_logs = [workdir / f"{name}.log" for name in "AB"]
-            for name, json_out, log_out in zip("AB", side_json, side_logs, strict=True):
-                merge_json(pairs.jsons[name], json_out)
-                log_out.write_bytes(
-                    b"".join(p.read_bytes() for p in pairs.logs[name] if p.is_file())
-                )
             machine = {MACHINE_JSON: load.to_json()} if load else {}
-            write_report(args.report, verdicts, side_json, side_logs, notes, machine)
+            write_report(args.report, verdicts, pairs.jsons, pairs.logs, notes, machine)
             print(f"perfsuite ab: report in {args.report}")
         if verdicts.regressed:
             return ExitCode.REGRESSION

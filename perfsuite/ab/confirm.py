@@ -180,10 +180,7 @@ def _calm(runs: Sequence[Verdicts], nodeid: str) -> bool:
     (:attr:`perfsuite.verdict.cost.MemoryChange.rose`), so no further pair could
     confirm it."""
     return any(
-        row.nodeid == nodeid
-        and row.run is not None
-        and row.run.memory is not None
-        and not row.run.memory.rose
+        row.nodeid == nodeid and row.run and row.run.memory and not row.run.memory.rose
         for run in runs
         for row in run.rows
     )
@@ -321,7 +318,7 @@ def confirm_in_fresh_pairs(
         spent = seconds is not None and elapsed >= seconds
         spent = spent and all(len(own[n]) >= plan[0] for n in going)
         per = elapsed / len(runs) if elapsed > 0 else 0.0
-        at_look: dict[str, tuple[Open, Row]] = {}
+        at_look: dict[str, Open] = {}  # open after this look (their row kept until the next)
         for nodeid in list(going):
             have = len(own[nodeid])
             calm = nodeid in memory and _calm(own[nodeid], nodeid)
@@ -338,23 +335,19 @@ def confirm_in_fresh_pairs(
             ends = _decisive(found, cpu) or have >= most or nodeid in memory
             ends = ends or nodeid == graced or _stop_if_futile(found, can_have)
             result = found.run.result if found.run is not None else None
+            kept[nodeid] = found
             if ends or result is None:
-                kept[nodeid] = found
                 going.remove(nodeid)
             else:
-                at_look[nodeid] = Open(nodeid, result, have, _next_look(plan, have)), found
+                at_look[nodeid] = Open(nodeid, result, have, _next_look(plan, have))
         if at_look:
             between = {
                 n: _next_look(plan, len(own[n])) - len(own[n]) for n in going if n not in at_look
             }
             left = None if seconds is None else seconds - elapsed
-            opened = [o for o, _ in at_look.values()]
-            on, grace = going_on(opened, between, pace, left, graced is not None)
+            on, grace = going_on(list(at_look.values()), between, pace, left, graced is not None)
             graced = on[0] if grace else graced
-            for nodeid, (_, found) in at_look.items():
-                if nodeid not in on:
-                    kept[nodeid] = found
-                    going.remove(nodeid)
+            going = [n for n in going if n not in at_look or n in on]
     rows = [kept[n] for n in own if n in kept]
     specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
     return FollowUp(second, Verdicts(rows, specs, seed), promoted)
@@ -437,12 +430,11 @@ def follow_up(
         return Suspects.pick(rechecked(verdicts.limited(second), second, second, kind), kind)
 
     measured = list(dict.fromkeys([*checks, *first.alphas]))
-    groups: dict[str | None, list[str]] = {None: measured}
+    groups: list[tuple[list[str] | None, list[str]]] = [(None, measured)]
     if not whole:
-        groups = {file: ids for file, ids in by_file(measured).items()}
+        groups = [([file], ids) for file, ids in by_file(measured).items()]
     found: list[FollowUp] = []
-    for files, ids in groups.items():
-        only = None if files is None else [files]
+    for only, ids in groups:
 
         def again(i: int, ids: list[str], more: bool, only: list[str] | None = only) -> Verdicts:
             return pairs.session(key(only, 1 + i), ids, key(only, 2 + i) if more else None)

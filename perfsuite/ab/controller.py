@@ -334,9 +334,8 @@ class Controller:
                 elif not other.settle():
                     run.unsettled += 1
                 self._send(name, "block", rounds=k, drain=drain, typical=run.typical())
-                blocks = run.a_blocks if name == "A" else run.b_blocks
                 seconds, drained = self._block(name, nodeid, run)
-                blocks.append(seconds)
+                (run.a_blocks if name == "A" else run.b_blocks).append(seconds)
                 run.drained.append(drained)
                 run.order.append(name)
             run.seconds = time.monotonic() - start

@@ -54,13 +54,9 @@ def parse_stat(text: str, ticks: int) -> CpuTimes:
 def own_cpu_seconds() -> float:
     """CPU seconds of this process and every process below it: those already reaped
     (``RUSAGE_CHILDREN``) and those still running (their threads' ``schedstat``)."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    for pid in descendants(os.getpid()):
-        total += cpu_seconds(pid) or 0.0
-    return total
+    usages = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    reaped = sum(usage.ru_utime + usage.ru_stime for usage in usages)
+    return reaped + sum(cpu_seconds(pid) or 0.0 for pid in descendants(os.getpid()))
 
 
 @dataclass(frozen=True)

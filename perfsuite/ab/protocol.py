@@ -124,11 +124,9 @@ class Channel:
 
     def receive(self) -> dict[str, Any]:
         """Block until the next message (the side's end: it has nothing else to do)."""
-        while True:
-            message = self.pending()
-            if message is not None:
-                return message
+        while not self._messages:
             self.feed()
+        return self._messages.pop(0)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -78,11 +78,7 @@ def value_counts() -> dict[str, int | str | None]:
         built = getattr(parser, "optparser", None)
         if built is None:  # pytest before 9 builds its argparse parser on demand
             built = getattr(parser, "_getparser")()  # noqa: B009
-        counts: dict[str, int | str | None] = {}
-        for action in built._actions:
-            for name in action.option_strings:
-                counts[name] = action.nargs
-        return counts
+        return {name: action.nargs for action in built._actions for name in action.option_strings}
     except Exception:  # another pytest's internals, a broken plugin: the fixed list serves
         from perfsuite.options import OPTIONS
 

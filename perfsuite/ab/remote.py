@@ -198,10 +198,9 @@ class LockstepSide:
             errors=self._collect_errors,
             skipped=self._collect_skips,
         )
-        wanted = [str(n) for n in self._expect("plan").get("benches", [])]
+        wanted = dict.fromkeys(str(n) for n in self._expect("plan").get("benches", []))
         by_id = {item.nodeid: item for item in items}
-        keep = set(wanted)
-        deselected = [item for item in items if item.nodeid not in keep]
+        deselected = [item for item in items if item.nodeid not in wanted]
         items[:] = [by_id[n] for n in wanted if n in by_id]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
@@ -269,7 +268,6 @@ class LockstepSide:
 
         meter = start()
         spent = 0.0  # the last round's CPU seconds
-
         result: Any = None
 
         def run(calls: int) -> float:

@@ -139,14 +139,18 @@ def plot_ratios(run: BenchRun, path: Path) -> None:
 def write_report(
     out: Path,
     verdicts: Verdicts,
-    side_json: Sequence[Path],
-    side_logs: Sequence[Path] = (),
+    side_json: Mapping[str, Sequence[Path]],
+    side_logs: Mapping[str, Sequence[Path]],
     notes: Sequence[str] = (),
     files: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write the report folder atomically (a temporary sibling swapped in by
-    :func:`perfsuite.data.fsutil.replace_dir`): ``notes`` end ``summary.md``, ``files``
-    (name: text) are written beside it."""
+    :func:`perfsuite.data.fsutil.replace_dir`): each side's JSON files (by side name,
+    one per session) merged into one (:func:`perfsuite.ab.isolate.merge_json`) and its
+    logs joined; ``notes`` end ``summary.md``, ``files`` (name: text) are written
+    beside it."""
+    from perfsuite.ab.isolate import merge_json  # imports pytest: not for the dashboard
+
     out = out.resolve()
     check_report_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -156,12 +160,11 @@ def write_report(
         (tmp / "summary.md").write_text("\n".join(summary))
         for name, text in (files or {}).items():
             (tmp / name).write_text(text)
-        for name, path in zip("AB", side_json, strict=True):
-            if path.is_file():
-                shutil.copyfile(path, tmp / f"{name}.json")
-        for name, path in zip("AB", side_logs, strict=False):
-            if path.is_file():
-                shutil.copyfile(path, tmp / f"{name}.log")
+        for name in "AB":
+            merge_json(side_json.get(name, ()), tmp / f"{name}.json")
+            logs = [p.read_bytes() for p in side_logs.get(name, ()) if p.is_file()]
+            if logs:
+                (tmp / f"{name}.log").write_bytes(b"".join(logs))
         pairs: list[dict[str, Any]] = []
         taken: set[str] = set()
         for run in verdicts.runs:

@@ -76,10 +76,6 @@ def holds_config(path: Path) -> bool:
     return section in sections or (path.name == "setup.cfg" and "pytest" in sections)
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def config_file(cwd: Path, root: Path, pytest_args: Sequence[str]) -> Path | None:
     """The configuration file of a pytest started in ``cwd`` with ``pytest_args`` and
     rooted at ``root``, looked for inside ``root`` alone (see the module doc); a
@@ -89,9 +85,10 @@ def config_file(cwd: Path, root: Path, pytest_args: Sequence[str]) -> Path | Non
 
     root = root.resolve()
     paths = [(cwd / path_part(pytest_args[i])).resolve() for i in positional(pytest_args)]
-    folders = [p if p.is_dir() else p.parent for p in paths if p.exists() and _inside(p, root)]
+    inside = [p for p in paths if p.exists() and p.is_relative_to(root)]
+    folders = [p if p.is_dir() else p.parent for p in inside]
     start = Path(os.path.commonpath(folders or [cwd.resolve()]))
-    if not _inside(start, root):
+    if not start.is_relative_to(root):
         start = root
     fallback = None
     for folder in (start, *start.parents):

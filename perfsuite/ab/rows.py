@@ -164,18 +164,10 @@ class Row:
 
     def _cost(self) -> str:
         """CPU per call (change, verdict) and peak memory, where both sides sent them."""
-        parts = []
-        cpu = self.run.cpu if self.run else None
-        if cpu is not None:
-            parts.append(f"cpu/call {pct(cpu.change)} {CPU_WORDS[cpu.verdict.value]}")
-        memory = self.run.memory if self.run else None
-        if memory is not None:
-            parts.append(str(memory))
-        return ", ".join(parts) or "-"
+        cpu, memory = (self.run.cpu, self.run.memory) if self.run else (None, None)
+        parts = [f"cpu/call {pct(cpu.change)} {CPU_WORDS[cpu.verdict.value]}"] if cpu else []
+        return ", ".join([*parts, str(memory)] if memory else parts) or "-"
 
     def _counters(self) -> str:
-        parts = []
-        for change in self.counters:
-            mark = " ROSE" if change.rose else " fell" if change.fell else ""
-            parts.append(f"{change}{mark}")
-        return ", ".join(parts) or "-"
+        marked = [f"{c}{' ROSE' if c.rose else ' fell' if c.fell else ''}" for c in self.counters]
+        return ", ".join(marked) or "-"

@@ -255,13 +255,10 @@ class SideProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
             self.thaw()  # a stopped process takes its SIGTERM once continued
-            try:
-                self.proc.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
+            if not self.wait(STOP_GRACE_S):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(10)
+                self.wait(10)
         if self.channel is not None:
             self.channel.close()
         with contextlib.suppress(OSError):

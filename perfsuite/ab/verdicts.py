@@ -155,11 +155,9 @@ class Verdicts:
             found = [r for part in sessions for r in part.rows if r.nodeid == nodeid]
             measured = [r.run for r in found if r.run is not None and r.run.result is not None]
             if len(measured) < len(sessions):
-                kept = next(r for r in found if r.run is None or r.run.result is None)
-                rows.append(kept)
-                continue
-            pooled = _pool_runs(measured, alpha)
-            rows.append(Row(nodeid, pooled, found[0].unit, found[0].counters, None))
+                rows.append(next(r for r in found if r.run is None or r.run.result is None))
+            else:
+                rows.append(replace(found[0], run=_pool_runs(measured, alpha), status=None))
         return cls(rows, sessions[0].specs, sessions[0].seed)
 
     def limited(self, nodeids: Collection[str]) -> Verdicts:
@@ -172,9 +170,7 @@ class Verdicts:
 
     @property
     def too_noisy(self) -> list[Row]:
-        """The rows measured on both sides that neither regressed nor passed: their
-        interval has not ruled out a regression of twice their threshold
-        (:attr:`Row.too_noisy`)."""
+        """The rows :attr:`Row.too_noisy`."""
         return [row for row in self.rows if row.too_noisy]
 
     def not_judged(self) -> str | None:
