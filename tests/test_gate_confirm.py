@@ -415,9 +415,12 @@ def test_a_screen_that_decided_nothing_has_the_ab_decide(repo: Path) -> None:
     out = proc.stdout
     if "def test_sleep(perf)" in (repo / "test_bench.py").read_text():
         # its rounds were kept, so the screen judges it unless it reads it inconclusive
-        # (a busy machine), when the A/B decides it: passed either way
+        # (a busy machine), when the A/B decides it, or one of them bounds it under twice
+        # its threshold, named with its bound: passed either way
         assert proc.returncode == ExitCode.OK, out + proc.stderr
-        assert "perfsuite gate: passed: no regression in 1 judged bench" in out
+        said = [line for line in out.splitlines() if line.startswith("perfsuite gate: ")]
+        passed = next(line for line in said if line.startswith("perfsuite gate: passed: "))
+        assert "no regression in 1 judged bench" in passed or "test_sleep" in passed, said
         if "the screen left 1 bench(es) too noisy" in out:
             assert "the A/B decides it" in out
         return
