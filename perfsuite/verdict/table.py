@@ -86,8 +86,8 @@ def _verdict_word(item: BenchVerdict) -> str:
     if item.confirmation is not None and item.suspect:
         outcome = item.confirmation.outcome
         if item.time_suspect:
-            slower_or_confirmed = item.verdict is Verdict.SLOWER or outcome == "confirmed"
-            if outcome in CONFIRMED_WORDS and slower_or_confirmed:
+            read_slower = item.verdict is Verdict.SLOWER
+            if outcome == "confirmed" or (outcome == "unconfirmed" and read_slower):
                 return CONFIRMED_WORDS[outcome]
             moved = item.verdict in (Verdict.SLOWER, Verdict.FASTER)  # a move, unconfirmed
             return f"{word}{'?' if moved else ','} {PASSED_WORDS[outcome]}"
