@@ -15,10 +15,9 @@ from perfsuite.ab.budget import (
     GATE_SUSPECTS,
     MIN_SHARE,
     budget_for,
-    confirm_seconds_for,
+    confirmation_for,
     gate_args,
     session_budget,
-    suspects_for,
 )
 from perfsuite.ab.protocol import ProtocolError, decode, encode, pair_orders
 from perfsuite.ab.remote import DRAIN_MAX_ROUNDS, drain
@@ -48,19 +47,19 @@ def test_budget_defaults_per_scale_and_validation() -> None:
 
 
 def test_confirm_seconds_default_by_scale_unless_given() -> None:
-    assert [confirm_seconds_for(_args(), s) for s in ("smoke", "default", "full")] == [
+    assert [confirmation_for(_args(), s).confirm_seconds for s in ("smoke", "default", "full")] == [
         20.0,
         300.0,
         900.0,
     ]
-    assert confirm_seconds_for(_args(confirm_seconds=45.0), "full") == 45.0
+    assert confirmation_for(_args(confirm_seconds=45.0), "full").confirm_seconds == 45.0
 
 
 def test_suspects_default_by_scale_unless_given() -> None:
-    kinds = [suspects_for(_args(), s) for s in ("smoke", "default", "full")]
+    kinds = [confirmation_for(_args(), s).suspects for s in ("smoke", "default", "full")]
     assert kinds == ["leaning-slower", "undecided", "undecided"]
-    assert suspects_for(_args(suspects="leaning"), "full") == "leaning"
-    assert suspects_for(_args(suspects="undecided"), "smoke") == "undecided"
+    assert confirmation_for(_args(suspects="leaning"), "full").suspects == "leaning"
+    assert confirmation_for(_args(suspects="undecided"), "smoke").suspects == "undecided"
 
 
 def test_gate_ab_confirms_only_leans_slower_unless_the_user_chose() -> None:

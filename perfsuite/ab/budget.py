@@ -115,17 +115,11 @@ def session_budget(budget: Budget, only: Sequence[str] | None) -> Budget:
     return replace(budget, max_pairs=most, least_seconds=SESSION_SECONDS)
 
 
-def suspects_for(args: argparse.Namespace, scale: str) -> str:
-    """Which first verdicts a confirmation measures again: ``leaning`` or ``undecided``."""
-    chosen: str | None = args.suspects
-    return BUDGETS[scale].suspects if chosen is None else chosen
-
-
-def confirm_seconds_for(args: argparse.Namespace, scale: str) -> float:
-    """The seconds a bench file's confirmation may go on, counted from its first pair
-    (the first look's pairs always run)."""
-    seconds: float | None = args.confirm_seconds
-    return BUDGETS[scale].confirm_seconds if seconds is None else seconds
+def confirmation_for(args: argparse.Namespace, scale: str) -> ScaleBudget:
+    """``scale``'s budget with the ``--confirm-seconds`` (the seconds a bench file's
+    confirmation may go on, counted from its first pair) and ``--suspects`` in ``args``."""
+    given = {"confirm_seconds": args.confirm_seconds, "suspects": args.suspects}
+    return replace(BUDGETS[scale], **{k: v for k, v in given.items() if v is not None})
 
 
 #: the share of the gated run's own seconds that its A/B's alternation may take

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfsuite.ab.budget import budget_for, confirm_seconds_for, scale_of, suspects_for
+from perfsuite.ab.budget import budget_for, confirmation_for, scale_of
 from perfsuite.errors import CannotMeasure, PerfsuiteError
 from perfsuite.exitcodes import ExitCode, terminate_as_interrupt
 
@@ -173,8 +173,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         check_report_dir(args.report)
     scale = scale_of(pytest_args)
     budget = budget_for(args, scale)
-    confirm_seconds = confirm_seconds_for(args, scale)
-    suspect_kind = suspects_for(args, scale)
+    confirmation = confirmation_for(args, scale)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     start = snapshot()
     # PYTEST_ARGS name paths from where perfsuite ab was started; the default from the root
@@ -239,7 +238,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if args.confirm:  # one pair of processes said each verdict so far
             whole = groups == [None]
             verdicts = follow_up(
-                pairs, verdicts, whole, suspect_kind, args.confirm, confirm_seconds
+                pairs,
+                verdicts,
+                whole,
+                confirmation.suspects,
+                args.confirm,
+                confirmation.confirm_seconds,
             )
             for line in verdicts.resolution_lines(across=True):
                 print(f"perfsuite ab: {line}", flush=True)

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
@@ -251,7 +251,7 @@ class FollowUp:
     #: each suspect at the look that kept it (:meth:`Verdicts.confirmed`)
     confirmed: Verdicts
     #: the checks the first fresh pair made suspects
-    promoted: Suspects = field(default_factory=lambda: Suspects({}))
+    promoted: Suspects
 
 
 def confirm_in_fresh_pairs(

@@ -14,13 +14,15 @@ import os
 import subprocess
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from perfsuite.ab.protocol import COLLECT_OUT_ENV
-from perfsuite.ab.sidespec import SideSpec
 from perfsuite.data.fsutil import atomic_write_text
+
+if TYPE_CHECKING:
+    from perfsuite.ab.sidespec import SideSpec
 
 #: how long one side's file listing (``pytest --collect-only``) may take
 COLLECT_TIMEOUT_S = 600.0
@@ -28,10 +30,10 @@ COLLECT_TIMEOUT_S = 600.0
 COLLECTED = (0, 5)
 
 
-class _Listed(pytest.File):
-    """A test module in the listing: its node id is noted when pytest collects it (it is
-    in the selection, not merely beside it), and it yields nothing, so the module is
-    never imported."""
+class Unimported(pytest.File):
+    """A test module that yields no tests, so it is never imported. In a listing
+    (``COLLECT_OUT_ENV`` set) its node id is noted when pytest collects it: it is in the
+    selection, not merely beside it."""
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
         out = os.environ.get(COLLECT_OUT_ENV)
@@ -41,17 +43,22 @@ class _Listed(pytest.File):
         return []
 
 
+def unimported(
+    found: Iterable[pytest.Item | pytest.Collector], parent: pytest.Collector
+) -> list[pytest.Item | pytest.Collector]:
+    """``found`` with each test module an :class:`Unimported` node."""
+    return [
+        Unimported.from_parent(parent, path=n.path) if isinstance(n, pytest.Module) else n
+        for n in found
+    ]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Generator[None, Any, Any]:
     """Plugin hook (``-p perfsuite.ab.isolate``): each file pytest would collect as a test
-    module becomes a :class:`_Listed` node, never imported."""
+    module becomes an :class:`Unimported` node."""
     found = yield
-    if not os.environ.get(COLLECT_OUT_ENV):
-        return found
-    return [
-        _Listed.from_parent(parent, path=node.path) if isinstance(node, pytest.Module) else node
-        for node in found
-    ]
+    return unimported(found, parent) if os.environ.get(COLLECT_OUT_ENV) else found
 
 
 def collect_files(

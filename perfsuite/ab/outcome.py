@@ -49,9 +49,8 @@ class BenchRun:
         """A ``block_done``'s cost: its rounds' CPU per call, calls a round, peak memory.
         A block without them (a side that predates them) leaves the bench's CPU unjudged."""
         cpu = message.get("cpu")
-        blocks = self.a_cpu if side == "A" else self.b_cpu
         if isinstance(cpu, list) and len(cpu) == rounds and all(_number(c) for c in cpu):
-            blocks.append([float(c) for c in cpu])
+            (self.a_cpu if side == "A" else self.b_cpu).append([float(c) for c in cpu])
         else:
             self.cpu_missing = True
         calls = message.get("calls")

@@ -10,20 +10,18 @@ from perfsuite.ab.command import DEFAULT_CONFIRM
 from perfsuite.ab.protocol import IDLE_MODES
 
 
-def positive_int(value: str) -> int:
+def _count(value: str, least: int = 0) -> int:
     try:
         number = int(value)
     except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 1)")
+        number = least - 1
+    if number < least:
+        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= {least})")
     return number
 
 
-def _count(value: str) -> int:
-    if not value.isdigit():
-        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= 0)")
-    return int(value)
+def positive_int(value: str) -> int:
+    return _count(value, 1)
 
 
 def positive_seconds(value: str) -> float:

@@ -102,13 +102,12 @@ def positional(args: Sequence[str], counts: dict[str, int | str | None] | None =
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "--":
-            return found + list(range(i + 1, len(args)))
-        if not arg.startswith("-") or arg == "-":
-            found.append(i)
-            i += 1
-            continue
         i += 1
+        if arg == "--":
+            return found + list(range(i, len(args)))
+        if not arg.startswith("-") or arg == "-":
+            found.append(i - 1)
+            continue
         nargs = _wants(arg, counts)
         if nargs is None or isinstance(nargs, int):
             i += 1 if nargs is None else nargs

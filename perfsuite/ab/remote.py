@@ -21,12 +21,13 @@ import socket
 import statistics
 import time
 import traceback
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from perfsuite.ab.isolate import unimported
 from perfsuite.ab.protocol import (
     FILES_ENV,
     PROTOCOL,
@@ -84,14 +85,7 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(LockstepSide(Channel(sock), name, only, layout), SIDE_PLUGIN)
 
 
-class _Elsewhere(pytest.File):
-    """A test file named on the command line that another session of the A/B measures."""
-
-    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        return []
-
-
-def _message(report: pytest.TestReport) -> str:
+def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
         said = str(report.longrepr[2]).removeprefix("Skipped: ").strip().splitlines()
         return said[0][:500] if said else report.outcome
@@ -151,13 +145,10 @@ class LockstepSide:
         """Whether ``path`` is a Python file outside this session's bench files."""
         if self.files is None or path.suffix != ".py" or path.name == "conftest.py":
             return False
-        if path.is_dir():
+        resolved, root = path.resolve(), config.rootpath.resolve()
+        if path.is_dir() or not resolved.is_relative_to(root):
             return False
-        try:
-            relative = path.resolve().relative_to(config.rootpath.resolve())
-        except ValueError:
-            return False
-        return relative.as_posix() not in self.files
+        return resolved.relative_to(root).as_posix() not in self.files
 
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         """Collect only this session's bench files, so no other file's imports (and the
@@ -173,18 +164,13 @@ class LockstepSide:
         asking ``pytest_ignore_collect``: its module becomes a file of no tests, never
         imported (dropping it, pytest would report the file not found)."""
         found = yield
-        if not self._unlisted(file_path, parent.config):
-            return found
-        return [
-            _Elsewhere.from_parent(parent, path=file_path) if isinstance(n, pytest.Module) else n
-            for n in found
-        ]
+        return unimported(found, parent) if self._unlisted(file_path, parent.config) else found
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self._collect_errors.append(f"{report.nodeid or '.'}: {_message(report)}")  # type: ignore[arg-type]
+            self._collect_errors.append(f"{report.nodeid or '.'}: {_message(report)}")
         elif report.skipped and report.nodeid:
-            self._collect_skips[report.nodeid] = _message(report)  # type: ignore[arg-type]
+            self._collect_skips[report.nodeid] = _message(report)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(

@@ -84,9 +84,8 @@ def read_pairs(folder: Path) -> list[dict[str, Any]]:
 
 def _report_entry(entry: Path) -> bool:
     """Whether ``entry`` is a file an A/B report writes."""
-    name = entry.name
     is_file = entry.is_file() and not entry.is_symlink()
-    return is_file and (name in REPORT_FILES or name.endswith(".png"))
+    return is_file and (entry.name in REPORT_FILES or entry.name.endswith(".png"))
 
 
 def check_report_dir(out: Path) -> None:

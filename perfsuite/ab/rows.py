@@ -156,7 +156,7 @@ class Row:
             word += " (stopped early: its budget could not decide)"
         elif result.verdict is Verdict.INCONCLUSIVE and self.run and self.run.pool:
             word += f" (its benchmark.pedantic rounds= allow {self.run.pool} pairs)"
-        time = f"{pct(result.change)}"
+        time = pct(result.change)
         if result.ci is not None:
             time += f" [{pct(result.ci[0])}, {pct(result.ci[1])}]"
         rate = f"{self.unit}/s {pct(result.rate_change)}"

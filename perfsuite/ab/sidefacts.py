@@ -60,13 +60,11 @@ def keep_facts(side: str) -> None:
     find_cpu: Callable[[], Any] | None = getattr(plugin, CPU, None)
     find_commit: Callable[[str | None], Any] | None = getattr(plugin, COMMIT, None)
     if callable(find_cpu):
-        cpu = find_cpu
-        setattr(plugin, CPU, lambda: cached(folder / "cpu.json", cpu))
+        setattr(plugin, CPU, lambda: cached(folder / "cpu.json", find_cpu))
     if callable(find_commit):
-        commit = find_commit
 
         def commit_info(project_name: str | None = None) -> Any:
             key = hashlib.sha256(str(project_name).encode()).hexdigest()[:12]
-            return cached(folder / f"commit-{side}-{key}.json", lambda: commit(project_name))
+            return cached(folder / f"commit-{side}-{key}.json", lambda: find_commit(project_name))
 
         setattr(plugin, COMMIT, commit_info)

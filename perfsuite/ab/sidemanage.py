@@ -101,17 +101,11 @@ class SideProcess:
             env[FILES_ENV] = os.pathsep.join(files)
         if self.facts is not None:
             env[FACTS_ENV] = str(self.facts)
-        args = [
-            self.spec.python,
-            "-m",
-            "pytest",
-            *self.spec.pytest_args(pytest_args),
-            f"--benchmark-json={self.json_path}",
-            "--benchmark-save-data",
-            # an --benchmark-autosave in the user's addopts saves here, never into their
-            # storage, where a side's partial run would become the next baseline
-            f"--benchmark-storage={self.json_path.with_name(self.spec.name + '-storage')}",
-        ]
+        args = [self.spec.python, "-m", "pytest", *self.spec.pytest_args(pytest_args)]
+        args += [f"--benchmark-json={self.json_path}", "--benchmark-save-data"]
+        # an --benchmark-autosave in the user's addopts saves here, never into their
+        # storage, where a side's partial run would become the next baseline
+        args.append(f"--benchmark-storage={self.json_path.with_name(f'{self.spec.name}-storage')}")
         die = die_with(os.getpid())
 
         def preexec() -> None:

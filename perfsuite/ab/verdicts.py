@@ -302,17 +302,12 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
     first = runs[0]
     pooled = BenchRun(first.nodeid, first.threshold, warmup=dict(first.warmup))
     for run in runs:
-        pooled.a_blocks += run.a_blocks
-        pooled.b_blocks += run.b_blocks
-        pooled.order += run.order
-        pooled.drained += run.drained
+        for name in ("a_blocks", "b_blocks", "order", "drained", "started", "a_cpu", "b_cpu"):
+            getattr(pooled, name).extend(getattr(run, name))
         pooled.seconds += run.seconds
         pooled.unsettled += run.unsettled
         pooled.sessions.append(math.expm1(statistics.median(run.ratios)))
         pooled.session_pairs.append(len(run.ratios))
-        pooled.started += run.started
-        pooled.a_cpu += run.a_cpu
-        pooled.b_cpu += run.b_cpu
         pooled.cpu_missing |= run.cpu_missing or len(run.a_cpu) != len(run.a_blocks)
         for side, calls in run.calls.items():
             pooled.calls.setdefault(side, calls)

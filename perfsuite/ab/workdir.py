@@ -35,9 +35,8 @@ def sweep(parent: Path) -> list[Path]:
     """Remove the run folders under ``parent`` that no live run holds; return them."""
     removed = []
     for folder in sorted(parent.glob(f"{PREFIX}*")):
-        owner = folder / OWNER
         try:
-            handle = open(owner, "rb")  # noqa: SIM115 - closed below, after the removal
+            handle = open(folder / OWNER, "rb")  # noqa: SIM115 - closed below, after the removal
         except OSError:  # no owner file (yet), or not ours to read
             continue
         with handle:
