@@ -321,3 +321,28 @@ def test_each_block_draws_a_new_memory_layout(pool: int | None) -> None:
     assert len({block[0] for block in blocks}) == 3, "a new layout every block"
     # the last draw's spacers are freed, not kept beside the new ones
     assert len(side_module._spacers) == blocks[-1][0][1] <= 4096 + 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "least"),
+    [
+        ("--confirm", "-0", 0),
+        ("--confirm", "+3", 0),
+        ("--block-warmup", " 1", 0),
+        ("--min-pairs", "0", 1),
+        ("--max-pairs", "1_000", 1),
+        ("--block-rounds", "two", 1),
+    ],
+)
+def test_a_count_is_digits_alone_or_a_one_line_usage_error(
+    option: str, value: str, least: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from perfsuite.cli import build_parser
+
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["ab", "HEAD", option, value])
+    assert info.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said.endswith(f"invalid count {value!r} (a whole number >= {least})"), said
+    counts = build_parser().parse_args(["ab", "HEAD", "--confirm", "0", "--min-pairs", "12"])
+    assert (counts.confirm, counts.min_pairs) == (0, 12)

@@ -1,4 +1,6 @@
-"""One pair of sides per bench file: which files a selection holds, and one merged JSON.
+"""One pair of sides per bench file: which files a selection holds, and one merged JSON;
+and the node of a test module that is collected but never imported (:class:`Unimported`,
+the listing's and a side's for the files it does not run).
 
 ``perfsuite ab`` runs each bench file in its own pair of side processes (``--isolate
 file``, the default), so no file's imports (TensorFlow, torch) move another file's

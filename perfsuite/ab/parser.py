@@ -11,13 +11,10 @@ from perfsuite.ab.protocol import IDLE_MODES
 
 
 def _count(value: str, least: int = 0) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = least - 1
-    if number < least:
+    """``value``, ASCII digits alone (no sign, space or ``_``), as a count >= ``least``."""
+    if not (value.isascii() and value.isdigit()) or int(value) < least:
         raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= {least})")
-    return number
+    return int(value)
 
 
 def positive_int(value: str) -> int:
