@@ -103,16 +103,17 @@ def parse_memory_threshold(value: str) -> float:
     return number
 
 
+def parse_count(value: str, least: int = 1, noun: str = "count") -> int:
+    """``value``, ASCII digits alone (no sign, space or ``_``), as a whole number of at
+    least ``least``; otherwise an argparse type error naming the ``noun`` and ``value``."""
+    if not (value.isascii() and value.isdigit()) or int(value) < least:
+        raise argparse.ArgumentTypeError(f"invalid {noun} {value!r} (a whole number >= {least})")
+    return int(value)
+
+
 def parse_rounds(value: str) -> int:
     """A number of measured rounds, at least 1."""
-    message = f"invalid rounds {value!r} (a whole number >= 1)"
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(message) from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(message)
-    return number
+    return parse_count(value, 1, "rounds")
 
 
 _ADDRESS = re.compile(r"^grpc://(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")

@@ -8,17 +8,11 @@ from pathlib import Path
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
 from perfsuite.ab.protocol import IDLE_MODES
+from perfsuite.options import parse_count, parse_threshold
 
 
-def _count(value: str, least: int = 0) -> int:
-    """``value``, ASCII digits alone (no sign, space or ``_``), as a count >= ``least``."""
-    if not (value.isascii() and value.isdigit()) or int(value) < least:
-        raise argparse.ArgumentTypeError(f"invalid count {value!r} (a whole number >= {least})")
-    return int(value)
-
-
-def positive_int(value: str) -> int:
-    return _count(value, 1)
+def _count(value: str) -> int:
+    return parse_count(value, 0)
 
 
 def positive_seconds(value: str) -> float:
@@ -33,8 +27,6 @@ def positive_seconds(value: str) -> float:
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``ab`` subcommand's arguments."""
-    from perfsuite.options import parse_threshold
-
     ab = commands.add_parser(
         "ab",
         help="interleaved same-session A/B of two git revisions; exit 1 on a regression",
@@ -61,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--block-rounds",
-        type=positive_int,
+        type=parse_count,
         metavar="K",
         help="timed rounds per block (default 2, or 1 when a block starts with no untimed round)",
     )
@@ -75,7 +67,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--min-pairs",
-        type=positive_int,
+        type=parse_count,
         metavar="N",
         help="first look at a bench, and all a session judged across pairs "
         "of processes runs (default by --perf-scale: 10/12/16; raised to the "
@@ -83,7 +75,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--max-pairs",
-        type=positive_int,
+        type=parse_count,
         metavar="N",
         help="most pairs per bench (default by --perf-scale: 20/480/960)",
     )

@@ -51,8 +51,12 @@ def _held_by_stopped_vfork_child(task: Path) -> bool:
     ``exec``: it cannot run again until that child does, so it is as good as stopped.
     ``sh`` and Python's ``subprocess`` start commands with ``vfork``; a stop that reaches
     the child between the ``vfork`` and the ``exec`` leaves its parent there."""
-    kids = (_stat_fields(Path(f"/proc/{kid}/stat")) or [] for kid in _task_children(task))
-    return any(len(f) > 6 and f[0] in ("T", "t") and int(f[6]) & _FORKED_NOT_EXECED for f in kids)
+    for kid in _task_children(task):
+        fields = _stat_fields(Path(f"/proc/{kid}/stat")) or []
+        stopped = len(fields) > 6 and fields[0] in ("T", "t")
+        if stopped and int(fields[6]) & _FORKED_NOT_EXECED:
+            return True
+    return False
 
 
 def all_stopped(pids: Iterable[int]) -> bool:
@@ -60,9 +64,12 @@ def all_stopped(pids: Iterable[int]) -> bool:
     or held in ``vfork`` by a stopped child that has not yet run its ``exec``."""
     for pid in pids:
         for task in _tasks(pid) or []:
-            state = (_stat_fields(task / "stat") or ["X"])[0]
-            if state not in _STOPPED and not (state == "D" and _held_by_stopped_vfork_child(task)):
-                return False
+            fields = _stat_fields(task / "stat")
+            if not fields or fields[0] in _STOPPED:
+                continue  # stopped, or gone
+            if fields[0] == "D" and _held_by_stopped_vfork_child(task):
+                continue
+            return False
     return True
 
 

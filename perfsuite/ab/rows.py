@@ -166,7 +166,9 @@ class Row:
         """CPU per call (change, verdict) and peak memory, where both sides sent them."""
         cpu, memory = (self.run.cpu, self.run.memory) if self.run else (None, None)
         parts = [f"cpu/call {pct(cpu.change)} {CPU_WORDS[cpu.verdict.value]}"] if cpu else []
-        return ", ".join([*parts, str(memory)] if memory else parts) or "-"
+        if memory:
+            parts.append(str(memory))
+        return ", ".join(parts) or "-"
 
     def _counters(self) -> str:
         marked = [f"{c}{' ROSE' if c.rose else ' fell' if c.fell else ''}" for c in self.counters]

@@ -302,8 +302,13 @@ def _pool_runs(runs: Sequence[BenchRun], alpha: float) -> BenchRun:
     first = runs[0]
     pooled = BenchRun(first.nodeid, first.threshold, warmup=dict(first.warmup))
     for run in runs:
-        for name in ("a_blocks", "b_blocks", "order", "drained", "started", "a_cpu", "b_cpu"):
-            getattr(pooled, name).extend(getattr(run, name))
+        pooled.a_blocks += run.a_blocks
+        pooled.b_blocks += run.b_blocks
+        pooled.order += run.order
+        pooled.drained += run.drained
+        pooled.started += run.started
+        pooled.a_cpu += run.a_cpu
+        pooled.b_cpu += run.b_cpu
         pooled.seconds += run.seconds
         pooled.unsettled += run.unsettled
         pooled.sessions.append(math.expm1(statistics.median(run.ratios)))

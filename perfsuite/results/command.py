@@ -31,7 +31,7 @@ DEFAULT_REMOTE = "origin"
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``results`` and its actions on the ``perfsuite`` command line."""
-    from perfsuite.ab.parser import positive_int
+    from perfsuite.options import parse_count
 
     results = commands.add_parser(
         "results",
@@ -71,7 +71,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     push.add_argument(
         "--keep",
-        type=positive_int,
+        type=parse_count,
         default=60,
         metavar="N",
         help="saved runs kept per machine key, besides those an unaccepted regression "
@@ -79,7 +79,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     push.add_argument(
         "--attempts",
-        type=positive_int,
+        type=parse_count,
         default=5,
         metavar="N",
         help="pushes tried, each on the branch's newest tip, before giving up (default: 5)",
