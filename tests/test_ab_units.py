@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 
 from perfsuite.ab.budget import (
+    CHANGED_FILE_SECONDS,
+    CHANGED_SUSPECTS,
     DECIDE_SECONDS,
     GATE_SUSPECTS,
+    MIN_BENCH_SECONDS,
     MIN_SHARE,
+    SESSION_SECONDS,
     budget_for,
     confirmation_for,
     gate_args,
@@ -95,6 +99,27 @@ def test_a_gate_ab_that_must_decide_shares_at_least_decide_seconds() -> None:
         "--max-seconds=10",
         "--confirm-seconds=20",
     ]
+
+
+def test_changed_code_first_stage_shares_half_and_its_confirmation_the_whole() -> None:
+    # 16 benches of one changed function after a 284-s gated run: a share of 142 s
+    function = [f"bench_r.py::test_r[{i}]" for i in range(16)]
+    changed = gate_args([], function, 284.0, "default", CHANGED_SUSPECTS)
+    assert changed == ["--max-seconds=4", "--confirm-seconds=142", "--suspects=undecided"]
+    # the screen's suspects keep the whole share and its floor for their first stage
+    suspects = gate_args([], function, 284.0, "default")
+    assert suspects[:2] == [f"--max-seconds={MIN_BENCH_SECONDS:.0f}", "--confirm-seconds=142"]
+    # many changed benches: each still alternates a fresh pair's seconds, and their
+    # file confirms at least CHANGED_FILE_SECONDS
+    many = gate_args([], function * 4, 60.0, "default", CHANGED_SUSPECTS)
+    assert many[:2] == [
+        f"--max-seconds={SESSION_SECONDS:.0f}",
+        f"--confirm-seconds={CHANGED_FILE_SECONDS:.0f}",
+    ]
+    # one changed bench: the first stage is capped by the scale, as before
+    assert gate_args([], function[:1], 284.0, "default", CHANGED_SUSPECTS)[0] == (
+        "--max-seconds=60"
+    )
 
 
 def test_a_first_look_that_cannot_decide_is_raised() -> None:

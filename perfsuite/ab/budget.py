@@ -126,8 +126,10 @@ def confirmation_for(args: argparse.Namespace, scale: str) -> ScaleBudget:
 CONFIRM_SHARE = 0.5
 #: the fewest seconds shared out to a gate's A/B
 MIN_SHARE = 30.0
-#: the fewest seconds a suspect is given to alternate, and a bench file to confirm
-MIN_BENCH_SECONDS, MIN_FILE_SECONDS = 10.0, 20.0
+#: the fewest seconds a suspect is given to alternate
+MIN_BENCH_SECONDS = 10.0
+#: the fewest seconds a bench file is given to confirm
+MIN_FILE_SECONDS = 20.0
 #: the fewest seconds shared out to an A/B that decides benches the screen left too
 #: noisy: it is their only evidence, however short the gated run was
 DECIDE_SECONDS = 120.0
@@ -138,10 +140,9 @@ GATE_SUSPECTS = "leaning-slower"
 #: what the gate's A/B of benches whose code changed measures again: any undecided first
 #: pair, as one pair of processes can read a real slowdown within the threshold
 CHANGED_SUSPECTS = "undecided"
-#: the fewest seconds a bench file's confirmation gets in an A/B that measures again
-#: ``CHANGED_SUSPECTS`` (code that changed, or benches the screen could not decide):
-#: a regression missed there ships, and the first look's 3 pairs of processes decide
-#: only one whose pairs agree; 60 s lets a file of 5-s pairs reach its 12th pair
+#: the fewest seconds a bench file confirms ``CHANGED_SUSPECTS`` (changed code, or benches
+#: the screen could not decide): a regression missed there ships, and the first look's 3
+#: pairs of processes decide only one whose pairs agree; 60 s lets 5-s pairs reach 12
 CHANGED_FILE_SECONDS = 60.0
 
 
@@ -160,9 +161,10 @@ def gate_args(
     never less than ``MIN_SHARE``; each at most its ``scale``'s default and at least
     ``MIN_BENCH_SECONDS`` or ``MIN_FILE_SECONDS`` (``CHANGED_FILE_SECONDS`` where
     ``suspects`` is ``CHANGED_SUSPECTS``); and ``--suspects=SUSPECTS``. An option
-    ``ab_args`` already sets is kept. So a gate's A/B takes about as long as half the
-    run again, however many suspects, unless the floors say more. An A/B that decides
-    benches the screen left too noisy (``screen_decided_none``) shares at least
+    ``ab_args`` already sets is kept. Changed code's first stage only sorts out the
+    benches it can decide (every other is judged on fresh pairs alone): it shares half,
+    each bench at least a fresh pair's ``SESSION_SECONDS``. An A/B that decides benches
+    the screen left too noisy (``screen_decided_none``) shares at least
     ``DECIDE_SECONDS``, so that a suite of a few cheap benches gets a verdict.
 
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 300, "default")
@@ -172,12 +174,15 @@ def gate_args(
     >>> gate_args([], ["a.py::x", "b.py::y"], 6, "default", "undecided", screen_decided_none=True)
     ['--max-seconds=60', '--confirm-seconds=60', '--suspects=undecided']
     >>> gate_args([], ["a.py::x", "a.py::y", "b.py::z"], 60, "default", "undecided")
-    ['--max-seconds=10', '--confirm-seconds=60', '--suspects=undecided']
+    ['--max-seconds=5', '--confirm-seconds=60', '--suspects=undecided']
     """
     caps = BUDGETS[scale]
     files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
     share = max(seconds * CONFIRM_SHARE, MIN_SHARE, DECIDE_SECONDS if screen_decided_none else 0.0)
-    bench = max(MIN_BENCH_SECONDS, min(caps.max_seconds, share / max(len(nodeids), 1)))
+    sorting = suspects == CHANGED_SUSPECTS and not screen_decided_none
+    first = share / 2 if sorting else share
+    least = SESSION_SECONDS if sorting else MIN_BENCH_SECONDS
+    bench = max(least, min(caps.max_seconds, first / max(len(nodeids), 1)))
     floor = CHANGED_FILE_SECONDS if suspects == CHANGED_SUSPECTS else MIN_FILE_SECONDS
     file = max(floor, min(caps.confirm_seconds, share / max(len(files), 1)))
     wanted = {

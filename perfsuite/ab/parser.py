@@ -91,36 +91,27 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_count,
         default=DEFAULT_CONFIRM,
         metavar="N",
-        help="after the first pair of processes, check each pass in one fresh "
-        "pair (a suspect if it leans beyond the threshold there), and measure "
-        "each suspect (slower or faster, or inconclusive beyond the threshold "
-        "with pairs leaning that way) again in up to N fresh pairs, judged on "
-        "those alone, looking after 3, 6, 12, ... pairs and stopping at a "
-        f"decisive look (default {DEFAULT_CONFIRM}); 0 turns both off (a verdict "
-        "then rests on one pair, whose lasting offset can read as a change)",
+        help="after the first pair of processes, check each pass in one fresh pair and "
+        "measure each suspect (--suspects) again in up to N, judged on those alone, "
+        f"looking after 3, 6, 12, ... pairs (default {DEFAULT_CONFIRM}); 0 turns both off "
+        "(a verdict then rests on one pair, whose lasting offset can read as a change)",
     )
     ab.add_argument(
         "--suspects",
         choices=SUSPECT_KINDS,
-        help="what --confirm measures again: leaning (slower or faster, or "
-        "inconclusive beyond the threshold with pairs leaning that way); "
-        "leaning-slower (those, but an inconclusive one only when it leans "
-        "slower: an unproven speedup fails no gate); or undecided (leaning, "
-        "and an inconclusive bench whose interval reaches past the "
-        "threshold on the slower side: a regression the first pair "
-        "could not rule out, judged on the fresh pairs alone at the first "
-        "stage's error rate); default by --perf-scale: smoke leaning-slower, "
-        "default and full undecided",
+        help="what --confirm measures again: leaning (slower or faster, or inconclusive "
+        "beyond the threshold with pairs leaning that way); leaning-slower (those, but an "
+        "inconclusive one only when it leans slower); or undecided (leaning, and any "
+        "regression the first pair could not rule out); default by --perf-scale: smoke "
+        "leaning-slower, default and full undecided",
     )
     ab.add_argument(
         "--confirm-seconds",
         type=positive_seconds,
         metavar="S",
-        help="the seconds a bench file's confirmation spends, counted from its "
-        "first pair of processes, on the suspects nearest a decision (the first "
-        "look's pairs always run, and the nearest may go on to one more look); "
-        "then the look due is taken on the pairs so far "
-        "(default by --perf-scale: smoke 20, default 300, full 900)",
+        help="the seconds a bench file's confirmation spends from its first pair of "
+        "processes, on the suspects nearest a decision; then the look due is taken on the "
+        "pairs so far (default by --perf-scale: smoke 20, default 300, full 900)",
     )
     ab.add_argument(
         "--idle",

@@ -19,9 +19,10 @@ made before are reused; otherwise the plain run includes making them):
    makes that bench's ``perf.measure`` target spin for that fraction of each call's
    own time after the call, so the committed bench does that much more work, and only
    the benches of that function changed), gate it against the plain run
-   (``--benchmark-compare=0001``, no autosave), record whether it failed (exit 1)
-   naming that bench and no other, and reset the clone to the commit before the
-   slowdown. Goal: every run.
+   (``--benchmark-compare=0001``, no autosave), record whether it caught the slowdown
+   (exit 1, that bench its one regression) and whether it named no other bench, not
+   even as an unconfirmed ``SLOWER?`` row, and reset the clone to the commit before
+   the slowdown. Goal: caught in every run, each within 2x.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -177,10 +178,14 @@ def label_of(storage: Path, nodeid: str) -> str | None:
     return None
 
 
-def named(result: dict[str, Any]) -> list[str]:
-    """The benches a gated run called regressions: its ``SLOWER`` rows and the labels of
-    its ``FAILED`` line."""
-    labels = user_suite.regressed(result["rows"])
+def named(result: dict[str, Any], unconfirmed: bool = True) -> list[str]:
+    """The benches a gated run called regressions: its ``SLOWER`` rows (with
+    ``unconfirmed``, its ``SLOWER?`` rows too) and the labels of its ``FAILED`` line."""
+    labels = [
+        label
+        for label in user_suite.regressed(result["rows"])
+        if unconfirmed or not result["rows"][label].startswith("SLOWER?")
+    ]
     found = FAILED.match(result["gate"] or "")
     if found:
         # benches that share one reason are named together before it: "a, b (why)";
@@ -227,12 +232,17 @@ def summary(document: dict[str, Any]) -> list[str]:
         ]
     if slowed:
         hits = sum(1 for r in slowed if r["failed_naming_only_it"])
+        caught = sum(1 for r in slowed if r.get("caught"))
         seconds = [r["seconds"] for r in slowed]
+        ratios = [s / plain for s in seconds]
         lines += [
             f"{document['fraction'] * 100:+g}% in {document['slow_bench']} "
-            f"({document['slow_label']}): {hits} of {len(slowed)} gated runs failed naming "
-            f"it and no other (goal {len(slowed)} of {len(slowed)})",
-            f"  seconds (min / median / max) {user_suite.spread(seconds)}",
+            f"({document['slow_label']}): caught in {caught} of {len(slowed)} gated runs "
+            f"(exit 1, its one regression; goal {len(slowed)} of {len(slowed)}); "
+            f"{hits} named no other bench, not even as an unconfirmed SLOWER?",
+            f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
+            f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
+            f"{sum(1 for r in ratios if r > 2)} over)",
             *(f"{run_line(i, r, plain)}; named {r['named']}" for i, r in enumerate(slowed, 1)),
         ]
     return lines
@@ -284,6 +294,7 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         git(root, "reset", "-q", "--hard", measured)
         result["named"] = named(result)
         result["failed_naming_only_it"] = result["code"] == 1 and result["named"] == [label]
+        result["caught"] = result["code"] == 1 and named(result, unconfirmed=False) == [label]
         document["slowed"].append(result)
         save(args.out, document)
         print(f"{run_line(i, result, plain['seconds'])}; named {result['named']}", flush=True)
