@@ -205,8 +205,8 @@ def bench_file(nodeid: str, rootdir: Path, top: Path) -> Path | None:
 
 
 def _named(path: Path, names: Iterable[str]) -> str | None:
-    """The first of the files ``names`` whose file name the text of ``path`` holds (it
-    may read that file as data, or run it), or None."""
+    """The first of the files ``names`` (none of them ``path``'s own code) whose file name
+    the text of ``path`` holds (it may read that file as data, or run it), or None."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -252,10 +252,11 @@ def changed_benches(
         if path is None:  # its code is not known: untouched only where no code changed
             untouched.update(ids if not code and not data else ())
             continue
-        hit = sorted(graph.code_of(path) & code) if code else []
+        own = graph.code_of(path)
+        hit = sorted(own & code) if code else []
         tests = {top_name(nodeid) for nodeid in ids}
         only = changed_tests(top, sha, path, tests) if hit == [path] else None
-        named = _named(path, names)
+        named = _named(path, [name for name in names if (top / name).resolve() not in own])
         for nodeid in ids:
             if hit and (only is None or top_name(nodeid) in only):
                 where = hit[0].relative_to(top).as_posix()

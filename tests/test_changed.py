@@ -145,6 +145,10 @@ def test_a_change_to_one_test_function_changes_only_its_benches(repo: Path) -> N
     # a helper every bench of the file may call: all of them changed
     (repo / "tests/perf/test_two.py").write_text(two.replace("return 1", "return 2"))
     assert reasons(ids, repo, head) == dict.fromkeys(ids[:3], whole)
+    # a changed function whose text names its own file names no data: test_b is untouched
+    own = "    assert perf_id.startswith('tests/perf/test_two.py::')\n"
+    (repo / "tests/perf/test_two.py").write_text(edited.replace("    helper()\n", own))
+    assert reasons(ids, repo, head) == {ids[0]: reason, ids[1]: reason}
 
 
 def test_a_bench_none_of_whose_code_or_data_changed_is_untouched(repo: Path) -> None:
