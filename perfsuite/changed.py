@@ -252,8 +252,8 @@ def changed_benches(
         if path is None:  # its code is not known: untouched only where no code changed
             untouched.update(ids if not code and not data else ())
             continue
-        own = graph.code_of(path)
-        hit = sorted(own & code) if code else []
+        own = graph.code_of(path) if code else set()  # only a changed .py can be its code
+        hit = sorted(own & code)
         tests = {top_name(nodeid) for nodeid in ids}
         only = changed_tests(top, sha, path, tests) if hit == [path] else None
         named = _named(path, [name for name in names if (top / name).resolve() not in own])

@@ -207,6 +207,17 @@ def run_line(index: int, result: dict[str, Any], plain: float) -> str:
     )
 
 
+def timing_line(runs: list[dict[str, Any]], plain: float) -> str:
+    """The spread of ``runs``' seconds and of their ratios to the plain run's ``plain``."""
+    seconds = [r["seconds"] for r in runs]
+    ratios = [s / plain for s in seconds]
+    return (
+        f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
+        f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
+        f"{sum(1 for r in ratios if r > 2)} over)"
+    )
+
+
 def summary(document: dict[str, Any]) -> list[str]:
     """The readable summary of a measurement (see the module's docstring for the goals)."""
     plain = document["plain"]["seconds"]
@@ -219,30 +230,22 @@ def summary(document: dict[str, Any]) -> list[str]:
         codes = sorted({str(r["code"]) for r in gated})
         failed = sum(1 for r in gated if r["code"] == 1)
         passed = sum(1 for r in gated if r["code"] == 0)
-        seconds = [r["seconds"] for r in gated]
-        ratios = [s / plain for s in seconds]
         lines += [
             f"unchanged code, gated: {passed} of {len(gated)} runs passed, {failed} failed "
             f"(goal: every run passes); "
             f"exit statuses {', '.join(codes)}",
-            f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
-            f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
-            f"{sum(1 for r in ratios if r > 2)} over)",
+            timing_line(gated, plain),
             *(run_line(i, r, plain) for i, r in enumerate(gated, 1)),
         ]
     if slowed:
         hits = sum(1 for r in slowed if r["failed_naming_only_it"])
         caught = sum(1 for r in slowed if r.get("caught"))
-        seconds = [r["seconds"] for r in slowed]
-        ratios = [s / plain for s in seconds]
         lines += [
             f"{document['fraction'] * 100:+g}% in {document['slow_bench']} "
             f"({document['slow_label']}): caught in {caught} of {len(slowed)} gated runs "
             f"(exit 1, its one regression; goal {len(slowed)} of {len(slowed)}); "
             f"{hits} named no other bench, not even as an unconfirmed SLOWER?",
-            f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
-            f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
-            f"{sum(1 for r in ratios if r > 2)} over)",
+            timing_line(slowed, plain),
             *(f"{run_line(i, r, plain)}; named {r['named']}" for i, r in enumerate(slowed, 1)),
         ]
     return lines
