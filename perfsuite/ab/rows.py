@@ -77,11 +77,12 @@ class Row:
     @property
     def undecided(self) -> bool:
         """Inconclusive and too noisy to pass (:attr:`PairedResult.too_noisy`: its
-        interval has not ruled out a regression of twice its threshold), whichever way
-        its estimate leans: what ``--suspects undecided`` also measures again. A bench
-        with no interval (too few pairs) says nothing and is left out."""
+        interval has not ruled out a regression of twice its threshold, or it has too
+        few pairs for an interval at all), whichever way its estimate leans: what
+        ``--suspects undecided`` also measures again, as its fresh pairs of processes are
+        judged on their own."""
         result = self.run.result if self.run else None
-        return result is not None and result.ci is not None and result.too_noisy
+        return result is not None and result.too_noisy
 
     @property
     def open_either_way(self) -> bool:
