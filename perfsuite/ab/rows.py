@@ -77,10 +77,9 @@ class Row:
     @property
     def undecided(self) -> bool:
         """Inconclusive and too noisy to pass (:attr:`PairedResult.too_noisy`: its
-        interval has not ruled out a regression of twice its threshold, or it has too
-        few pairs for an interval at all), whichever way its estimate leans: what
-        ``--suspects undecided`` also measures again, as its fresh pairs of processes are
-        judged on their own."""
+        interval has not ruled out a regression of twice its threshold, or its pairs
+        are too few for one), whichever way its estimate leans: what ``--suspects
+        undecided`` also measures again, judging it on its fresh pairs alone."""
         result = self.run.result if self.run else None
         return result is not None and result.too_noisy
 
