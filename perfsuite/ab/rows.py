@@ -131,8 +131,7 @@ class Row:
     def too_noisy(self) -> bool:
         """Measured on both sides, but too noisy to pass (:attr:`PairedResult.too_noisy`)
         and not a regression: the A/B cannot say there is none."""
-        result = self.run.result if self.run else None
-        return result is not None and result.too_noisy and not self.regressed
+        return self.undecided and not self.regressed
 
     def cells(self) -> list[str]:
         result = self.run.result if self.run else None
