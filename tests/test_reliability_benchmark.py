@@ -118,7 +118,7 @@ def _opens_json_while_parsing() -> bool:
         ("--benchmark-json", "{tmp}/missing/out.json", "{tmp}/missing does not exist"),
         ("--perf-report", "{file}/report", "is under {file}, which is a file"),
         ("--perf-report", "/proc/perfsuite-report", "cannot write in /proc"),
-        ("--perf-report", "{tmp}", "holds a-file, bench_sleep.py, conftest.py"),
+        ("--perf-report", "{full}", "holds index.html, notes.txt"),
         ("--perf-data-dir", "{file}", "is a file, not a folder"),
     ],
 )
@@ -126,7 +126,11 @@ def test_an_unwritable_output_is_a_usage_error_before_any_bench(
     bench: pytest.Pytester, option: str, where: str, why: str
 ) -> None:
     file, tmp = _a_file(bench), bench.path
-    value = where.format(file=file, tmp=tmp)
+    full = tmp / "old-report"  # a folder of known files (tmp gains __pycache__ as it runs)
+    full.mkdir()
+    for name in ("index.html", "notes.txt"):
+        (full / name).write_text(name)
+    value = where.format(file=file, tmp=tmp, full=full)
     result = run(bench, "--benchmark-autosave", f"{option}={value}")
     err = result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + err
