@@ -181,6 +181,17 @@ def _gpu_or_skip(config: pytest.Config) -> GPUInfo:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
+    """A side of ``perfsuite ab`` runs its benches in its own process, whatever the
+    user's addopts say of pytest-xdist (:func:`perfsuite.ab.remote.one_process`)."""
+    if os.environ.get(AB_SOCKET_ENV):
+        from perfsuite.ab.remote import one_process
+
+        one_process(config)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Bad input found inside a bench (a recipe, a pipeline name) fails it in one line."""
     try:

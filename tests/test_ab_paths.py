@@ -8,7 +8,6 @@ pytest's own line.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,12 @@ import pytest
 from perfsuite.ab.budget import scale_of
 from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
+from perfsuite.ab.remote import one_process
 from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import SMALL, STEADY_CLOCK, Repo, make_repo
 from tests.test_ab_anywhere import BENCH, BROKEN, committed, verdict
+
+pytest_plugins = ("pytester",)
 
 BUDGET = [*SMALL, "--confirm", "0"]
 
@@ -43,32 +45,41 @@ def test_side_args(tmp_path: Path) -> None:
             side_args(["benches", *parallel], 0.05)
 
 
-def test_side_args_turn_xdist_off_where_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An ``-n`` in the user's addopts would hand the benches to xdist's workers, where
-    pytest-benchmark measures nothing: each side runs them itself."""
-    import importlib.util
+def test_side_args_name_no_xdist_option() -> None:
+    """A configuration may block pytest-xdist (``-p no:xdist`` in addopts, as this
+    repository's does): an ``-n`` from perfsuite ab would be an unknown option there, and
+    each side would exit before connecting. Each side turns xdist off itself."""
+    for user in (["benches"], ["benches", "-p", "no:xdist"]):
+        args = side_args(user, 0.05)
+        assert not {"-n", "--numprocesses", "--dist", "--tx"} & set(args), args
 
-    real = importlib.util.find_spec
 
-    def find_spec(name: str, *rest: object, installed: bool = True) -> object:
-        return (real("pytest") if installed else None) if name == "xdist" else real(name)
-
-    for installed in (True, False):
-        monkeypatch.setattr(
-            importlib.util, "find_spec", functools.partial(find_spec, installed=installed)
-        )
-        args = side_args(["benches"], 0.05)
-        assert (args[-5:-1] == ["-n", "0", "--dist", "no"]) is installed
+def test_a_side_turns_the_users_xdist_off(pytester: pytest.Pytester) -> None:
+    """An ``-n`` and ``--dist`` in the user's addopts leave a side in one process: no
+    worker, and pytest-xdist sees no distribution mode; where xdist is blocked the side's
+    configuration has no xdist option to reset."""
+    xdist = pytest.importorskip("xdist.plugin", reason="pytest-xdist is not installed")
+    config = pytester.parseconfig("-p", "xdist", "-n", "2", "--dist", "loadfile")
+    assert (config.option.numprocesses, config.option.dist) == (2, "loadfile")
+    one_process(config)
+    xdist.pytest_cmdline_main(config)  # what xdist makes of the options after the side's reset
+    assert (config.option.numprocesses, config.option.dist, config.option.tx) == (0, "no", [])
+    assert not xdist._is_distribution_mode(config)
+    blocked = pytester.parseconfig("-p", "no:xdist")
+    one_process(blocked)
+    assert not hasattr(blocked.option, "numprocesses")
 
 
 def test_a_side_never_saves_into_the_users_storage(tmp_path: Path) -> None:
-    """``--benchmark-autosave`` and ``--perf-gate`` in the user's addopts: each side's run
-    is saved in its scratch folder, never where the next gate would take it for the
-    baseline, and no side gates itself."""
+    """``--benchmark-autosave``, ``--perf-gate`` and pytest-xdist's ``-n 2`` in the
+    user's addopts: each side's run is saved in its scratch folder, never where the next
+    gate would take it for the baseline, no side gates itself, and no side hands its
+    benches to xdist's workers."""
     repo = make_repo(tmp_path)
     repo.write("conftest.py", STEADY_CLOCK)
     repo.write("test_root.py", BENCH)
-    addopts = "--benchmark-autosave --benchmark-compare --perf-gate"
+    # -n 2: pytest-xdist's workers would measure nothing; each side stays one process
+    addopts = "--benchmark-autosave --benchmark-compare --perf-gate -n 2"
     repo.write("pytest.ini", f"[pytest]\naddopts = {addopts}\n")
     repo.commit("base")
     repo.write("NOTES.txt", "the same bench, one commit later\n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import importlib.util
 import os
 import random
 import shlex
@@ -78,9 +77,9 @@ def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
         why = REFUSED.get("-n" if glued else arg.split("=", 1)[0])
         if why is not None:
             raise PerfsuiteError(f"pytest option {arg!r}: {why}; drop it")
+    # no xdist option: a configuration may block xdist (-p no:xdist), and each side turns
+    # an -n of the user's addopts off itself (perfsuite.ab.remote.one_process)
     args = ["-p", "no:cacheprovider", *pytest_args]
-    if importlib.util.find_spec("xdist") is not None:  # an -n in the user's addopts: off
-        args += ["-n", "0", "--dist", "no"]
     if not any(a == "--perf-threshold" or a.startswith("--perf-threshold=") for a in args):
         args.append(f"--perf-threshold={threshold}")
     return args

@@ -60,6 +60,21 @@ def shuffle_layout(rng: random.Random) -> None:
     _spacers.extend(bytes(rng.randrange(1, 512)) for _ in range(rng.randrange(4096)))  # pools
 
 
+#: pytest-xdist's options that spread a session over workers, each with its "off" value
+XDIST_OFF = {"numprocesses": 0, "dist": "no", "tx": []}
+
+
+def one_process(config: pytest.Config) -> None:
+    """Keep the side's session in this process: an ``-n`` or ``--dist`` in the user's
+    addopts would hand its benches to pytest-xdist's workers, where nothing is timed in
+    lockstep. Each option is reset only where xdist is loaded (a configuration that
+    blocks it, ``-p no:xdist``, has none); before xdist reads them
+    (``pytest_cmdline_main``)."""
+    for name, off in XDIST_OFF.items():
+        if hasattr(config.option, name):
+            setattr(config.option, name, off)
+
+
 def register(config: pytest.Config) -> None:
     """Connect to the controller named in the environment and register the side plugin.
 
