@@ -73,24 +73,29 @@ def test_rows_and_problems_from_a_run() -> None:
     ]
 
 
-def test_the_aa_interval_against_the_goal() -> None:
+def test_the_aa_passes_as_perfsuite_ab_exits() -> None:
     tool = _tool()
     entry = {
         "nodeid": "b.py::test_warmup_torch_cuda[warm]",
         "change": 0.004,
         "ci": [-0.021, 0.032],
         "pairs": 12,
+        "threshold": 0.05,
         "verdict": "same",
     }
-    line, inside = tool.aa_line(entry, 0.05)
-    assert inside
+    line, passed = tool.aa_line(entry, 0)
+    assert passed
     assert line == (
-        "A/A test_warmup_torch_cuda[warm]: change +0.4%, interval [-2.1%, +3.2%] over 12 "
-        "pairs: inside the goal of +-5%"
+        "A/A test_warmup_torch_cuda[warm]: same, change +0.4%, interval [-2.1%, +3.2%] over "
+        "12 pairs: no regression above +3.2% (threshold 5%); perfsuite ab exited 0"
     )
-    assert tool.aa_line({**entry, "ci": [-0.06, 0.01]}, 0.05)[1] is False
-    assert tool.aa_line({**entry, "ci": None, "change": None}, 0.05) == (
-        "A/A test_warmup_torch_cuda[warm]: no interval (verdict 'same')",
+    noisy = {**entry, "verdict": "inconclusive", "ci": [-0.116, 0.127], "change": -0.002}
+    line, passed = tool.aa_line(noisy, 3)
+    assert not passed
+    assert "no regression above +12.7% (threshold 5%); perfsuite ab exited 3" in line
+    assert tool.aa_line({**entry, "verdict": "slower", "ci": [0.06, 0.09]}, 1)[1] is False
+    assert tool.aa_line({**entry, "ci": None, "change": None}, 3) == (
+        "A/A test_warmup_torch_cuda[warm]: no interval (verdict 'same'; perfsuite ab exited 3)",
         False,
     )
 
