@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,15 @@ from perfsuite.ab.outcome import BenchRun
 from perfsuite.verdict.paired import PAIRED_ALPHA, judge
 
 PERFSUITE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def forget_bytecode(root: Path) -> None:
+    """Drop the bytecode Python cached under ``root``. Python reuses a module's cache
+    while its source keeps the same size and modification second, so a source rewritten
+    within the second of the last run (``FACTOR = 1.0`` to ``2.0``) would run as before."""
+    for cache in root.rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+
 
 #: work.py: the module the benches import; LOOPS sets how much work one call does
 WORK = '''
@@ -111,6 +121,7 @@ class Repo:
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip())
+        forget_bytecode(self.root)
 
     def commit(self, message: str) -> str:
         self.git("add", "-A")

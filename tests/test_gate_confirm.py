@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from perfsuite.exitcodes import ExitCode
+from tests.ab_repo import forget_bytecode
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0,
@@ -71,6 +72,7 @@ def git(repo: Path, *args: str) -> str:
 def commit(repo: Path, message: str, **files: str) -> None:
     for name, text in files.items():
         (repo / name).write_text(text)
+    forget_bytecode(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
 
