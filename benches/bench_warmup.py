@@ -47,9 +47,10 @@ MODEL = {"model": "small_cnn", "input": f"{BATCH}x{SIZE}x{SIZE}x3"}
 #: least a rank test decides on); --perf-rounds and a perf(rounds=...) marker win
 COLD = pytest.mark.perf(default_rounds={"smoke": 3, "default": 7, "full": 15}, warmup_rounds=1)
 #: cold rounds in fresh processes, after one untimed process. Each imports its framework
-#: (seconds of CPU), so default scale takes 3 on the CPU: a distribution, though too few
-#: for a rank test to decide alone; on a GPU, perfsuite.config.GPU_MIN_ROUNDS
-PROCESSES = pytest.mark.perf(default_rounds={"smoke": 2, "default": 3, "full": 10}, warmup_rounds=1)
+#: (seconds of CPU); default scale takes 7, the fewest a rank test decides on and an
+#: interval states its bound from (perfsuite.verdict.stats.MIN_RANK_SAMPLES); on a GPU,
+#: perfsuite.config.GPU_MIN_ROUNDS
+PROCESSES = pytest.mark.perf(default_rounds={"smoke": 2, "default": 7, "full": 10}, warmup_rounds=1)
 
 
 def _measure_case(
