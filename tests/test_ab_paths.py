@@ -16,7 +16,7 @@ import pytest
 from perfsuite.ab.budget import scale_of
 from perfsuite.ab.command import selection, side_args, split_argv
 from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
-from perfsuite.ab.remote import one_process
+from perfsuite.ab.remote import XDIST_OFF, one_process
 from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import SMALL, STEADY_CLOCK, Repo, make_repo
 from tests.test_ab_anywhere import BENCH, BROKEN, committed, verdict
@@ -63,6 +63,8 @@ def test_a_side_turns_the_users_xdist_off(pytester: pytest.Pytester) -> None:
     config = pytester.parseconfig("-p", "xdist", "-n", "2", "--dist", "loadfile")
     assert (config.option.numprocesses, config.option.dist) == (2, "loadfile")
     one_process(config)
+    assert config.option.tx == []
+    assert config.option.tx is not XDIST_OFF["tx"]  # the session's own list
     xdist.pytest_cmdline_main(config)  # what xdist makes of the options after the side's reset
     assert (config.option.numprocesses, config.option.dist, config.option.tx) == (0, "no", [])
     blocked = pytester.parseconfig("-p", "no:xdist")

@@ -15,6 +15,7 @@ usual. It reports each bench's failure or skip, so the controller never waits fo
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import random
 import socket
@@ -61,7 +62,8 @@ def shuffle_layout(rng: random.Random) -> None:
 
 
 #: pytest-xdist's options that spread a session over workers, each with its "off" value
-XDIST_OFF = {"numprocesses": 0, "dist": "no", "tx": []}
+#: (``tx`` a list: each session gets its own copy)
+XDIST_OFF: dict[str, object] = {"numprocesses": 0, "dist": "no", "tx": []}
 
 
 def one_process(config: pytest.Config) -> None:
@@ -72,7 +74,7 @@ def one_process(config: pytest.Config) -> None:
     (``pytest_cmdline_main``)."""
     for name, off in XDIST_OFF.items():
         if hasattr(config.option, name):
-            setattr(config.option, name, off)
+            setattr(config.option, name, copy.copy(off))
 
 
 def register(config: pytest.Config) -> None:
