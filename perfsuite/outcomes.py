@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,30 +50,28 @@ def row_of(ab: AbRun, nodeid: str) -> dict[str, Any] | None:
     )
 
 
-def decide(
-    nodeid: str, ab: AbRun, what: str = "time", screen_threshold: float | None = None
-) -> Confirmed:
+def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
     ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
 
     ``slower`` confirms it, ``same`` or ``faster`` clears it. An undecided verdict passes
     as ``not shown`` when its interval rules out a regression of ``BOUND_FACTOR`` times
-    the bench's threshold (it says its bound, as ``perfsuite ab`` does): the row's, or
-    ``screen_threshold`` where that is wider, the threshold the screen that sent it
-    judged it at (widened to the spread of this machine's earlier runs): a bench that
-    screen bounded under twice it passes, and the A/B's bound is no weaker evidence.
-    One that does not (or a row with no interval) is ``unconfirmed``: too noisy to have
+    the A/B's own threshold, the bench's (it says its bound, as ``perfsuite ab`` does),
+    never a screen's threshold widened by the spread between earlier runs: both sides
+    ran in one session, so that spread is not in the A/B's evidence, and a bound under
+    twice the widened threshold would pass a regression the A/B could have caught. One
+    that does not (or a row with no interval) is ``unconfirmed``: too noisy to have
     caught such a regression.
     """
     shown = ab.shown
     if ab.status is None:
-        return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}; to confirm: {shown}")
+        return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}", shown)
     row = row_of(ab, nodeid)
     if row is None or not ab.concluded:
         why = f"the A/B failed (exit {ab.status}: {ab.last_line})"
         if ab.concluded:
             why = "not measured by the A/B"
-        return Confirmed(UNCONFIRMED, f"unconfirmed: {why}; to confirm: {shown}")
+        return Confirmed(UNCONFIRMED, f"unconfirmed: {why}", shown)
     if what == "memory":
         return _memory_outcome(row.get("memory"), shown)
     threshold = row.get("threshold")
@@ -91,9 +89,8 @@ def decide(
         return Confirmed(CLEARED, f"{label}cleared by A/B ({verdict}): {measured}")
     if verdict and ci is not None and isinstance(threshold, int | float):
         bound = float(ci[1])
-        limit = max(float(threshold), screen_threshold or 0.0)
-        named = f"{limit * 100:.3g}%" + (" (the screen's)" if limit > threshold else "")
-        if within_bound(bound, limit):
+        named = f"{threshold * 100:.3g}%"
+        if within_bound(bound, float(threshold)):
             return Confirmed(
                 NOT_SHOWN,
                 f"{label}not shown by A/B: {bound_text(bound)} ({measured}; threshold {named})",
@@ -102,19 +99,21 @@ def decide(
             UNCONFIRMED,
             f"{label}unconfirmed: A/B too noisy ({measured}): it did not rule out "
             f"{pct(bound)}, over twice the {named} threshold; more pairs "
-            f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
+            "(perfsuite ab --max-pairs, --max-seconds) would decide",
+            shown,
         )
     return Confirmed(
         UNCONFIRMED,
         f"{label}unconfirmed: A/B {verdict or 'not measured'} ({measured}); more pairs "
-        f"(perfsuite ab --max-pairs, --max-seconds) would decide: {shown}",
+        "(perfsuite ab --max-pairs, --max-seconds) would decide",
+        shown,
     )
 
 
 def _memory_outcome(memory: Any, shown: str) -> Confirmed:
     """A peak-memory suspect's outcome from the A/B's two peaks (``pairs.json``)."""
     if not isinstance(memory, dict) or not isinstance(memory.get("rose"), bool):
-        return Confirmed(UNCONFIRMED, f"unconfirmed: no peak memory from the A/B; {shown}")
+        return Confirmed(UNCONFIRMED, "unconfirmed: no peak memory from the A/B", shown)
     peaks = f"peak {memory.get('a_mb', 0):.0f} -> {memory.get('b_mb', 0):.0f} MB"
     pairs = memory.get("pairs")
     if isinstance(pairs, int) and pairs > 1:
@@ -130,19 +129,12 @@ def _memory_outcome(memory: Any, shown: str) -> Confirmed:
 PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
 
 
-def decide_all(
-    nodeid: str,
-    ab: AbRun,
-    whats: Sequence[str],
-    screen_thresholds: Mapping[str, float | None] | None = None,
-) -> Confirmed:
+def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
     """One suspect's outcome over every measure that made it one (``whats``): a
-    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE.
-    ``screen_thresholds``: each measure's threshold in the screen (:func:`decide`)."""
-    thresholds = screen_thresholds or {}
-    outcomes = [decide(nodeid, ab, what, thresholds.get(what)) for what in whats]
+    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE."""
+    outcomes = [decide(nodeid, ab, what) for what in whats]
     for outcome in PRECEDENCE:
         found = [o for o in outcomes if o.outcome == outcome]
         if found:
-            return Confirmed(outcome, "; ".join(o.text for o in found))
+            return Confirmed(outcome, "; ".join(o.text for o in found), found[0].command)
     return outcomes[0]

@@ -181,15 +181,11 @@ def run_ab(
 
 def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
     """``item``'s outcome from the A/B over what made it a suspect (its time, its CPU per
-    item, its peak memory), held to the thresholds the screen judged it at."""
+    item, its peak memory), each held to the A/B's own threshold."""
     whats = ["time"] if item.time_suspect else []
     whats += ["cpu"] if item.cpu_slower else []
     whats += ["memory"] if item.memory_rose else []
-    thresholds = {
-        "time": item.time.threshold if item.time is not None else None,
-        "cpu": item.cpu.threshold if item.cpu is not None else None,
-    }
-    return decide_all(item.fullname, ab, whats, thresholds)
+    return decide_all(item.fullname, ab, whats)
 
 
 def keep_confirmations(report: Path, into: Path) -> None:

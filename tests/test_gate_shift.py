@@ -137,23 +137,21 @@ def test_an_undecided_ab_passes_only_with_a_bound_under_twice_its_threshold(
         assert f"{said} {ci[1] * 100:+.1f}%" in found.text
 
 
-def test_an_undecided_ab_is_held_to_the_threshold_the_screen_judged_it_at() -> None:
-    """Where the history widened the screen's threshold to 40%, a bound of +41% passes: the
-    screen would have passed the bench bounded there. A slower verdict still confirms at
-    the A/B's own threshold, and a bound of twice the widened one stays too noisy."""
+def test_an_undecided_ab_is_held_to_its_own_threshold() -> None:
+    """A bound of +41% is too noisy at the A/B's 5% whatever threshold the screen judged
+    the bench at (the history may have widened it to 40%: that spread between runs is not
+    in the A/B's evidence); +9% passes; a slower verdict confirms."""
     row = {"verdict": "inconclusive", "change": 0.01, "ci": [-0.12, 0.41], "threshold": 0.05}
     ab = ab_with(row | {"pairs": 12})
-    assert decide("b.py::x", ab).outcome == UNCONFIRMED
-    found = decide("b.py::x", ab, "time", 0.40)
-    assert found.outcome == NOT_SHOWN
-    assert "no regression above +41.0% (+1.0% [-12.0%, +41.0%] in 12 pairs" in found.text
-    assert found.text.endswith("threshold 40% (the screen's))")
-    assert decide("b.py::x", ab, "time", 0.20).outcome == UNCONFIRMED  # 41% >= 2 x 20%
-    assert decide("b.py::x", ab, "time", 0.01).outcome == UNCONFIRMED  # the A/B's 5% holds
+    found = decide("b.py::x", ab)
+    assert found.outcome == UNCONFIRMED
+    assert "did not rule out +41.0%, over twice the 5% threshold" in found.text
+    assert decide_all("b.py::x", ab, ["time"]).outcome == UNCONFIRMED
+    bounded = decide("b.py::x", ab_with(row | {"ci": [-0.06, 0.09], "pairs": 12}))
+    assert bounded.outcome == NOT_SHOWN
+    assert bounded.text.endswith("in 12 pairs; threshold 5%)")
     slower = ab_with(row | {"verdict": "slower", "ci": [0.06, 0.41], "pairs": 12})
-    assert decide("b.py::x", slower, "time", 0.40).outcome == CONFIRMED
-    both = decide_all("b.py::x", ab, ["time"], {"time": 0.40, "cpu": None})
-    assert both.outcome == NOT_SHOWN
+    assert decide("b.py::x", slower).outcome == CONFIRMED
 
 
 def test_a_cpu_suspect_is_held_to_the_same_bound() -> None:

@@ -123,6 +123,9 @@ def test_benches_the_ab_bounded_pass_and_too_noisy_ones_judge_nothing(
     status, message, _ = gated(monkeypatch, tmp_path, found, answers)
     assert status == ExitCode.NOT_JUDGED
     assert "the A/B did not decide them either (unconfirmed)" in message
+    # the command that would decide them is said once, after both are named
+    assert message.count("to confirm: ") == 1
+    assert message.index("to confirm: ") > message.index("did not decide them either")
 
 
 @pytest.mark.parametrize("answer", ["same", "beyond=0.05,beyond=0.05"], ids=["same", "noisy"])

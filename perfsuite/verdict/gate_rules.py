@@ -86,11 +86,20 @@ def no_baseline(saving: bool) -> GateDecision:
 def _named(items: Sequence[BenchVerdict]) -> str:
     """Each of ``items`` with why it failed or stayed undecided; benches that share one
     reason (the suspects that followed one same-code sample) are named together before it,
-    so the line says each reason once."""
+    and the command that would decide them follows them all, so the line says each reason
+    and each command once."""
     labels: dict[str, list[str]] = {}
     for item in items:
         labels.setdefault(_why(item), []).append(item.label)
-    return "; ".join(f"{', '.join(names)} ({why})" for why, names in labels.items())
+    named = "; ".join(f"{', '.join(names)} ({why})" for why, names in labels.items())
+    return named + _commands(items)
+
+
+def _commands(items: Sequence[BenchVerdict]) -> str:
+    """``; to confirm: COMMAND`` for each command that would decide one of ``items``
+    (:attr:`Confirmed.command`), each once."""
+    found = (item.confirmation.command for item in items if item.confirmation is not None)
+    return "".join(f"; to confirm: {command}" for command in dict.fromkeys(found) if command)
 
 
 def _why(item: BenchVerdict) -> str:
@@ -269,6 +278,7 @@ def nothing_judged(comparison: RunComparison) -> str | None:
         ]
         if tried:
             why += f"; the A/B did not decide them either ({', '.join(sorted(set(tried)))})"
+            why += _commands(undecided)
         hint = (
             "" if fallbacks else "; more rounds (--perf-rounds) or a quieter machine would decide"
         )

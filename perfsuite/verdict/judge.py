@@ -220,10 +220,11 @@ class Confirmed:
     machine's), ``not shown`` (the A/B could not decide, and its estimate is within the
     threshold: no evidence of a regression, which passes) or
     ``unconfirmed`` (no A/B could decide, or its estimate is beyond the threshold;
-    ``text`` holds the command that would)."""
+    ``command`` is the one that would, said once for all the suspects it measures)."""
 
     outcome: str
     text: str
+    command: str = ""
     #: False: not measured, decided with the A/B of a sample of the suspects of the
     #: same code (:func:`perfsuite.verdict.shift.cleared_with`)
     measured: bool = True

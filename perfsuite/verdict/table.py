@@ -171,8 +171,17 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
             continue
         word = _verdict_word(item)
         assert item.time is not None
-        confirmation = item.confirmation.text if item.confirmation is not None else None
-        notes_of = (item.time.fallback, item.note, item.suspected, confirmation, _gpu_note(item))
+        found = item.confirmation
+        confirmation = found.text if found is not None else None
+        command = f"to confirm: {found.command}" if found is not None and found.command else None
+        notes_of = (
+            item.time.fallback,
+            item.note,
+            item.suspected,
+            confirmation,
+            command,
+            _gpu_note(item),
+        )
         for note in notes_of:
             if note:
                 if note not in notes:
