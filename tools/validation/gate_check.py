@@ -48,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,27 @@ def timing_line(runs: list[dict[str, Any]], plain: float) -> str:
     )
 
 
+def inconclusive_line(gated: list[dict[str, Any]], slow_label: str | None) -> str:
+    """Which benches the screen left ``inconclusive`` most often in the unchanged runs
+    ``gated`` (their verdict rows), and how often it left ``slow_label`` so: the goal
+    puts the slowdown in one of the most often left."""
+    counts = Counter(
+        label
+        for result in gated
+        for label, word in result["rows"].items()
+        if word.startswith("inconclusive")
+    )
+    most = max(counts.values(), default=0)
+    tied = sorted(label for label, n in counts.items() if n == most)
+    line = (
+        f"  left inconclusive by the screen most often: {len(tied)} bench(es) in {most} of "
+        f"{len(gated)} runs ({', '.join(tied)})"
+    )
+    if slow_label is not None:
+        line += f"; the slowed bench {slow_label} in {counts[slow_label]} of {len(gated)}"
+    return line
+
+
 def summary(document: dict[str, Any]) -> list[str]:
     """The readable summary of a measurement (see the module's docstring for the goals)."""
     plain = document["plain"]["seconds"]
@@ -235,6 +257,7 @@ def summary(document: dict[str, Any]) -> list[str]:
             f"(goal: every run passes); "
             f"exit statuses {', '.join(codes)}",
             timing_line(gated, plain),
+            inconclusive_line(gated, document.get("slow_label")),
             *(run_line(i, r, plain) for i, r in enumerate(gated, 1)),
         ]
     if slowed:
