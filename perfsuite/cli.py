@@ -341,6 +341,15 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(perfsuite's arguments, the pytest arguments after ``--``)."""
+    args = list(argv)
+    if "--" in args:
+        cut = args.index("--")
+        return args[:cut], args[cut + 1 :]
+    return args, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``perfsuite`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -349,7 +358,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     if argv[:1] in (["ab"], ["bisect"]):  # their own -- PYTEST_ARGS tail
         from perfsuite.ab.command import run as run_ab
-        from perfsuite.ab.command import split_argv
         from perfsuite.bisect.command import run as run_bisect
 
         own, pytest_args = split_argv(argv[1:])

@@ -111,6 +111,17 @@ def parse_count(value: str, least: int = 1, noun: str = "count") -> int:
     return int(value)
 
 
+def parse_seconds(value: str) -> float:
+    """A number of seconds above 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"invalid seconds {value!r} (a number > 0)")
+    return number
+
+
 def parse_rounds(value: str) -> int:
     """A number of measured rounds, at least 1."""
     return parse_count(value, 1, "rounds")

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from perfsuite.ab.budget import scale_of
-from perfsuite.ab.command import selection, side_args, split_argv
+from perfsuite.ab.command import selection, side_args
 from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
 from perfsuite.ab.remote import XDIST_OFF, one_process
+from perfsuite.cli import split_argv
 from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import SMALL, STEADY_CLOCK, Repo, make_repo
 from tests.test_ab_anywhere import BENCH, BROKEN, committed, verdict

@@ -25,15 +25,6 @@ from perfsuite.exitcodes import ExitCode, terminate_as_interrupt
 DEFAULT_CONFIRM = 12
 
 
-def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(perfsuite's arguments, the pytest arguments after ``--``)."""
-    args = list(argv)
-    if "--" in args:
-        cut = args.index("--")
-        return args[:cut], args[cut + 1 :]
-    return args, []
-
-
 def selection(root: Path, pytest_args: Sequence[str], own: bool, here: Path) -> list[str]:
     """What both sides run, started in ``here``: the given pytest arguments, where they
     name paths of their own (``own``); else the default before them: where ``here`` is
@@ -87,8 +78,8 @@ def side_args(pytest_args: Sequence[str], threshold: float) -> list[str]:
 
 def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     """``perfsuite ab`` with its parsed arguments and the pytest arguments after ``--``
-    (:func:`split_argv`); returns the exit status (messages on stdout, errors on
-    stderr)."""
+    (:func:`perfsuite.cli.split_argv`); returns the exit status (messages on stdout,
+    errors on stderr)."""
     measurable = True
     try:
         with terminate_as_interrupt():

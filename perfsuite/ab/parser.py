@@ -8,21 +8,11 @@ from pathlib import Path
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
 from perfsuite.ab.protocol import IDLE_MODES
-from perfsuite.options import parse_count, parse_threshold
+from perfsuite.options import parse_count, parse_seconds, parse_threshold
 
 
 def _count(value: str) -> int:
     return parse_count(value, 0)
-
-
-def positive_seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"invalid seconds {value!r} (a number > 0)")
-    return number
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,7 +71,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--max-seconds",
-        type=positive_seconds,
+        type=parse_seconds,
         metavar="S",
         help="time budget per bench (default by --perf-scale: 20/60/180)",
     )
@@ -107,7 +97,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--confirm-seconds",
-        type=positive_seconds,
+        type=parse_seconds,
         metavar="S",
         help="the seconds a bench file's confirmation spends from its first pair of "
         "processes, on the suspects nearest a decision; then the look due is taken on the "

@@ -22,9 +22,9 @@ from perfsuite.ab.sidespec import SideSpec
 from perfsuite.bench.summary import format_table
 from perfsuite.envs.build import changes_text
 from perfsuite.errors import PerfsuiteError
-from perfsuite.verdict.compare import CounterChange
+from perfsuite.verdict.judge import counter_changes
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge_processes
-from perfsuite.verdict.runs import Bench, Run, load_run
+from perfsuite.verdict.runs import Run, load_run
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.table import code_span, markdown_table, pct
 
@@ -47,12 +47,6 @@ def _load(path: Path) -> Run | None:
         return load_run(path)
     except (PerfsuiteError, OSError):
         return None
-
-
-def _counters(a: Bench | None, b: Bench | None) -> tuple[CounterChange, ...]:
-    old = a.counters() if a else {}
-    new = b.counters() if b else {}
-    return tuple(CounterChange(n, old.get(n), new.get(n)) for n in dict.fromkeys([*old, *new]))
 
 
 @dataclass
@@ -81,7 +75,7 @@ class Verdicts:
             saved = b or a
             unit = saved.unit if saved is not None else "calls"
             status = f"skipped ({bench.skipped})" if bench.skipped else None
-            rows.append(Row(bench.nodeid, bench, unit, _counters(a, b), status))
+            rows.append(Row(bench.nodeid, bench, unit, counter_changes(a, b), status))
         rows += [Row(n, None, status=REMOVED) for n in removed]
         rows += [Row(n, None, status=ADDED) for n in added]
         return cls(rows, list(specs), seed)

@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bisect`` on the ``perfsuite`` command line."""
-    from perfsuite.ab.parser import positive_seconds
-    from perfsuite.options import parse_threshold
+    from perfsuite.options import parse_seconds, parse_threshold
 
     bisect = commands.add_parser(
         "bisect",
@@ -50,14 +49,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     bisect.add_argument(
         "--max-seconds",
-        type=positive_seconds,
+        type=parse_seconds,
         metavar="S",
         help="each A/B's time per bench (perfsuite ab's default by --perf-scale); an "
         "undecided step is measured again with twice it",
     )
     bisect.add_argument(
         "--budget",
-        type=positive_seconds,
+        type=parse_seconds,
         metavar="S",
         help="start no A/B after S seconds; the result is then the narrowest range reached",
     )

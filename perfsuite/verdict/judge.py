@@ -269,8 +269,10 @@ def _not_comparable(baseline: Bench, current: Bench) -> str | None:
     return "; ".join(reasons) or None
 
 
-def _counters(baseline: Bench, current: Bench) -> tuple[CounterChange, ...]:
-    old, new = baseline.counters(), current.counters()
+def counter_changes(baseline: Bench | None, current: Bench | None) -> tuple[CounterChange, ...]:
+    """Each exact counter either bench recorded, old against new (none of a missing bench)."""
+    old = baseline.counters() if baseline is not None else {}
+    new = current.counters() if current is not None else {}
     names = list(dict.fromkeys([*old, *new]))
     return tuple(CounterChange(n, old.get(n), new.get(n)) for n in names)
 
@@ -334,7 +336,7 @@ def judge_bench(
     the module docstring). ``threshold_override`` replaces the thresholds the runs
     recorded (``perfsuite compare --threshold``).
     """
-    counters = _counters(baseline, current)
+    counters = counter_changes(baseline, current)
     time_note: str | None = None
     memory_threshold, memory_note = _banded(
         "peak-memory threshold",
