@@ -23,7 +23,7 @@ from perfsuite.verdict.stats import (
     Verdict,
 )
 from perfsuite.verdict.storage import Storage
-from perfsuite.verdict.table import markdown_lines, text_lines
+from perfsuite.verdict.table import bound_text, markdown_lines, text_lines
 from tests.samples import normal
 
 FACTS: dict[str, Any] = {
@@ -120,6 +120,7 @@ def test_a_suspect_that_passes_keeps_the_screen_word() -> None:
         [bench_doc("a", normal(0.13, 0.001, seed=1)), bench_doc("b", normal(0.08, 0.001, seed=2))]
     )
     comparison = compare_docs(base, cur)
+    slower, faster = comparison.verdicts
     words = {}
     for outcome in ("cleared", "not shown", "machine", "confirmed", "unconfirmed"):
         marked = [
@@ -133,7 +134,10 @@ def test_a_suspect_that_passes_keeps_the_screen_word() -> None:
     assert words == {
         "cleared": ["slower? cleared", "faster? cleared"],
         "not shown": ["slower? not shown", "faster? not shown"],
-        "machine": ["slower? the machine's", "faster? the machine's"],
+        "machine": [  # no A/B measured them: each says the screen's X
+            f"slower? the machine's, {bound_text(slower.bound)}",
+            f"faster? the machine's, {bound_text(faster.bound)}",
+        ],
         "confirmed": ["SLOWER (confirmed)"] * 2,
         "unconfirmed": ["SLOWER? unconfirmed", "faster? UNCONFIRMED"],
     }

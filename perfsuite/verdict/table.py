@@ -80,22 +80,27 @@ COST_CONFIRMED_WORDS = {
 
 
 def _verdict_word(item: BenchVerdict) -> str:
+    """The row's verdict word; a row that passes with no A/B's bound (the machine's move,
+    an unconfirmed ``faster``, a bound under twice the threshold) says the screen's,
+    its X: the largest regression its interval did not rule out."""
     if item.verdict is None:
         return "not comparable"
     word = item.verdict.value
+    bound = f", {bound_text(item.bound)}" if item.bound is not None else ""
     if item.confirmation is not None and item.suspect:
         outcome = item.confirmation.outcome
+        own = bound if outcome == "machine" else ""  # an A/B's bound is in its note
         if item.time_suspect:
             read_slower = item.verdict is Verdict.SLOWER
             if outcome == "confirmed" or (outcome == "unconfirmed" and read_slower):
                 return CONFIRMED_WORDS[outcome]
             moved = item.verdict in (Verdict.SLOWER, Verdict.FASTER)  # a move, unconfirmed
-            return f"{word}{'?' if moved else ','} {PASSED_WORDS[outcome]}"
-        return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}"
+            return f"{word}{'?' if moved else ','} {PASSED_WORDS[outcome]}{own}"
+        return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}{own}"
     if item.verdict is Verdict.FASTER:  # two runs apart, unpaired: a move, not a verdict
-        return UNCONFIRMED_FASTER
+        return UNCONFIRMED_FASTER + bound
     if item.bounded:
-        return f"{word}, {bound_text(item.bound)}"
+        return word + bound
     if item.too_noisy:
         return f"{word}, TOO NOISY: {bound_text(item.bound)}"
     return word.upper() if item.verdict is Verdict.SLOWER else word
