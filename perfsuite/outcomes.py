@@ -136,5 +136,6 @@ def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
     for outcome in PRECEDENCE:
         found = [o for o in outcomes if o.outcome == outcome]
         if found:
-            return Confirmed(outcome, "; ".join(o.text for o in found), found[0].command)
+            command = next((o.command for o in found if o.command), "")
+            return Confirmed(outcome, "; ".join(o.text for o in found), command)
     return outcomes[0]

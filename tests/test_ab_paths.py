@@ -68,6 +68,7 @@ def test_a_side_turns_the_users_xdist_off(pytester: pytest.Pytester) -> None:
     assert config.option.tx is not XDIST_OFF["tx"]  # the session's own list
     xdist.pytest_cmdline_main(config)  # what xdist makes of the options after the side's reset
     assert (config.option.numprocesses, config.option.dist, config.option.tx) == (0, "no", [])
+    assert not xdist._is_distribution_mode(config)  # xdist itself starts no worker
     blocked = pytester.parseconfig("-p", "no:xdist")
     one_process(blocked)
     assert not hasattr(blocked.option, "numprocesses")

@@ -97,9 +97,9 @@ def _named(items: Sequence[BenchVerdict]) -> str:
 
 def _commands(items: Sequence[BenchVerdict]) -> str:
     """``; to confirm: COMMAND`` for each command that would decide one of ``items``
-    (:attr:`Confirmed.command`), each once."""
-    found = (item.confirmation.command for item in items if item.confirmation is not None)
-    return "".join(f"; to confirm: {command}" for command in dict.fromkeys(found) if command)
+    (:attr:`Confirmed.to_confirm`), each once."""
+    found = (item.confirmation.to_confirm for item in items if item.confirmation is not None)
+    return "".join(f"; {words}" for words in dict.fromkeys(found) if words)
 
 
 def _why(item: BenchVerdict) -> str:

@@ -230,6 +230,11 @@ class Confirmed:
     measured: bool = True
 
     @property
+    def to_confirm(self) -> str | None:
+        """``to confirm: COMMAND``, the words that give :attr:`command`; None without one."""
+        return f"to confirm: {self.command}" if self.command else None
+
+    @property
     def regressed(self) -> bool:
         """A confirmed suspect regressed; so does an unconfirmed one, until an A/B says
         otherwise (the gate reports it apart, with its own exit status)."""

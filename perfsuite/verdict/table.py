@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.cost import CPU_WORDS
-from perfsuite.verdict.judge import BenchVerdict
+from perfsuite.verdict.judge import MACHINE, BenchVerdict
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.textable import format_table
 
@@ -89,7 +89,7 @@ def _verdict_word(item: BenchVerdict) -> str:
     bound = f", {bound_text(item.bound)}" if item.bound is not None else ""
     if item.confirmation is not None and item.suspect:
         outcome = item.confirmation.outcome
-        own = bound if outcome == "machine" else ""  # an A/B's bound is in its note
+        own = bound if outcome == MACHINE else ""  # an A/B's bound is in its note
         if item.time_suspect:
             read_slower = item.verdict is Verdict.SLOWER
             if outcome == "confirmed" or (outcome == "unconfirmed" and read_slower):
@@ -178,7 +178,7 @@ def verdict_rows(comparison: RunComparison) -> tuple[list[list[str]], list[str]]
         assert item.time is not None
         found = item.confirmation
         confirmation = found.text if found is not None else None
-        command = f"to confirm: {found.command}" if found is not None and found.command else None
+        command = found.to_confirm if found is not None else None
         notes_of = (
             item.time.fallback,
             item.note,
