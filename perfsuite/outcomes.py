@@ -72,6 +72,10 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
         if ab.concluded:
             why = "not measured by the A/B"
         return Confirmed(UNCONFIRMED, f"unconfirmed: {why}", shown)
+    from perfsuite.ab.report import LEFT_OUT
+
+    if str(row.get("status", "")).startswith(LEFT_OUT):
+        return Confirmed(UNCONFIRMED, f"unconfirmed: {row['status']}", shown)
     if what == "memory":
         return _memory_outcome(row.get("memory"), shown)
     threshold = row.get("threshold")

@@ -208,7 +208,7 @@ def test_a_configured_suite_of_equal_work_is_not_slower(tmp_path: Path) -> None:
     for verdict, pairs in table.values():
         assert not verdict.startswith("SLOWER")
         assert pairs > 0
-    decided = [v for v, _ in table.values() if not v.startswith("inconclusive")]
+    decided = [v for v, _ in table.values() if not v.startswith(("inconclusive", "TOO NOISY"))]
     assert (result.code == ExitCode.OK) == bool(decided), result.out
     if not decided:
         assert "NOTHING JUDGED" in result.out

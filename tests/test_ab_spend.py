@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from perfsuite.ab.confirm import confirm_in_fresh_pairs
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
-from perfsuite.ab.spend import Open, Pace, going_on, near, nearest_first
+from perfsuite.ab.spend import Open, Pace, first_look, going_on, near, nearest_first
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
@@ -112,3 +113,51 @@ def test_a_pace_counts_each_benchs_alternation_and_warm_up_apart_from_the_pair()
     assert pace.overheads == [14.0]
     assert pace.own == {"b.py::x": [6.0]}
     assert pace.pair(["b.py::x", "b.py::z"]) == pytest.approx(20.0)
+
+
+def _read(change: float) -> PairedResult:
+    return PairedResult(Verdict.INCONCLUSIVE, change, None, 5, 0.05, 0.0013)
+
+
+def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -> None:
+    effects = {"b.py::aa": 0.0, "b.py::bb": 0.0, "b.py::slow": math.log(1.12)}
+    reads = {"b.py::aa": _read(0.01), "b.py::bb": _read(-0.03), "b.py::slow": _read(0.1)}
+    # the first pair's pace: 5 s a pair, 10 s a bench; 60 s take 3 pairs of one bench
+    pace = Pace([5.0], {n: [10.0] for n in effects})
+    sessions = Timed(effects, 10.0, 5.0)
+    found = confirm_in_fresh_pairs(
+        sessions, list(effects), 12, ALPHA_CONFIRM, 60.0, sessions.clock, first=(pace, reads)
+    )
+    assert sessions.asked == [["b.py::slow"]] * 6  # past the seconds to its second look
+    assert found.left_out == ("b.py::aa", "b.py::bb")
+    (row,) = found.confirmed.rows
+    assert row.nodeid == "b.py::slow"
+    assert row.verdict is Verdict.SLOWER
+    # 100 s fit two: the slowest, then the next that fits
+    sessions = Timed(effects, 10.0, 5.0)
+    found = confirm_in_fresh_pairs(
+        sessions, list(effects), 12, ALPHA_CONFIRM, 100.0, sessions.clock, first=(pace, reads)
+    )
+    assert sessions.asked[0] == ["b.py::aa", "b.py::slow"]
+    assert found.left_out == ("b.py::bb",)
+    # without the seconds, or without a first pair's pace, every suspect is measured
+    sessions = Timed(effects, 10.0, 5.0)
+    confirm_in_fresh_pairs(sessions, list(effects), 12, ALPHA_CONFIRM, first=(pace, reads))
+    assert sessions.asked[0] == list(effects)
+    # a first pair's verdict, or a suspect for its CPU or memory, is measured whatever
+    decided = {**reads, "b.py::bb": replace(_read(-0.3), verdict=Verdict.FASTER)}
+    ids = list(effects)
+    assert first_look(ids, [], decided, pace, 10.0, 3) == ["b.py::bb"]
+    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::aa", "b.py::bb"}) == ids[:2]
+
+
+def test_a_first_pairs_pace_takes_each_bench_at_the_pairs_a_fresh_pair_runs() -> None:
+    pool = BenchRun("b.py::pool", 0.05, seconds=2.0, result=_read(0.0))  # 5 rounds, all
+    cheap = BenchRun("b.py::cheap", 0.05, seconds=60.0)  # 600 pairs of 0.1 s
+    cheap.result = replace(_read(0.0), pairs=600)
+    cheap.warmup = {"A": [1.0], "B": [1.0]}
+    rows = [Row("b.py::pool", pool), Row("b.py::cheap", cheap)]
+    pace = Pace.of_first_pair(70.0, Verdicts(rows, [], 1), 12)
+    assert pace.overheads == [6.0]
+    # a fresh pair alternates the cheap bench 4 s (40 pairs), its warm-up as before
+    assert pace.own == {"b.py::pool": [2.0], "b.py::cheap": [pytest.approx(6.0)]}

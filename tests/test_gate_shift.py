@@ -154,6 +154,14 @@ def test_an_undecided_ab_is_held_to_its_own_threshold() -> None:
     assert decide("b.py::x", slower).outcome == CONFIRMED
 
 
+def test_a_suspect_the_ab_did_not_measure_again_is_unconfirmed_saying_why() -> None:
+    said = "not measured again: the file's 68 s (--confirm-seconds) went to the suspects"
+    row = {"verdict": "inconclusive", "change": 0.01, "ci": None, "pairs": 5, "status": said}
+    found = decide("b.py::x", ab_with(row | {"threshold": 0.05}))
+    assert found.outcome == UNCONFIRMED
+    assert found.text == f"unconfirmed: {said}"
+
+
 def test_a_cpu_suspect_is_held_to_the_same_bound() -> None:
     cpu = {"verdict": "inconclusive", "change": 0.108, "ci": [0.0, 0.2], "pairs": 7}
     row = {"verdict": "same", "change": 0.0, "threshold": 0.05, "pairs": 7, "cpu": cpu}

@@ -234,6 +234,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 confirmation.suspects,
                 args.confirm,
                 confirmation.confirm_seconds,
+                budget.min_pairs,
             )
             for line in verdicts.resolution_lines(across=True):
                 print(f"perfsuite ab: {line}", flush=True)

@@ -50,9 +50,12 @@ t interval projected to the pairs of processes left (up to the last look, or as 
 ``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
-from its first pair of processes; the first look's pairs always run. After a look,
-the seconds left go to the suspects whose decision is nearest
-(:mod:`perfsuite.ab.spend`); the others end at that look. Once the seconds have run
+from its first fresh pair of processes. The first look's pairs measure the suspects
+the seconds can take at the pace of the file's first pair, those it read slowest first,
+and always at least one (:func:`perfsuite.ab.spend.first_look`); a suspect left out is
+not measured again and keeps its first pair's row, saying so. After a look, the
+seconds left go to the suspects whose decision is nearest (:mod:`perfsuite.ab.spend`);
+the others end at that look. Once the seconds have run
 out, the look due then is taken at once on the pairs so far, as the last one, for
 every suspect but the one :mod:`perfsuite.ab.spend` takes past them to its next look.
 Each is still one of the planned looks, judged at the same ``alpha / k``, so the
@@ -68,8 +71,9 @@ from dataclasses import dataclass, replace
 
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
+from perfsuite.ab.report import LEFT_OUT
 from perfsuite.ab.rows import Row, suspicious
-from perfsuite.ab.spend import Open, Pace, going_on
+from perfsuite.ab.spend import Open, Pace, first_look, going_on, slower_by
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
@@ -143,8 +147,7 @@ def _settled(row: Row) -> bool:
     result = row.run.result if row.run else None
     if result is None or not result.bounded:
         return False
-    slower_by = -result.change if result.higher_is_better else result.change
-    return slower_by <= result.threshold
+    return slower_by(result) <= result.threshold
 
 
 def _decisive(row: Row, cpu: Collection[str]) -> bool:
@@ -252,6 +255,8 @@ class FollowUp:
     confirmed: Verdicts
     #: the checks the first fresh pair made suspects
     promoted: Suspects
+    #: the suspects the first look left out (:func:`perfsuite.ab.spend.first_look`)
+    left_out: tuple[str, ...] = ()
 
 
 def confirm_in_fresh_pairs(
@@ -265,6 +270,7 @@ def confirm_in_fresh_pairs(
     cpu: Collection[str] = (),
     checks: Sequence[str] = (),
     promote: Callable[[dict[str, PairedResult]], Suspects] | None = None,
+    first: tuple[Pace, Mapping[str, PairedResult]] | None = None,
 ) -> FollowUp:
     """One bench file's fresh pairs of processes: its checks and its suspects.
 
@@ -281,7 +287,9 @@ def confirm_in_fresh_pairs(
     suspect is not measured again, and the pairs stop once none is open. A suspect in
     ``memory`` (:attr:`Suspects.memory`) is kept at its first look, or as soon as a pair
     reads its peak as not risen; one in ``cpu`` (:attr:`Suspects.cpu`) before its last
-    look only once its CPU per call is decisive too.
+    look only once its CPU per call is decisive too. ``first``: the pace of the file's
+    first pair of processes and each suspect's reading there; with ``seconds``, the
+    first look measures only the suspects :func:`perfsuite.ab.spend.first_look` takes.
     """
     plan = looks(most)
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
@@ -290,6 +298,12 @@ def confirm_in_fresh_pairs(
     own: dict[str, list[Verdicts]] = {n: [] for n in suspects}  # each suspect's fresh pairs
     going = list(suspects)  # what the next pair measures
     pace = Pace()
+    if first is not None and seconds is not None:
+        pace = first[0]
+        going = first_look(going, checks, first[1], pace, seconds, plan[0], {*memory, *cpu})
+    left_out = tuple(n for n in suspects if n not in going)
+    for nodeid in left_out:
+        own.pop(nodeid)
     graced: str | None = None  # the one suspect taken past the seconds (perfsuite.ab.spend)
     promoted = Suspects({})
     start = clock()
@@ -350,7 +364,7 @@ def confirm_in_fresh_pairs(
             going = [n for n in going if n not in at_look or n in on]
     rows = [kept[n] for n in own if n in kept]
     specs, seed = (runs[0].specs, runs[0].seed) if runs else ([], 0)
-    return FollowUp(second, Verdicts(rows, specs, seed), promoted)
+    return FollowUp(second, Verdicts(rows, specs, seed), promoted, left_out)
 
 
 def _next_look(plan: Sequence[int], have: int) -> int:
@@ -400,11 +414,13 @@ def follow_up(
     kind: str,
     most: int,
     seconds: float,
+    min_pairs: int,
 ) -> Verdicts:
     """``verdicts`` after each bench file's fresh pairs of processes
     (:func:`confirm_in_fresh_pairs`: at most ``most`` pairs a suspect, ``seconds`` a
-    file; ``whole``: one pair of processes over the whole selection, not one per file;
-    ``kind``: ``--suspects``).
+    file, its first look at the pace of the file's first pair of processes, whose
+    lockstep sessions start at ``min_pairs`` pairs of blocks; ``whole``: one pair of
+    processes over the whole selection, not one per file; ``kind``: ``--suspects``).
 
     A first-stage pass (:func:`same_benches`) is a check, never a suspect at once,
     whatever its cost: its first fresh pair's reading stands for its time from then on
@@ -421,7 +437,8 @@ def follow_up(
     print(
         f"perfsuite ab: fresh pairs of processes: {len(checks)} pass(es) checked in one, "
         f"{len(first.alphas)} suspect(s) in up to {most} each, looked at after {plan} (at "
-        f"most {seconds:g} s a file, its first look whatever it takes){names}",
+        f"most {seconds:g} s a file, the suspects its first pair read slowest first, at "
+        f"least one){names}",
         flush=True,
     )
 
@@ -435,6 +452,11 @@ def follow_up(
         groups = [([file], ids) for file, ids in by_file(measured).items()]
     found: list[FollowUp] = []
     for only, ids in groups:
+        wall = pairs.seconds.get(key(only, 0))
+        file = by_file([row.nodeid for row in verdicts.rows]).get(only[0], []) if only else None
+        run = verdicts if file is None else verdicts.limited(file)
+        pace = None if wall is None else Pace.of_first_pair(wall, run, min_pairs)
+        reads = {r.nodeid: r.run.result for r in run.rows if r.run and r.run.result}
 
         def again(i: int, ids: list[str], more: bool, only: list[str] | None = only) -> Verdicts:
             return pairs.session(key(only, 1 + i), ids, key(only, 2 + i) if more else None)
@@ -451,6 +473,7 @@ def follow_up(
                     cpu=first.cpu,
                     checks=[n for n in checks if n in ids],
                     promote=promote,
+                    first=None if pace is None else (pace, reads),
                 )
             )
         finally:  # a pair started for a look that was not needed
@@ -459,4 +482,9 @@ def follow_up(
     verdicts = rechecked(verdicts, second, checks, kind)
     memory = first.memory.union(*(part.promoted.memory for part in found))
     either = first.either.union(*(part.promoted.either for part in found))
-    return verdicts.confirmed([part.confirmed for part in found], memory, either)
+    verdicts = verdicts.confirmed([part.confirmed for part in found], memory, either)
+    left = {nodeid for part in found for nodeid in part.left_out}
+    said = f"{LEFT_OUT}: the file's {seconds:g} s (--confirm-seconds) went to "
+    said += "the suspects its first pair read slower"
+    rows = [replace(row, status=said) if row.nodeid in left else row for row in verdicts.rows]
+    return Verdicts(rows, verdicts.specs, verdicts.seed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import random
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -44,6 +45,8 @@ class ProcessPairs:
         self.logs: dict[str, list[Path]] = {"A": [], "B": []}
         self._folders = itertools.count()
         self._ahead: dict[Key, tuple[list[SideProcess], str]] = {}
+        #: each session's seconds, from its call to its sides' exit
+        self.seconds: dict[Key, float] = {}
 
     def _start(self, key: Key) -> tuple[list[SideProcess], str]:
         files = key[0]
@@ -60,6 +63,7 @@ class ProcessPairs:
     def session(self, key: Key, only: Sequence[str] | None, then: Key | None = None) -> Verdicts:
         """One pair of fresh sides over ``key``'s files, its benches limited to ``only``
         (or all). Once its last block is done, the pair ``then`` starts."""
+        start = time.monotonic()
         sides, first = self._ahead.pop(key) if key in self._ahead else self._start(key)
         seed, mirror = session_seed(self.seed, key[1])
         lockstep = self.lockstep(sides[0], sides[1], seed, mirror, only)
@@ -74,6 +78,7 @@ class ProcessPairs:
             side.stop()
             self.jsons[side.spec.name].append(side.json_path)
             self.logs[side.spec.name].append(side.log_path)
+        self.seconds[key] = time.monotonic() - start
         return found
 
     def series(self, keys: Sequence[Key]) -> list[Verdicts]:

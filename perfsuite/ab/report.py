@@ -61,6 +61,8 @@ def _result(result: PairedResult | None) -> dict[str, Any]:
 
 #: every block, and each bench's verdict, change and interval, one entry per bench
 PAIRS = "pairs.json"
+#: how the ``status`` of a suspect that the confirmation did not measure again begins
+LEFT_OUT = "not measured again"
 #: the fields of a :class:`BenchRun` that pairs.json writes in a form of their own, or not
 OWN_FORM = {"result", "first", "second", "cpu", "seconds", "pool", "pair_peaks", "cpu_missing"}
 #: the files an A/B report holds beside its PNGs
@@ -166,7 +168,10 @@ def write_report(
                 (tmp / f"{name}.log").write_bytes(b"".join(logs))
         pairs: list[dict[str, Any]] = []
         taken: set[str] = set()
-        for run in verdicts.runs:
+        for row in verdicts.rows:
+            run = row.run
+            if run is None:
+                continue
             kept = {f.name: getattr(run, f.name) for f in fields(run) if f.name not in OWN_FORM}
             pairs.append(
                 {
@@ -177,6 +182,7 @@ def write_report(
                     **({"second": _result(run.second)} if run.second else {}),
                     **({"cpu": _result(run.cpu)} if run.cpu else {}),
                     **({"memory": _memory(run.memory)} if run.memory else {}),
+                    **({"status": row.status} if row.status else {}),
                 }
             )
             if run.a_blocks and run.b_blocks:

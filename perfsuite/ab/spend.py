@@ -1,5 +1,9 @@
 """Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
 
+Before the first look, the file's first pair of processes sets the pace
+(:meth:`Pace.of_first_pair`): the first look's pairs measure the suspects that the
+seconds can take there, those whose first pair read them slowest first
+(:func:`first_look`), and at least that one; the others are not measured again.
 After a look, each suspect still open is ranked by how near its next look would come
 to deciding it (:func:`perfsuite.verdict.futility.closeness` of its t interval
 projected there by :func:`~perfsuite.verdict.futility.t_half_width`). The pairs of
@@ -14,10 +18,12 @@ only where that look is where the decision is.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from perfsuite.ab.budget import SESSION_PAIRS_FACTOR, SESSION_SECONDS
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
@@ -43,6 +49,27 @@ class Pace:
                 spent += own
         self.overheads.append(max(0.0, seconds - spent))
 
+    @classmethod
+    def of_first_pair(cls, seconds: float, found: Verdicts, min_pairs: int) -> Pace:
+        """The pace a file's fresh pairs are expected to keep, from its first pair of
+        processes (``seconds`` over ``found``): that pair's overhead, and each bench's
+        own seconds at the pairs of blocks a fresh pair runs
+        (:func:`perfsuite.ab.budget.session_budget`: ``min_pairs``, more while it has
+        alternated under ``SESSION_SECONDS``, at most ``SESSION_PAIRS_FACTOR`` times
+        ``min_pairs``), never more than the first pair ran."""
+        pace = cls()
+        pace.add(seconds, found, [row.nodeid for row in found.rows])
+        for run in found.runs:
+            pairs = run.result.pairs if run.result is not None else 0
+            if pairs == 0 or run.seconds <= 0 or run.nodeid not in pace.own:
+                continue
+            per = run.seconds / pairs
+            wanted = max(min_pairs, math.ceil(SESSION_SECONDS / per))
+            fresh = min(pairs, wanted, SESSION_PAIRS_FACTOR * min_pairs)
+            warm_up = pace.own[run.nodeid][0] - run.seconds
+            pace.own[run.nodeid] = [per * fresh + warm_up]
+        return pace
+
     def pair(self, ids: Collection[str]) -> float:
         """The seconds a pair over ``ids`` takes, at the pace so far."""
         own = sum(statistics.fmean(self.own.get(n) or [0.0]) for n in ids)
@@ -57,6 +84,44 @@ class Open:
     result: PairedResult
     have: int  # its fresh pairs so far
     next: int  # the pairs its next look is at
+
+
+def slower_by(result: PairedResult) -> float:
+    """How much slower ``result`` reads B than A, the metric's slower way (negative:
+    faster)."""
+    return -result.change if result.higher_is_better else result.change
+
+
+def first_look(
+    suspects: Sequence[str],
+    checks: Sequence[str],
+    first: Mapping[str, PairedResult],
+    pace: Pace,
+    seconds: float,
+    pairs: int,
+    always: Collection[str] = (),
+) -> list[str]:
+    """Which of ``suspects`` a file's first look measures, in their order: ranked by
+    how much slower their ``first`` pair of processes read them (a suspect without one
+    last), each taken while ``pairs`` pairs of processes over the ones taken (the first
+    of them with the ``checks`` too) keep within ``seconds`` at ``pace``; the first
+    ranked always, and so every suspect in ``always`` (for its CPU or peak memory) and
+    every one its first pair decided: no verdict rests on one pair of processes."""
+    must = {n for n in suspects if n in always or (n in first and first[n].decisive)}
+
+    def rank(nodeid: str) -> tuple[bool, bool, float]:
+        result = first.get(nodeid)
+        read = slower_by(result) if result is not None else 0.0
+        return nodeid in must, result is not None, read
+
+    def cost(ids: list[str]) -> float:
+        return pace.pair([*checks, *ids]) + (pairs - 1) * pace.pair(ids)
+
+    chosen: list[str] = []
+    for nodeid in sorted(suspects, key=rank, reverse=True):
+        if nodeid in must or not chosen or cost([*chosen, nodeid]) <= seconds:
+            chosen.append(nodeid)
+    return [nodeid for nodeid in suspects if nodeid in chosen]
 
 
 def near(suspect: Open) -> float:
@@ -75,10 +140,8 @@ def nearest_first(suspects: Sequence[Open]) -> list[Open]:
     the other benches read; a bound missed leaves one bench unjudged."""
 
     def rank(suspect: Open) -> tuple[bool, float]:
-        result = suspect.result
-        slower_by = -result.change if result.higher_is_better else result.change
         score = near(suspect)
-        return slower_by > result.threshold and score >= 1, score
+        return slower_by(suspect.result) > suspect.result.threshold and score >= 1, score
 
     return sorted(suspects, key=rank, reverse=True)
 
