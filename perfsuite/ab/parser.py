@@ -99,9 +99,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--confirm-seconds",
         type=parse_seconds,
         metavar="S",
-        help="the seconds a bench file's confirmation spends from its first pair of "
-        "processes, on the suspects nearest a decision; then the look due is taken on the "
-        "pairs so far (default by --perf-scale: smoke 20, default 300, full 900)",
+        help="the seconds a bench file's confirmation spends from its first fresh pair "
+        "of processes, on the suspects nearest a decision (at the first look, those the "
+        "first pair read slowest first; the rest are not measured again); then the look "
+        "due is taken on the pairs so far (default by --perf-scale: smoke 20, default "
+        "300, full 900)",
     )
     ab.add_argument(
         "--idle",
