@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.tool_module import load_tool
 
 
@@ -15,3 +18,25 @@ def test_the_benches_left_inconclusive_most_often_are_named_with_the_slowed_one(
         "left inconclusive by the screen most often: 1 bench(es) in 2 of 2 runs (a); "
         "the slowed bench c in 1 of 2"
     )
+
+
+def test_a_slowed_run_keeps_each_pair_of_processes_of_the_slowed_bench(tmp_path: Path) -> None:
+    entry = {
+        "nodeid": "benches/b.py::test_x[a]",
+        "change": 0.13,
+        "first": {"change": 0.14},
+        "sessions": [0.12, 0.15, -0.3],
+        "session_pairs": [5, 5, 5],
+        "started": ["A", "B", "A"],
+        "a_blocks": [[1.0]],
+    }
+    (tmp_path / "pairs.json").write_text(json.dumps([entry, {"nodeid": "benches/b.py::y"}]))
+    slowed_pairs = load_tool("gate_check").slowed_pairs
+    assert slowed_pairs(tmp_path, "benches/b.py::test_x[a]") == {
+        "first": 0.14,
+        "sessions": [0.12, 0.15, -0.3],
+        "session_pairs": [5, 5, 5],
+        "started": ["A", "B", "A"],
+    }
+    assert slowed_pairs(tmp_path, "benches/b.py::z") is None
+    assert slowed_pairs(tmp_path / "none", "benches/b.py::test_x[a]") is None

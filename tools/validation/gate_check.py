@@ -22,7 +22,8 @@ made before are reused; otherwise the plain run includes making them):
    (``--benchmark-compare=0001``, no autosave), record whether it caught the slowdown
    (exit 1, that bench its one regression) and whether it named no other bench, not
    even as an unconfirmed ``SLOWER?`` row, and reset the clone to the commit before
-   the slowdown. Goal: caught in every run, each within 2x.
+   the slowdown. Goal: caught in every run, each within 2x. Each slowed run also keeps
+   what the gate's A/B measured of the slowed bench in each pair of processes.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -151,6 +152,22 @@ def run(root: Path, args: list[str], ab_cache: Path) -> dict[str, Any]:
         **user_suite.parse_gate_output(lines),
         "tail": lines[-25:],
         "verdict": verdict_section(lines),
+    }
+
+
+def slowed_pairs(report: Path, nodeid: str) -> dict[str, Any] | None:
+    """What the gate's A/B (its report folder ``report``) measured of ``nodeid`` in each
+    pair of processes: its first pair's change, and each fresh pair's estimate, pairs of
+    blocks and side started first; None where the A/B did not measure it."""
+    from perfsuite.ab.report import read_pairs
+
+    entry = next((e for e in read_pairs(report) if e["nodeid"].endswith(nodeid)), None)
+    if entry is None:
+        return None
+    first = entry.get("first") or {}
+    keep = ("sessions", "session_pairs", "started", "status")
+    return {"first": first.get("change", entry.get("change"))} | {
+        k: entry[k] for k in keep if k in entry
     }
 
 
@@ -317,6 +334,7 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         module.write_text(slow_down(module.read_text(), args.slow_bench, args.fraction))
         git(root, "commit", "-q", "-am", f"Slow {args.slow_bench} down by {args.fraction:.0%}")
         result = run(root, [*gate, "--benchmark-compare=0001"], cache)
+        result["pairs"] = slowed_pairs(root / "reports/latest/confirmation", args.slow_bench)
         git(root, "reset", "-q", "--hard", measured)
         result["named"] = named(result)
         result["failed_naming_only_it"] = result["code"] == 1 and result["named"] == [label]
