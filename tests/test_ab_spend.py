@@ -10,7 +10,15 @@ import pytest
 from perfsuite.ab.confirm import confirm_in_fresh_pairs
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
-from perfsuite.ab.spend import Open, Pace, first_look, going_on, near, nearest_first
+from perfsuite.ab.spend import (
+    Open,
+    Pace,
+    first_look,
+    going_on,
+    near,
+    nearest_first,
+    surely_slower,
+)
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
@@ -121,12 +129,12 @@ def _read(change: float) -> PairedResult:
 
 def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -> None:
     effects = {"b.py::aa": 0.0, "b.py::bb": 0.0, "b.py::slow": math.log(1.12)}
-    reads = {"b.py::aa": _read(0.01), "b.py::bb": _read(-0.03), "b.py::slow": _read(0.1)}
+    reads = {"b.py::aa": 0.5, "b.py::bb": -1.0, "b.py::slow": 6.0}  # how surely slower
     # the first pair's pace: 5 s a pair, 10 s a bench; 60 s take 3 pairs of one bench
     pace = Pace([5.0], {n: [10.0] for n in effects})
     sessions = Timed(effects, 10.0, 5.0)
     found = confirm_in_fresh_pairs(
-        sessions, list(effects), 12, ALPHA_CONFIRM, 60.0, sessions.clock, first=(pace, reads)
+        sessions, list(effects), 12, ALPHA_CONFIRM, 60.0, sessions.clock, first=(pace, reads, ())
     )
     assert sessions.asked == [["b.py::slow"]] * 6  # past the seconds to its second look
     assert found.left_out == ("b.py::aa", "b.py::bb")
@@ -136,19 +144,27 @@ def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -
     # 100 s fit two: the slowest, then the next that fits
     sessions = Timed(effects, 10.0, 5.0)
     found = confirm_in_fresh_pairs(
-        sessions, list(effects), 12, ALPHA_CONFIRM, 100.0, sessions.clock, first=(pace, reads)
+        sessions, list(effects), 12, ALPHA_CONFIRM, 100.0, sessions.clock, first=(pace, reads, ())
     )
     assert sessions.asked[0] == ["b.py::aa", "b.py::slow"]
     assert found.left_out == ("b.py::bb",)
     # without the seconds, or without a first pair's pace, every suspect is measured
     sessions = Timed(effects, 10.0, 5.0)
-    confirm_in_fresh_pairs(sessions, list(effects), 12, ALPHA_CONFIRM, first=(pace, reads))
+    confirm_in_fresh_pairs(sessions, list(effects), 12, ALPHA_CONFIRM, first=(pace, reads, ()))
     assert sessions.asked[0] == list(effects)
-    # a first pair's verdict, or a suspect for its CPU or memory, is measured whatever
-    decided = {**reads, "b.py::bb": replace(_read(-0.3), verdict=Verdict.FASTER)}
+    # a suspect its first pair decided, or one for its CPU or memory, is measured whatever
     ids = list(effects)
-    assert first_look(ids, [], decided, pace, 10.0, 3) == ["b.py::bb"]
+    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::bb"}) == ["b.py::bb"]
     assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::aa", "b.py::bb"}) == ids[:2]
+
+
+def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:
+    agree = BenchRun("b.py::x", 0.05, a_blocks=[[1.0]] * 5, b_blocks=[[1.1], [1.09], [1.11]] * 2)
+    scatter = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 4, b_blocks=[[1.6], [0.9], [1.5], [1.1]])
+    assert surely_slower(agree) > surely_slower(scatter) > 0
+    faster = BenchRun("b.py::z", 0.05, a_blocks=[[1.0]] * 3, b_blocks=[[0.9], [0.91], [0.89]])
+    assert surely_slower(faster) < 0
+    assert surely_slower(BenchRun("b.py::w", 0.05, a_blocks=[[1.0]], b_blocks=[[2.0]])) == 0.0
 
 
 def test_a_first_pairs_pace_takes_each_bench_at_the_pairs_a_fresh_pair_runs() -> None:

@@ -51,8 +51,8 @@ t interval projected to the pairs of processes left (up to the last look, or as 
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
 from its first fresh pair of processes. The first look's pairs measure the suspects
-the seconds can take at the pace of the file's first pair, those it read slowest first,
-and always at least one (:func:`perfsuite.ab.spend.first_look`); a suspect left out is
+the seconds can take at the pace of the file's first pair, those it read most surely
+slower first, and always at least one (:func:`perfsuite.ab.spend.first_look`); a suspect left out is
 not measured again and keeps its first pair's row, saying so. After a look, the
 seconds left go to the suspects whose decision is nearest (:mod:`perfsuite.ab.spend`);
 the others end at that look. Once the seconds have run
@@ -73,7 +73,7 @@ from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
 from perfsuite.ab.report import LEFT_OUT
 from perfsuite.ab.rows import Row, suspicious
-from perfsuite.ab.spend import Open, Pace, first_look, going_on, slower_by
+from perfsuite.ab.spend import Open, Pace, first_look, going_on, slower_by, surely_slower
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
@@ -270,7 +270,7 @@ def confirm_in_fresh_pairs(
     cpu: Collection[str] = (),
     checks: Sequence[str] = (),
     promote: Callable[[dict[str, PairedResult]], Suspects] | None = None,
-    first: tuple[Pace, Mapping[str, PairedResult]] | None = None,
+    first: tuple[Pace, Mapping[str, float], Collection[str]] | None = None,
 ) -> FollowUp:
     """One bench file's fresh pairs of processes: its checks and its suspects.
 
@@ -288,8 +288,9 @@ def confirm_in_fresh_pairs(
     ``memory`` (:attr:`Suspects.memory`) is kept at its first look, or as soon as a pair
     reads its peak as not risen; one in ``cpu`` (:attr:`Suspects.cpu`) before its last
     look only once its CPU per call is decisive too. ``first``: the pace of the file's
-    first pair of processes and each suspect's reading there; with ``seconds``, the
-    first look measures only the suspects :func:`perfsuite.ab.spend.first_look` takes.
+    first pair of processes, how surely it read each suspect slower, and the suspects it
+    decided; with ``seconds``, the first look measures only the suspects
+    :func:`perfsuite.ab.spend.first_look` takes.
     """
     plan = looks(most)
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
@@ -300,7 +301,8 @@ def confirm_in_fresh_pairs(
     pace = Pace()
     if first is not None and seconds is not None:
         pace = first[0]
-        going = first_look(going, checks, first[1], pace, seconds, plan[0], {*memory, *cpu})
+        always = {*memory, *cpu, *first[2]}
+        going = first_look(going, checks, first[1], pace, seconds, plan[0], always)
     left_out = tuple(n for n in suspects if n not in going)
     for nodeid in left_out:
         own.pop(nodeid)
@@ -437,8 +439,8 @@ def follow_up(
     print(
         f"perfsuite ab: fresh pairs of processes: {len(checks)} pass(es) checked in one, "
         f"{len(first.alphas)} suspect(s) in up to {most} each, looked at after {plan} (at "
-        f"most {seconds:g} s a file, the suspects its first pair read slowest first, at "
-        f"least one){names}",
+        f"most {seconds:g} s a file, the suspects its first pair read most surely slower "
+        f"first, at least one){names}",
         flush=True,
     )
 
@@ -456,7 +458,8 @@ def follow_up(
         file = by_file([row.nodeid for row in verdicts.rows]).get(only[0], []) if only else None
         run = verdicts if file is None else verdicts.limited(file)
         pace = None if wall is None else Pace.of_first_pair(wall, run, min_pairs)
-        reads = {r.nodeid: r.run.result for r in run.rows if r.run and r.run.result}
+        reads = {r.nodeid: surely_slower(r.run) for r in run.rows if r.run and r.run.result}
+        decided = {r.nodeid for r in run.rows if r.run and r.run.result and r.run.result.decisive}
 
         def again(i: int, ids: list[str], more: bool, only: list[str] | None = only) -> Verdicts:
             return pairs.session(key(only, 1 + i), ids, key(only, 2 + i) if more else None)
@@ -473,7 +476,7 @@ def follow_up(
                     cpu=first.cpu,
                     checks=[n for n in checks if n in ids],
                     promote=promote,
-                    first=None if pace is None else (pace, reads),
+                    first=None if pace is None else (pace, reads, decided),
                 )
             )
         finally:  # a pair started for a look that was not needed

@@ -101,9 +101,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="S",
         help="the seconds a bench file's confirmation spends from its first fresh pair "
         "of processes, on the suspects nearest a decision (at the first look, those the "
-        "first pair read slowest first; the rest are not measured again); then the look "
-        "due is taken on the pairs so far (default by --perf-scale: smoke 20, default "
-        "300, full 900)",
+        "first pair read most surely slower first; the rest are not measured again); then "
+        "the look due is taken on the pairs so far (default by --perf-scale: smoke 20, "
+        "default 300, full 900)",
     )
     ab.add_argument(
         "--idle",

@@ -2,7 +2,7 @@
 
 Before the first look, the file's first pair of processes sets the pace
 (:meth:`Pace.of_first_pair`): the first look's pairs measure the suspects that the
-seconds can take there, those whose first pair read them slowest first
+seconds can take there, those whose first pair read them most surely slower first
 (:func:`first_look`), and at least that one; the others are not measured again.
 After a look, each suspect still open is ranked by how near its next look would come
 to deciding it (:func:`perfsuite.verdict.futility.closeness` of its t interval
@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from perfsuite.ab.budget import SESSION_PAIRS_FACTOR, SESSION_SECONDS
+from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
@@ -92,34 +93,44 @@ def slower_by(result: PairedResult) -> float:
     return -result.change if result.higher_is_better else result.change
 
 
+def surely_slower(run: BenchRun) -> float:
+    """How surely one pair of processes read ``run`` slower: the mean of its paired
+    log-ratios over their standard error, the metric's slower way (0 with fewer than two
+    pairs of blocks, or none that differ). A bench whose rounds scatter reads less surely
+    slower than one whose rounds agree on the same change."""
+    ratios = run.ratios
+    if len(ratios) < 2 or statistics.stdev(ratios) == 0:
+        return 0.0
+    t = statistics.fmean(ratios) / (statistics.stdev(ratios) / math.sqrt(len(ratios)))
+    return -t if run.result is not None and run.result.higher_is_better else t
+
+
 def first_look(
     suspects: Sequence[str],
     checks: Sequence[str],
-    first: Mapping[str, PairedResult],
+    first: Mapping[str, float],
     pace: Pace,
     seconds: float,
     pairs: int,
     always: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: ranked by
-    how much slower their ``first`` pair of processes read them (a suspect without one
-    last), each taken while ``pairs`` pairs of processes over the ones taken (the first
-    of them with the ``checks`` too) keep within ``seconds`` at ``pace``; the first
-    ranked always, and so every suspect in ``always`` (for its CPU or peak memory) and
-    every one its first pair decided: no verdict rests on one pair of processes."""
-    must = {n for n in suspects if n in always or (n in first and first[n].decisive)}
+    how surely their ``first`` pair of processes read them slower
+    (:func:`surely_slower`; a suspect without one last), each taken while ``pairs``
+    pairs of processes over the ones taken (the first of them with the ``checks`` too)
+    keep within ``seconds`` at ``pace``; the first ranked always, and so every suspect
+    in ``always`` (for its CPU or peak memory, or decided by its first pair: no verdict
+    rests on one pair of processes)."""
 
     def rank(nodeid: str) -> tuple[bool, bool, float]:
-        result = first.get(nodeid)
-        read = slower_by(result) if result is not None else 0.0
-        return nodeid in must, result is not None, read
+        return nodeid in always, nodeid in first, first.get(nodeid, 0.0)
 
     def cost(ids: list[str]) -> float:
         return pace.pair([*checks, *ids]) + (pairs - 1) * pace.pair(ids)
 
     chosen: list[str] = []
     for nodeid in sorted(suspects, key=rank, reverse=True):
-        if nodeid in must or not chosen or cost([*chosen, nodeid]) <= seconds:
+        if nodeid in always or not chosen or cost([*chosen, nodeid]) <= seconds:
             chosen.append(nodeid)
     return [nodeid for nodeid in suspects if nodeid in chosen]
 
