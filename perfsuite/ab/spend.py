@@ -99,9 +99,10 @@ def surely_slower(run: BenchRun) -> float:
     pairs of blocks, or none that differ). A bench whose rounds scatter reads less surely
     slower than one whose rounds agree on the same change."""
     ratios = run.ratios
-    if len(ratios) < 2 or statistics.stdev(ratios) == 0:
+    spread = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+    if spread == 0:
         return 0.0
-    t = statistics.fmean(ratios) / (statistics.stdev(ratios) / math.sqrt(len(ratios)))
+    t = statistics.fmean(ratios) / (spread / math.sqrt(len(ratios)))
     return -t if run.result is not None and run.result.higher_is_better else t
 
 
