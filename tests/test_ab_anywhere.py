@@ -17,7 +17,7 @@ import pytest
 from perfsuite.ab.command import side_args
 from perfsuite.ab.isolate import collect_files
 from perfsuite.ab.revisions import Revision, WorktreeCache, resolve
-from perfsuite.ab.rootdir import config_file, holds_config, rooted
+from perfsuite.ab.rootdir import config_file, rooted
 from perfsuite.ab.sidespec import SideSpec
 from perfsuite.errors import PerfsuiteError
 from tests.ab_repo import PERFSUITE_ROOT, SMALL, STEADY_CLOCK, Repo, make_repo
@@ -305,8 +305,8 @@ def test_the_config_file_is_the_one_pytest_finds_inside_the_checkout(tmp_path: P
     assert config_file(root, root, ["benches"]) is None
     bare = write(root, "pyproject.toml", "[project]\nname = 'x'\n")
     assert config_file(root, root, ["benches", "--perf-data-dir", str(outside)]) == bare
-    setup = write(root, "setup.cfg", "[metadata]\nname = x\n")
-    assert not holds_config(setup)
+    write(root, "setup.cfg", "[metadata]\nname = x\n")  # no pytest section: not one
+    assert config_file(root, root, ["benches"]) == bare
     tox = write(root, "tox.ini", "[pytest]\naddopts = -q\n")
     assert config_file(root, root, ["benches", "--perf-data-dir", str(outside)]) == tox
     # a config file in a subfolder, as pytest finds it from that folder
@@ -315,6 +315,14 @@ def test_the_config_file_is_the_one_pytest_finds_inside_the_checkout(tmp_path: P
     assert config_file(root, root, ["tests/perf", "-k", "x"]) == sub
     assert config_file(root / "tests", root, ["perf/x.py::test_a"]) == sub
     assert config_file(root, root, ["tests/perf", "benches"]) == tox
+    broken = write(root, "benches/pytest.ini", "[pytest\n")  # pytest cannot read it
+    with pytest.raises(PerfsuiteError, match=f"{re.escape(str(broken))}.*fix it"):
+        config_file(root, root, ["benches"])
+    broken.unlink()
+    legacy = write(root, "benches/setup.cfg", "[pytest]\n")  # a section pytest refuses
+    with pytest.raises(PerfsuiteError, match=r"\[pytest\] section in setup.cfg"):
+        config_file(root, root, ["benches"])
+    legacy.unlink()
     options = rooted(root, root, ["benches", "--perf-data-dir", str(outside)])
     assert options == [f"--rootdir={root.resolve()}", f"--config-file={tox}"]
     # the user's configuration file is taken as given

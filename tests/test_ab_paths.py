@@ -15,7 +15,7 @@ import pytest
 
 from perfsuite.ab.budget import scale_of
 from perfsuite.ab.command import selection, side_args
-from perfsuite.ab.pytest_args import VALUE_OPTIONS, names_paths, own_paths, positional
+from perfsuite.ab.pytest_args import names_paths, own_paths, positional
 from perfsuite.ab.remote import XDIST_OFF, one_process
 from perfsuite.cli import split_argv
 from perfsuite.errors import PerfsuiteError
@@ -118,8 +118,6 @@ def test_positional_arguments_are_those_pytest_takes_for_paths() -> None:
         "-weird",
     ]
     assert [args[i] for i in positional(args)] == ["tests", "a.py::t", "-weird"]
-    fixed = dict.fromkeys(VALUE_OPTIONS)  # where pytest's parser cannot be built
-    assert positional(["-k", "x.py", "b", "-q"], fixed) == [2]
 
 
 def test_options_alone_name_no_selection(tmp_path: Path) -> None:

@@ -50,17 +50,11 @@ t interval projected to the pairs of processes left (up to the last look, or as 
 ``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
-from its first fresh pair of processes. The first look's pairs measure the suspects
-the seconds can take at the pace of the file's first pair, those it read most surely
-slower first, and always at least one (:func:`perfsuite.ab.spend.first_look`); a suspect left out is
-not measured again and keeps its first pair's row, saying so. After a look, the
-seconds left go to the suspects whose decision is nearest (:mod:`perfsuite.ab.spend`);
-the others end at that look. Once the seconds have run
-out, the look due then is taken at once on the pairs so far, as the last one, for
-every suspect but the one :mod:`perfsuite.ab.spend` takes past them to its next look.
-Each is still one of the planned looks, judged at the same ``alpha / k``, so the
-bound costs power only (a suspect left undecided stays ``inconclusive``), never false
-alarms.
+from its first fresh pair of processes: :mod:`perfsuite.ab.spend` says which suspects
+its pairs measure. A suspect it leaves out keeps its first pair's row, saying so; one
+it ends takes the look due then, on the pairs so far, as the last one. Each is still
+one of the planned looks, judged at the same ``alpha / k``, so the bound costs power
+only (a suspect left undecided stays ``inconclusive``), never false alarms.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ installed plugin (pytest-benchmark's ``--benchmark-storage DIR``, perfsuite's ow
 built as pytest builds it before it loads any conftest file. An option a conftest
 file adds is unknown there, as it is to pytest at that point: given with its value
 after a space, the value is read as a path (give it as ``--my-option=VALUE``). Where
-that parser cannot be built, the options of :data:`VALUE_OPTIONS` take one value.
+that parser cannot be read (another pytest's internals), ``perfsuite ab`` stops
+with one line.
 
 The paths named tell ``perfsuite ab`` where its sides start (none named: the default
 selection, from the repository root) and which paths a side's checkout lacks (left
@@ -16,75 +17,44 @@ out of that side's arguments, so a bench added or removed is a row of one side o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import os
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-#: pytest options that take one value, where pytest's own parser cannot be built
-VALUE_OPTIONS = frozenset(
-    (
-        "-k",
-        "-m",
-        "-p",
-        "-o",
-        "-c",
-        "-W",
-        "-r",
-        "--deselect",
-        "--ignore",
-        "--ignore-glob",
-        "--config-file",
-        "--override-ini",
-        "--confcutdir",
-        "--rootdir",
-        "--basetemp",
-        "--durations",
-        "--maxfail",
-        "--tb",
-        "--junitxml",
-        "--junit-xml",
-        "--capture",
-        "--log-level",
-        "--log-file",
-        "--import-mode",
-        "--benchmark-storage",
-        "--benchmark-json",
-        "--benchmark-save",
-        "--benchmark-timer",
-        "--benchmark-min-rounds",
-        "--benchmark-min-time",
-        "--benchmark-max-time",
-        "--benchmark-sort",
-        "--benchmark-group-by",
-        "--benchmark-columns",
-        "--benchmark-name",
-    )
-)
+from perfsuite.errors import PerfsuiteError
 
 
 @functools.cache
 def value_counts() -> dict[str, int | str | None]:
     """Each option pytest and its installed plugins know, by name, with its argparse
-    ``nargs`` (0 for a flag, None for one value, ``?``, ``*`` or ``+``); the options of
-    :data:`VALUE_OPTIONS` alone where pytest's parser cannot be built."""
-    try:
-        from _pytest.config import get_config
+    ``nargs`` (0 for a flag, None for one value, ``?``, ``*`` or ``+``): the table of
+    pytest's own parser. A plugin that fails to load leaves out its own options;
+    perfsuite's are always in. A pytest whose parser cannot be read raises one line."""
+    import pytest
+    from _pytest.config import get_config
 
+    from perfsuite.options import OPTIONS
+
+    counts: dict[str, int | str | None] = {s.flag: 0 if s.is_flag else None for s in OPTIONS}
+    try:
         config = get_config()
-        config.pluginmanager.load_setuptools_entrypoints("pytest11")
+        with contextlib.suppress(Exception):  # a broken plugin: pytest's own options serve
+            config.pluginmanager.load_setuptools_entrypoints("pytest11")
         parser = config._parser
         built = getattr(parser, "optparser", None)
         if built is None:  # pytest before 9 builds its argparse parser on demand
             built = getattr(parser, "_getparser")()  # noqa: B009
-        return {name: action.nargs for action in built._actions for name in action.option_strings}
-    except Exception:  # another pytest's internals, a broken plugin: the fixed list serves
-        from perfsuite.options import OPTIONS
-
-        fixed: dict[str, int | str | None] = dict.fromkeys(VALUE_OPTIONS)
-        fixed.update({spec.flag: 0 if spec.is_flag else None for spec in OPTIONS})
-        return fixed
+        actions = built._actions
+    except Exception as exc:  # another pytest's internals
+        raise PerfsuiteError(
+            f"cannot read which options pytest {pytest.__version__} takes ({exc!r}); "
+            "install a pytest in the range perfsuite's pyproject.toml names"
+        ) from None
+    counts.update({name: action.nargs for action in actions for name in action.option_strings})
+    return counts
 
 
 def positional(args: Sequence[str], counts: dict[str, int | str | None] | None = None) -> list[int]:

@@ -22,65 +22,39 @@ repository root: :func:`perfsuite.ab.command.side_args` rejects it.
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
-import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import iniconfig
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
-#: pytest's configuration files, in the order it prefers them within one folder
-CONFIG_NAMES = (
-    "pytest.toml",
-    ".pytest.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "pyproject.toml",
-    "tox.ini",
-    "setup.cfg",
-)
-#: the section that makes an ini-style file a pytest configuration
-INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+from perfsuite.errors import PerfsuiteError
 
 
-def holds_config(path: Path) -> bool:
-    """Whether pytest reads its configuration from ``path``, one of :data:`CONFIG_NAMES`.
+def _locate(folder: Path, root: Path) -> tuple[Path | None, Mapping[str, object]]:
+    """The configuration file, and its values, of a pytest whose paths share ``folder``:
+    pytest's own search from there up (``locate_config``, whose file names and rules
+    are those of the installed pytest), kept inside ``root``; a ``pyproject.toml``
+    without pytest's tables when nothing else is found, as pytest takes it. A file
+    pytest cannot read raises one line naming it."""
+    import pytest
+    from _pytest.config.findpaths import locate_config
 
-    A file pytest cannot parse, or rejects, counts: handed to pytest, it is reported as
-    pytest reports it.
-    """
-    if not path.is_file():
-        return False
-    if path.name == "pyproject.toml":
-        try:
-            document = tomllib.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            return True
-        tool = document.get("tool")
-        table = tool.get("pytest") if isinstance(tool, dict) else None
-        return isinstance(table, dict) and bool(table)
-    section = INI_SECTIONS.get(path.name)
-    if section is None:
-        return True
     try:
-        sections = iniconfig.IniConfig(str(path)).sections
-    except (OSError, UnicodeDecodeError, iniconfig.ParseError):
-        return True
-    return section in sections or (path.name == "setup.cfg" and "pytest" in sections)
+        found = locate_config(folder, [folder])
+    except (pytest.UsageError, pytest.fail.Exception, OSError, UnicodeDecodeError) as exc:
+        raise PerfsuiteError(f"pytest cannot read its configuration: {exc}; fix it") from None
+    path, values = found[1], found[2]
+    if path is not None and path.is_relative_to(root):
+        return path, values
+    up = [folder, *folder.parents]
+    bare = [f / "pyproject.toml" for f in up[: up.index(root) + 1]]
+    return next((p for p in bare if p.is_file()), None), {}
 
 
 def config_file(cwd: Path, root: Path, pytest_args: Sequence[str]) -> Path | None:
     """The configuration file of a pytest started in ``cwd`` with ``pytest_args`` and
-    rooted at ``root``, looked for inside ``root`` alone (see the module doc); a
-    ``pyproject.toml`` without pytest's tables when nothing else is found, as pytest
-    takes it; None when there is no such file."""
+    rooted at ``root``, looked for inside ``root`` alone (see the module doc and
+    :func:`_locate`); None when there is no such file."""
     from perfsuite.ab.pytest_args import path_part, positional
 
     root = root.resolve()
@@ -88,19 +62,7 @@ def config_file(cwd: Path, root: Path, pytest_args: Sequence[str]) -> Path | Non
     inside = [p for p in paths if p.exists() and p.is_relative_to(root)]
     folders = [p if p.is_dir() else p.parent for p in inside]
     start = Path(os.path.commonpath(folders or [cwd.resolve()]))
-    if not start.is_relative_to(root):
-        start = root
-    fallback = None
-    for folder in (start, *start.parents):
-        for name in CONFIG_NAMES:
-            candidate = folder / name
-            if holds_config(candidate):
-                return candidate
-            if fallback is None and name == "pyproject.toml" and candidate.is_file():
-                fallback = candidate
-        if folder == root:
-            break
-    return fallback
+    return _locate(start if start.is_relative_to(root) else root, root)[0]
 
 
 def rooted(cwd: Path, root: Path, pytest_args: Sequence[str]) -> list[str]:
@@ -119,23 +81,10 @@ def default_paths(root: Path) -> list[Path]:
     """What pytest started at ``root`` with no path collects: the ``testpaths`` of its
     configuration file there, each a glob from ``root`` (in pytest's order), else
     ``root``, as pytest's own default does."""
-    found = config_file(root, root, [])
-    given: list[str] = []
-    if found is not None and found.suffix == ".toml":
-        with contextlib.suppress(OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            document = tomllib.loads(found.read_text())
-            tool = document.get("tool", {}) if found.name == "pyproject.toml" else document
-            table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
-            table = table.get("ini_options", table) if isinstance(table, dict) else {}
-            value = table.get("testpaths", []) if isinstance(table, dict) else []
-            given = value.split() if isinstance(value, str) else [str(v) for v in value]
-    elif found is not None:
-        section = INI_SECTIONS.get(found.name, "pytest")
-        with contextlib.suppress(OSError, UnicodeDecodeError, iniconfig.ParseError, KeyError):
-            sections = iniconfig.IniConfig(str(found)).sections
-            if section not in sections and found.name == "setup.cfg":
-                section = "pytest"
-            given = sections[section].get("testpaths", "").split()
+    value = _locate(root.resolve(), root.resolve())[1].get("testpaths")
+    value = getattr(value, "value", value)  # pytest 9 wraps each value with its origin
+    given = value.split() if isinstance(value, str) else []
+    given = [str(v) for v in value] if isinstance(value, list) else given
     paths = [
         Path(p) for pattern in given for p in sorted(glob.glob(str(root / pattern), recursive=True))
     ]

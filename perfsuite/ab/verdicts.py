@@ -229,18 +229,16 @@ class Verdicts:
             other_way = row.status is not None and OTHER_WAY in row.status
             if share <= 1 or other_way or bool(pairs) != across:
                 continue
+            if not across and run.seconds <= 0:
+                continue
+            have, need = f"in {run.seconds:.0f} s", f"{run.seconds * share:.0f} s (--max-seconds)"
             if across:
-                lines.append(
-                    f"{row.nodeid} resolves ±{half * 100:.1f}% across {pairs} pairs of "
-                    f"processes here; ±{result.threshold * 100:g}% needs about "
-                    f"{math.ceil(pairs * share)} pairs (--confirm)"
-                )
-            elif run.seconds > 0:
-                lines.append(
-                    f"{row.nodeid} resolves ±{half * 100:.1f}% in {run.seconds:.0f} s here; "
-                    f"±{result.threshold * 100:g}% needs about {run.seconds * share:.0f} s "
-                    "(--max-seconds)"
-                )
+                have = f"across {pairs} pairs of processes"
+                need = f"{math.ceil(pairs * share)} pairs (--confirm)"
+            lines.append(
+                f"{row.nodeid} resolves ±{half * 100:.1f}% {have} here; "
+                f"±{result.threshold * 100:g}% needs about {need}"
+            )
         return lines
 
     def title(self) -> str:
