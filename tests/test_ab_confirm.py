@@ -16,7 +16,6 @@ from perfsuite.ab.confirm import (
     Suspects,
     confirm_in_fresh_pairs,
     looks,
-    pick_suspects,
 )
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.process_pairs import first_side, key, session_seed
@@ -369,12 +368,10 @@ def test_an_undecided_first_pair_leaning_faster_is_confirmed_whichever_way() -> 
     assert row.open_either_way
     assert not row.suspect_of("leaning")
     # judged at the first stage's rate on the fresh pairs alone, whichever way
-    assert pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA) == {
-        "b.py::x": PAIRED_ALPHA
-    }
+    assert Suspects.pick(first, "undecided").alphas == {"b.py::x": PAIRED_ALPHA}
     assert Suspects.pick(first, "undecided").either == {"b.py::x"}
     assert Suspects.pick(first, "leaning").either == frozenset()
-    assert pick_suspects(first, "leaning-slower", ALPHA_CONFIRM, PAIRED_ALPHA) == {}
+    assert Suspects.pick(first, "leaning-slower").alphas == {}
     sessions = Sessions({"b.py::x": math.log(1.10)}, [0.004, -0.004, 0.0])
     check = confirm_in_fresh_pairs(sessions, ["b.py::x"], 12, {"b.py::x": PAIRED_ALPHA}).confirmed
     assert check.rows[0].verdict is Verdict.SLOWER
@@ -392,8 +389,6 @@ def test_a_suspect_held_to_its_lean_is_tested_one_sided_and_an_open_one_two_side
     wide = [-0.25 + 0.54 * i / 24 for i in range(25)]
     open_row = Row("b.py::open", bench_run("b.py::open", [-d for d in wide]))
     first = Verdicts([slow, open_row], [], 1)
-    alphas = pick_suspects(first, "undecided", ALPHA_CONFIRM, PAIRED_ALPHA)
-    assert alphas == {"b.py::slow": ALPHA_CONFIRM, "b.py::open": PAIRED_ALPHA}
     assert Suspects.pick(first, "undecided").alphas == {
         "b.py::slow": 2 * ALPHA_CONFIRM,  # one-sided at its rate: only `slower` counts
         "b.py::open": PAIRED_ALPHA,  # taken whichever way: two-sided

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from perfsuite.ab.confirm import Suspects, confirm_in_fresh_pairs, pick_suspects
+from perfsuite.ab.confirm import Suspects, confirm_in_fresh_pairs
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.verdicts import Verdicts
@@ -39,8 +39,8 @@ def _confirm(first: Verdicts, later: list[tuple[float, float]]) -> tuple[Verdict
         asked.append(i)
         return _session(0.0, later[i % len(later)], 100 + i)
 
-    alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
-    memory = Suspects.pick(first, "leaning").memory
+    suspects = Suspects.pick(first, "leaning")
+    alphas, memory = suspects.alphas, suspects.memory
     check = confirm_in_fresh_pairs(session, list(alphas), 12, alphas, memory=memory).confirmed
     return first.confirmed([check], memory), asked
 
@@ -137,8 +137,8 @@ def test_the_gate_names_the_pairs_a_memory_verdict_stands_on() -> None:
 
 def test_a_check_that_sent_no_peaks_leaves_the_row_as_it_was() -> None:
     first = _session(0.0, (725.0, 950.0), 4)
-    alphas = pick_suspects(first, "leaning", 0.05, PAIRED_ALPHA)
-    memory = Suspects.pick(first, "leaning").memory
+    suspects = Suspects.pick(first, "leaning")
+    alphas, memory = suspects.alphas, suspects.memory
 
     def session(i: int, ids: list[str], more: bool = True) -> Verdicts:
         part = _session(0.0, (1.0, 1.0), 200 + i)

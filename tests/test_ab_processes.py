@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfsuite.ab.confirm import CONFIRM_ALPHA, pick_suspects
+from perfsuite.ab.confirm import CONFIRM_ALPHA, Suspects
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.sidespec import SideSpec
@@ -135,13 +135,13 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
         Verdict.SLOWER,
     ]
     first = Verdicts(rows, [], 1)
-    assert list(pick_suspects(first, "leaning", 0.05, 0.01)) == [
+    assert list(Suspects.pick(first, "leaning").alphas) == [
         "b.py::up",
         "b.py::down",
         "b.py::fast",
         "b.py::slow",
     ]
-    assert list(pick_suspects(first, "leaning-slower", 0.05, 0.01)) == [
+    assert list(Suspects.pick(first, "leaning-slower").alphas) == [
         "b.py::up",
         "b.py::fast",
         "b.py::slow",
@@ -154,9 +154,9 @@ def test_leaning_slower_leaves_out_an_inconclusive_lean_towards_faster() -> None
     assert fall.result is not None
     fall.result = judge(fall.ratios, 0.05, PAIRED_ALPHA, higher_is_better=True)
     rates = Verdicts([Row(r.nodeid, r) for r in (rise, fall)], [], 1)
-    assert list(pick_suspects(rates, "leaning-slower", 0.05, 0.01)) == ["b.py::fall"]
+    assert list(Suspects.pick(rates, "leaning-slower").alphas) == ["b.py::fall"]
     with pytest.raises(ValueError, match="unknown kind"):
-        pick_suspects(first, "slower", 0.05, 0.01)
+        Suspects.pick(first, "slower")
 
 
 def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() -> None:
@@ -194,12 +194,13 @@ def test_an_inconclusive_bench_that_cannot_rule_out_a_regression_is_undecided() 
     }
     assert not rows["b.py::up"].suspect_of("leaning")  # under the threshold: no lean beyond it
     first = Verdicts(list(rows.values()), [], 1)
-    assert pick_suspects(first, "leaning", 0.05, 0.01) == {"b.py::slow": 0.05}
-    assert pick_suspects(first, "undecided", 0.05, 0.01) == {
-        "b.py::up": 0.01,
-        "b.py::down": 0.01,
-        "b.py::lone": 0.01,
-        "b.py::slow": 0.05,
+    # each held to the way it leaned: one-sided, its interval at twice its rate
+    assert Suspects.pick(first, "leaning").alphas == {"b.py::slow": 2 * CONFIRM_ALPHA}
+    assert Suspects.pick(first, "undecided").alphas == {
+        "b.py::up": 2 * PAIRED_ALPHA,
+        "b.py::down": PAIRED_ALPHA,  # undecided, leaning faster: taken either way
+        "b.py::lone": 2 * PAIRED_ALPHA,
+        "b.py::slow": 2 * CONFIRM_ALPHA,
     }
     # more items/s is better: the regression side is a fall
     run = BenchRun("b.py::rate", 0.05)

@@ -12,7 +12,6 @@ from perfsuite.ab.confirm import (
     CONFIRM_ALPHA,
     Suspects,
     confirm_in_fresh_pairs,
-    pick_suspects,
     rechecked,
     same_benches,
 )
@@ -23,7 +22,7 @@ from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row
 from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
+from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
 from tests.ab_repo import bench_run as _run
@@ -91,7 +90,7 @@ def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() 
     assert row.suspicion.verdict is Verdict.SLOWER
     # a suspect by leaning slower, under every kind: tested at the confirmation's error rate
     for kind in ("leaning-slower", "leaning", "undecided"):
-        assert pick_suspects(found, kind, CONFIRM_ALPHA, PAIRED_ALPHA) == {"b.py::x": CONFIRM_ALPHA}
+        assert Suspects.pick(found, kind).alphas == {"b.py::x": 2 * CONFIRM_ALPHA}
     confirmation = _verdicts(_run("b.py::x", _steady(0.1)))
     final = found.confirmed([confirmation])
     (done,) = final.rows
@@ -114,12 +113,10 @@ def test_a_second_pair_leaning_faster_is_no_suspect_of_the_leaning_slower_kind()
     assert check.rows[0].verdict is Verdict.INCONCLUSIVE
     gate = rechecked(first, _read(check), ["b.py::x"], "leaning-slower")
     assert "same (second pair of processes -25.9%)" in gate.rows[0].cells()[1]
-    assert pick_suspects(gate, "leaning-slower", CONFIRM_ALPHA, PAIRED_ALPHA) == {}
+    assert Suspects.pick(gate, "leaning-slower").alphas == {}
     leaning = rechecked(first, _read(check), ["b.py::x"], "leaning")
     assert "same (second pair of processes -25.9%, a suspect)" in leaning.rows[0].cells()[1]
-    assert pick_suspects(leaning, "leaning", CONFIRM_ALPHA, PAIRED_ALPHA) == {
-        "b.py::x": CONFIRM_ALPHA
-    }
+    assert Suspects.pick(leaning, "leaning").alphas == {"b.py::x": 2 * CONFIRM_ALPHA}
 
 
 def test_a_confirmation_must_point_the_way_the_second_pair_leaned() -> None:

@@ -99,40 +99,16 @@ def looks(most: int) -> list[int]:
     return [*found, most]
 
 
-def pick_suspects(
-    verdicts: Verdicts, kind: str, lean_alpha: float, undecided_alpha: float
-) -> dict[str, float]:
-    """The benches a confirmation measures again, each with its error rate, in order.
-
-    ``kind`` is ``--suspects``: ``leaning`` takes :meth:`Row.suspect_of` at ``lean_alpha``,
-    ``leaning-slower`` those of them that are decisive or lean slower
-    (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
-    :attr:`Row.undecided` at ``undecided_alpha``. A first pair whose CPU per call or
-    peak memory rose is a suspect at ``lean_alpha`` whatever its time: one pair of
-    processes' layout moves its CPU as it moves its time.
-    """
-    if kind not in SUSPECT_KINDS:
-        raise ValueError(f"unknown kind of suspects {kind!r}")
-    chosen: dict[str, float] = {}
-    for row in verdicts.rows:
-        alpha = _time_alpha(row, kind, lean_alpha, undecided_alpha)
-        if alpha is None and (row.memory_rose or row.cpu_slower):
-            alpha = lean_alpha
-        if alpha is not None:
-            chosen[row.nodeid] = alpha
-    return chosen
-
-
-def _time_alpha(row: Row, kind: str, lean_alpha: float, undecided_alpha: float) -> float | None:
+def _time_alpha(row: Row, kind: str) -> float | None:
     """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None:
-    ``undecided_alpha`` for one :attr:`Row.open_either_way`, even where it leans faster
-    beyond the threshold."""
+    the first stage's ``PAIRED_ALPHA`` for one :attr:`Row.open_either_way`, even where it
+    leans faster beyond the threshold."""
     if kind == "undecided" and row.open_either_way:
-        return undecided_alpha
+        return PAIRED_ALPHA
     if row.suspect_of(kind):
-        return lean_alpha
+        return CONFIRM_ALPHA
     if kind == "undecided" and row.undecided:
-        return undecided_alpha
+        return PAIRED_ALPHA
     return None
 
 
@@ -201,7 +177,7 @@ class Suspects:
     #: the direction the suspect's first estimate leaned (:attr:`Row.suspicion`; a check
     #: the other way is `inconclusive`, :meth:`Verdicts.confirmed`), so its test is
     #: one-sided and its interval the two-sided one at twice its error rate
-    #: (:func:`pick_suspects`): the lower bound alone decides `slower`, the upper alone
+    #: (:meth:`pick`): the lower bound alone decides `slower`, the upper alone
     #: `faster`, both bounds `same` (two one-sided tests), each claim erring with at most
     #: that rate. One in ``either``, or whose first estimate is exactly 0, keeps the
     #: two-sided interval at its rate.
@@ -221,22 +197,30 @@ class Suspects:
 
     @classmethod
     def pick(cls, verdicts: Verdicts, kind: str) -> Suspects:
-        """The suspects of ``verdicts`` under ``--suspects kind`` (:func:`pick_suspects`)."""
-        alphas = pick_suspects(verdicts, kind, CONFIRM_ALPHA, PAIRED_ALPHA)
-        rows = [row for row in verdicts.rows if row.nodeid in alphas]
-        either = {r.nodeid for r in rows if kind == "undecided" and r.open_either_way}
-        one_way = {
-            r.nodeid
-            for r in rows
-            if r.nodeid not in either and r.suspicion is not None and r.suspicion.change != 0
-        }
-        costs = [r for r in rows if _time_alpha(r, kind, 0, 0) is None]
-        return cls(
-            {nodeid: 2 * a if nodeid in one_way else a for nodeid, a in alphas.items()},
-            frozenset(r.nodeid for r in costs if r.memory_rose and not r.cpu_slower),
-            frozenset(r.nodeid for r in costs if r.cpu_slower),
-            frozenset(either),
-        )
+        """The benches of ``verdicts`` a confirmation under ``--suspects kind`` measures
+        again, in order: ``leaning`` takes :meth:`Row.suspect_of` at ``CONFIRM_ALPHA``,
+        ``leaning-slower`` those of them that are decisive or lean slower
+        (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
+        :attr:`Row.undecided` at the first stage's ``PAIRED_ALPHA``. A first pair whose
+        CPU per call or peak memory rose is a suspect at ``CONFIRM_ALPHA`` whatever its
+        time: one pair of processes' layout moves its CPU as it moves its time."""
+        if kind not in SUSPECT_KINDS:
+            raise ValueError(f"unknown kind of suspects {kind!r}")
+        alphas: dict[str, float] = {}
+        memory, cpu, either = set[str](), set[str](), set[str]()
+        for row in verdicts.rows:
+            alpha = _time_alpha(row, kind)
+            if alpha is None:
+                if not (row.cpu_slower or row.memory_rose):
+                    continue
+                (cpu if row.cpu_slower else memory).add(row.nodeid)
+                alpha = CONFIRM_ALPHA
+            if kind == "undecided" and row.open_either_way:
+                either.add(row.nodeid)
+            lead = row.suspicion
+            one_way = row.nodeid not in either and lead is not None and lead.change != 0
+            alphas[row.nodeid] = 2 * alpha if one_way else alpha
+        return cls(alphas, frozenset(memory), frozenset(cpu), frozenset(either))
 
 
 @dataclass(frozen=True)
@@ -290,16 +274,13 @@ def confirm_in_fresh_pairs(
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
     if set(checks) & set(suspects):
         raise ValueError(f"a check is no suspect: {sorted(set(checks) & set(suspects))}")
-    own: dict[str, list[Verdicts]] = {n: [] for n in suspects}  # each suspect's fresh pairs
     going = list(suspects)  # what the next pair measures
-    pace = Pace()
+    pace = first[0] if first is not None else Pace()  # consulted only with seconds
     if first is not None and seconds is not None:
-        pace = first[0]
         always = {*memory, *cpu, *first[2]}
         going = first_look(going, checks, first[1], pace, seconds, plan[0], always)
     left_out = tuple(n for n in suspects if n not in going)
-    for nodeid in left_out:
-        own.pop(nodeid)
+    own: dict[str, list[Verdicts]] = {n: [] for n in going}  # each suspect's fresh pairs
     graced: str | None = None  # the one suspect taken past the seconds (perfsuite.ab.spend)
     promoted = Suspects({})
     start = clock()

@@ -227,9 +227,7 @@ class Verdicts:
             share = (half / result.threshold) ** 2
             pairs = len(run.sessions)
             other_way = row.status is not None and OTHER_WAY in row.status
-            if share <= 1 or other_way or bool(pairs) != across:
-                continue
-            if not across and run.seconds <= 0:
+            if share <= 1 or other_way or bool(pairs) != across or not (across or run.seconds):
                 continue
             have, need = f"in {run.seconds:.0f} s", f"{run.seconds * share:.0f} s (--max-seconds)"
             if across:
