@@ -30,7 +30,9 @@ def test_a_slowed_run_keeps_each_pair_of_processes_of_the_slowed_bench(tmp_path:
         "started": ["A", "B", "A"],
         "a_blocks": [[1.0]],
     }
-    (tmp_path / "pairs.json").write_text(json.dumps([entry, {"nodeid": "benches/b.py::y"}]))
+    entry["verdict"] = "slower"
+    other = {"nodeid": "benches/b.py::y", "verdict": "inconclusive", "sessions": [0.5]}
+    (tmp_path / "pairs.json").write_text(json.dumps([entry, other]))
     slowed_pairs = load_tool("gate_check").slowed_pairs
     assert slowed_pairs(tmp_path, "benches/b.py::test_x[a]") == {
         "first": 0.14,
@@ -40,3 +42,7 @@ def test_a_slowed_run_keeps_each_pair_of_processes_of_the_slowed_bench(tmp_path:
     }
     assert slowed_pairs(tmp_path, "benches/b.py::z") is None
     assert slowed_pairs(tmp_path / "none", "benches/b.py::test_x[a]") is None
+    # every bench the A/B read slower keeps its pairs: a false confirmation's too
+    slower = load_tool("gate_check").slower_pairs(tmp_path)
+    assert slower == {"benches/b.py::test_x[a]": slowed_pairs(tmp_path, "benches/b.py::test_x[a]")}
+    assert load_tool("gate_check").slower_pairs(tmp_path / "none") == {}

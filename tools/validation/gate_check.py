@@ -23,7 +23,8 @@ made before are reused; otherwise the plain run includes making them):
    (exit 1, that bench its one regression) and whether it named no other bench, not
    even as an unconfirmed ``SLOWER?`` row, and reset the clone to the commit before
    the slowdown. Goal: caught in every run, each within 2x. Each slowed run also keeps
-   what the gate's A/B measured of the slowed bench in each pair of processes.
+   what the gate's A/B measured in each pair of processes of the slowed bench and of
+   every bench it read slower.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -169,6 +170,15 @@ def slowed_pairs(report: Path, nodeid: str) -> dict[str, Any] | None:
     return {"first": first.get("change", entry.get("change"))} | {
         k: entry[k] for k in keep if k in entry
     }
+
+
+def slower_pairs(report: Path) -> dict[str, dict[str, Any] | None]:
+    """:func:`slowed_pairs` of every bench the gate's A/B read slower: what each
+    confirmation rested on, a false one's included."""
+    from perfsuite.ab.report import read_pairs
+
+    found = [e["nodeid"] for e in read_pairs(report) if e.get("verdict") == "slower"]
+    return {nodeid: slowed_pairs(report, nodeid) for nodeid in found}
 
 
 def verdict_section(lines: list[str]) -> list[str]:
@@ -334,7 +344,9 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         module.write_text(slow_down(module.read_text(), args.slow_bench, args.fraction))
         git(root, "commit", "-q", "-am", f"Slow {args.slow_bench} down by {args.fraction:.0%}")
         result = run(root, [*gate, "--benchmark-compare=0001"], cache)
-        result["pairs"] = slowed_pairs(root / "reports/latest/confirmation", args.slow_bench)
+        confirmation = root / "reports/latest/confirmation"
+        result["pairs"] = slowed_pairs(confirmation, args.slow_bench)
+        result["slower_pairs"] = slower_pairs(confirmation)
         git(root, "reset", "-q", "--hard", measured)
         result["named"] = named(result)
         result["failed_naming_only_it"] = result["code"] == 1 and result["named"] == [label]
