@@ -83,8 +83,8 @@ def default_paths(root: Path) -> list[Path]:
     ``root``, as pytest's own default does."""
     value = _locate(root.resolve(), root.resolve())[1].get("testpaths")
     value = getattr(value, "value", value)  # pytest 9 wraps each value with its origin
-    given = value.split() if isinstance(value, str) else []
-    given = [str(v) for v in value] if isinstance(value, list) else given
+    value = value.split() if isinstance(value, str) else value  # an ini file's: one line
+    given = [str(v) for v in value] if isinstance(value, list) else []
     paths = [
         Path(p) for pattern in given for p in sorted(glob.glob(str(root / pattern), recursive=True))
     ]

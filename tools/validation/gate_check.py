@@ -156,15 +156,9 @@ def run(root: Path, args: list[str], ab_cache: Path) -> dict[str, Any]:
     }
 
 
-def slowed_pairs(report: Path, nodeid: str) -> dict[str, Any] | None:
-    """What the gate's A/B (its report folder ``report``) measured of ``nodeid`` in each
-    pair of processes: its first pair's change, and each fresh pair's estimate, pairs of
-    blocks and side started first; None where the A/B did not measure it."""
-    from perfsuite.ab.report import read_pairs
-
-    entry = next((e for e in read_pairs(report) if e["nodeid"].endswith(nodeid)), None)
-    if entry is None:
-        return None
+def _by_pair(entry: dict[str, Any]) -> dict[str, Any]:
+    """What one ``pairs.json`` entry says of each pair of processes: its first pair's
+    change, and each fresh pair's estimate, pairs of blocks and side started first."""
     first = entry.get("first") or {}
     keep = ("sessions", "session_pairs", "started", "status")
     return {"first": first.get("change", entry.get("change"))} | {
@@ -172,13 +166,21 @@ def slowed_pairs(report: Path, nodeid: str) -> dict[str, Any] | None:
     }
 
 
-def slower_pairs(report: Path) -> dict[str, dict[str, Any] | None]:
-    """:func:`slowed_pairs` of every bench the gate's A/B read slower: what each
+def slowed_pairs(report: Path, nodeid: str) -> dict[str, Any] | None:
+    """What the gate's A/B (its report folder ``report``) measured of ``nodeid`` in each
+    pair of processes (:func:`_by_pair`); None where the A/B did not measure it."""
+    from perfsuite.ab.report import read_pairs
+
+    entry = next((e for e in read_pairs(report) if e["nodeid"].endswith(nodeid)), None)
+    return None if entry is None else _by_pair(entry)
+
+
+def slower_pairs(report: Path) -> dict[str, dict[str, Any]]:
+    """:func:`_by_pair` of every bench the gate's A/B read slower: what each
     confirmation rested on, a false one's included."""
     from perfsuite.ab.report import read_pairs
 
-    found = [e["nodeid"] for e in read_pairs(report) if e.get("verdict") == "slower"]
-    return {nodeid: slowed_pairs(report, nodeid) for nodeid in found}
+    return {e["nodeid"]: _by_pair(e) for e in read_pairs(report) if e.get("verdict") == "slower"}
 
 
 def verdict_section(lines: list[str]) -> list[str]:
