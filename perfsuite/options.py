@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,6 +126,19 @@ def parse_seconds(value: str) -> float:
 def parse_rounds(value: str) -> int:
     """A number of measured rounds, at least 1."""
     return parse_count(value, 1, "rounds")
+
+
+def parse_spreads(value: str) -> dict[str, float]:
+    """The JSON file ``value``: an object of node ids, each with a spread above 0."""
+    try:
+        found = json.loads(Path(value).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {value}: {exc}") from None
+    if not isinstance(found, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in found.values()
+    ):
+        raise argparse.ArgumentTypeError(f"{value} is not an object of node ids to spreads > 0")
+    return {str(k): float(v) for k, v in found.items()}
 
 
 _ADDRESS = re.compile(r"^grpc://(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")

@@ -50,6 +50,7 @@ report are the contract.
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
 import shutil
 import signal
@@ -63,6 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import changed_benches, git, mark_changed
+from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
 from perfsuite.outcomes import AbRun, decide_all
@@ -138,13 +140,22 @@ def run_ab(
     ab_args: Sequence[str] = (),
     command: Sequence[str] = AB_COMMAND,
     refuse: Callable[[Path, Commit], str | None] | None = cannot_run,
+    spreads: Mapping[str, float] | None = None,
 ) -> AbRun:
     """Run the A/B of the suspects (``ab_args``: its own options; its output into
     ``log``, or this process's output when None), or say why it cannot run: what
     ``refuse`` finds, or that it could not start. The command it shows a user starts
-    with ``cd CWD`` where CWD is not this process's folder."""
+    with ``cd CWD`` where CWD is not this process's folder. ``spreads`` (each bench's
+    :attr:`~perfsuite.verdict.judge.BenchVerdict.spread`) go to its ``--spread`` in a
+    file beside ``report``; the command shown leaves them out (they only rank the
+    first look)."""
     sha = base.sha or "BASE"
-    line = (*command, sha, *ab_args, "--report", str(report), "--", *nodeids, *options)
+    ranked: list[str] = []
+    if spreads:
+        file = report.with_name(report.name + ".spread.json")
+        atomic_write_text(file, json.dumps(dict(spreads), indent=1))
+        ranked = [f"--spread={file}"]
+    line = (*command, sha, *ab_args, *ranked, "--report", str(report), "--", *nodeids, *options)
     shown = shlex.join(["perfsuite", "ab", sha, *ab_args, "--", *nodeids, *options])
     if cwd.resolve() != Path.cwd().resolve():  # node ids are relative to cwd: start there
         shown = f"cd {shlex.quote(str(cwd))} && {shown}"
@@ -318,7 +329,10 @@ def confirm_suspects(
             )
         )
         log = report.with_name(report.name + ".log")
-        ab = run_ab(base, nodeids, options, cwd, report, log, ab_args(nodeids, why))
+        spreads = {v.fullname: v.spread for v in measured if v.spread}
+        ab = run_ab(
+            base, nodeids, options, cwd, report, log, ab_args(nodeids, why), spreads=spreads
+        )
         decided |= {v.fullname: _decide(v, ab) for v in measured}
         if later and ab.status is None:  # no A/B could run: the same reason holds for them
             decided |= {v.fullname: _decide(v, ab) for v in later}

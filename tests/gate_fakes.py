@@ -3,7 +3,7 @@ confirmation tests (:mod:`perfsuite.suspects`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -47,6 +47,7 @@ class FakeAb:
         self.asked: list[list[str]] = []
         self.reports: list[str] = []  # each A/B's report folder's name
         self.strict: list[bool] = []  # whether it was asked as an A/B of changed code
+        self.spreads: list[dict[str, float]] = []  # the spreads each A/B was given
 
     def __call__(
         self,
@@ -57,8 +58,10 @@ class FakeAb:
         report: Path,
         log: Path | None,
         ab_args: Sequence[str] = (),
+        spreads: Mapping[str, float] | None = None,
     ) -> AbRun:
         self.asked.append(list(nodeids))
+        self.spreads.append(dict(spreads or {}))
         self.reports.append(report.name)
         self.strict.append("--changed" in ab_args)
         rows = {}

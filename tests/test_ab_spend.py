@@ -167,6 +167,17 @@ def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_
     assert surely_slower(BenchRun("b.py::w", 0.05, a_blocks=[[1.0]], b_blocks=[[2.0]])) == 0.0
 
 
+def test_a_first_pair_reads_no_more_surely_slower_than_its_benchs_spread_across_runs() -> None:
+    agree = BenchRun("b.py::x", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.1], [1.09], [1.11]] * 2)
+    mean = sum(agree.ratios) / len(agree.ratios)
+    assert surely_slower(agree, 0.5) == pytest.approx(mean / 0.5)  # processes scatter
+    assert surely_slower(agree, 1e-6) == surely_slower(agree)  # the rounds' t is less sure
+    # rounds that agree on +5%, in a bench whose unchanged runs agree, rank above
+    tight = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.05], [1.04], [1.06]] * 2)
+    assert surely_slower(tight, 0.02) > surely_slower(agree, 0.5)
+    assert surely_slower(tight) < surely_slower(agree)  # without the spread, it ranked below
+
+
 def test_a_first_pairs_pace_takes_each_bench_at_the_pairs_a_fresh_pair_runs() -> None:
     pool = BenchRun("b.py::pool", 0.05, seconds=2.0, result=_read(0.0))  # 5 rounds, all
     cheap = BenchRun("b.py::cheap", 0.05, seconds=60.0)  # 600 pairs of 0.1 s

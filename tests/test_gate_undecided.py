@@ -5,6 +5,7 @@ table: which benches are asked, and the gate's exit status."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from perfsuite import suspects
 from perfsuite.changed import Changes
 from perfsuite.exitcodes import ExitCode
 from perfsuite.suspects import CONFIRM, confirm_suspects
+from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.shift import UNDECIDED_AT_MOST, mark_undecided
@@ -88,6 +90,42 @@ def test_an_unchanged_rerun_the_screen_could_not_decide_passes(
         [True],
     )
     assert message.startswith("no regression in 2 judged benches;")
+
+
+def test_the_ab_is_given_the_spread_of_each_benchs_unchanged_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = undecided({"x": 0.03, "y": -0.02})
+    spreads = {"x": 0.3}  # y: too short a history
+    found = replace(
+        found, verdicts=[replace(v, spread=spreads.get(v.fullname)) for v in found.verdicts]
+    )
+    status, _, fake = gated(monkeypatch, tmp_path, found, {"x": "same", "y": "same"})
+    assert (status, fake.spreads) == (ExitCode.OK, [{"x": 0.3}])
+
+
+def test_the_spreads_go_to_the_ab_in_a_file_the_command_shown_leaves_out(tmp_path: Path) -> None:
+    interpreter = list(suspects.AB_COMMAND[: suspects.AB_COMMAND.index("-m")])
+    echo = [*interpreter, "-c", "import sys; print(sys.argv[1:])"]
+    report, log = tmp_path / "ab", tmp_path / "ab.log"
+    base = Commit("a" * 40, False)
+    ran = suspects.run_ab(
+        base,
+        ["b.py::x"],
+        [],
+        tmp_path,
+        report,
+        log,
+        command=echo,
+        refuse=None,
+        spreads={"b.py::x": 0.3},
+    )
+    file = tmp_path / "ab.spread.json"
+    assert json.loads(file.read_text()) == {"b.py::x": 0.3}
+    assert f"--spread={file}" in log.read_text()
+    assert "--spread" not in ran.shown
+    suspects.run_ab(base, ["b.py::x"], [], tmp_path, report, log, command=echo, refuse=None)
+    assert "--spread" not in log.read_text()
 
 
 def test_a_slowdown_the_screen_could_not_decide_fails(
@@ -337,3 +375,30 @@ def test_only_the_bench_whose_code_changed_is_measured_the_rest_are_the_machines
         "machine's, no code or data changed (n: no regression above +33.0%, a: no regression "
         "above +12.0%, b: no regression above +14.0%)"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (None, "cannot read"),
+        ("{", "cannot read"),
+        ('{"b.py::x": 0}', "is not an object of node ids to spreads > 0"),
+        ("[0.3]", "is not an object of node ids to spreads > 0"),
+    ],
+    ids=["missing", "torn", "zero", "list"],
+)
+def test_a_spread_file_the_ab_cannot_use_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, why: str
+) -> None:
+    from perfsuite.cli import main
+
+    file = tmp_path / "spread.json"
+    if text is not None:
+        file.write_text(text)
+    with pytest.raises(SystemExit) as info:
+        main(["ab", "HEAD", "--spread", str(file)])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    said = "cannot read " if text in (None, "{") else ""
+    assert last.startswith(f"perfsuite ab: error: argument --spread: {said}{file}")
+    assert why in last

@@ -330,6 +330,18 @@ def test_noise_band_needs_enough_history() -> None:
     assert band == pytest.approx(math.exp(3 * sigma) - 1)
 
 
+def test_a_bench_judged_with_its_history_keeps_the_spread_of_its_unchanged_runs() -> None:
+    base = run_doc([bench_doc("a", normal(0.100, 0.0005))])
+    cur = run_doc([bench_doc("a", normal(0.101, 0.0005, seed=1))])
+    logs = (-0.1, 0.0, -0.05, 0.1, 0.05)  # adjacent differences 0.1, 0.05, 0.15, 0.05
+    history = history_docs([0.1 * math.exp(v) for v in logs])
+    found = compare_runs(parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history)
+    # each run's median off its level by its rounds' 0.2% noise
+    assert found.verdicts[0].spread == pytest.approx(1.4826 * 0.075, rel=0.03)
+    short = compare_runs(parse_run(base, "b.json"), parse_run(cur, "c.json"), history=history[:4])
+    assert short.verdicts[0].spread is None  # 4 runs < MIN_HISTORY
+
+
 def test_a_step_in_the_history_is_not_noise() -> None:
     """Runs before a 4x change of the bench's work and runs after it: the band is what
     runs of one level spread, and a later 4x slowdown is judged slower, not noise."""

@@ -235,6 +235,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
                 args.confirm,
                 confirmation.confirm_seconds,
                 budget.min_pairs,
+                args.spread or {},
             )
             for line in verdicts.resolution_lines(across=True):
                 print(f"perfsuite ab: {line}", flush=True)

@@ -392,12 +392,14 @@ def follow_up(
     most: int,
     seconds: float,
     min_pairs: int,
+    spreads: Mapping[str, float],
 ) -> Verdicts:
     """``verdicts`` after each bench file's fresh pairs of processes
     (:func:`confirm_in_fresh_pairs`: at most ``most`` pairs a suspect, ``seconds`` a
     file, its first look at the pace of the file's first pair of processes, whose
     lockstep sessions start at ``min_pairs`` pairs of blocks; ``whole``: one pair of
-    processes over the whole selection, not one per file; ``kind``: ``--suspects``).
+    processes over the whole selection, not one per file; ``kind``: ``--suspects``;
+    ``spreads``: ``--spread``, for the first look).
 
     A first-stage pass (:func:`same_benches`) is a check, never a suspect at once,
     whatever its cost: its first fresh pair's reading stands for its time from then on
@@ -433,7 +435,11 @@ def follow_up(
         file = by_file([row.nodeid for row in verdicts.rows]).get(only[0], []) if only else None
         run = verdicts if file is None else verdicts.limited(file)
         pace = None if wall is None else Pace.of_first_pair(wall, run, min_pairs)
-        reads = {r.nodeid: surely_slower(r.run) for r in run.rows if r.run and r.run.result}
+        reads = {
+            r.nodeid: surely_slower(r.run, spreads.get(r.nodeid))
+            for r in run.rows
+            if r.run and r.run.result
+        }
         decided = {r.nodeid for r in run.rows if r.run and r.run.result and r.run.result.decisive}
 
         def again(i: int, ids: list[str], more: bool, only: list[str] | None = only) -> Verdicts:

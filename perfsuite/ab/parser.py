@@ -8,7 +8,7 @@ from pathlib import Path
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
 from perfsuite.ab.protocol import IDLE_MODES
-from perfsuite.options import parse_count, parse_seconds, parse_threshold
+from perfsuite.options import parse_count, parse_seconds, parse_spreads, parse_threshold
 
 
 def _count(value: str) -> int:
@@ -104,6 +104,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "first pair read most surely slower first; the rest are not measured again); then "
         "the look due is taken on the pairs so far (default by --perf-scale: smoke 20, "
         "default 300, full 900)",
+    )
+    ab.add_argument(
+        "--spread",
+        type=parse_spreads,
+        metavar="FILE",
+        help="JSON of node ids to their log-ratio's spread across unchanged runs (the gate's "
+        "history): the first look ranks a bench no surer than its change over it",
     )
     ab.add_argument(
         "--idle",

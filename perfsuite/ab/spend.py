@@ -93,17 +93,21 @@ def slower_by(result: PairedResult) -> float:
     return -result.change if result.higher_is_better else result.change
 
 
-def surely_slower(run: BenchRun) -> float:
+def surely_slower(run: BenchRun, spread: float | None = None) -> float:
     """How surely one pair of processes read ``run`` slower: the mean of its paired
     log-ratios over their standard error, the metric's slower way (0 with fewer than two
-    pairs of blocks, or none that differ). A bench whose rounds scatter reads less surely
-    slower than one whose rounds agree on the same change."""
+    pairs of blocks, or none that differ), and never more than that mean over
+    ``spread``, the bench's spread across unchanged runs (``--spread``). A bench whose
+    rounds scatter reads less surely slower than one whose rounds agree on the same
+    change, and so does one whose processes scatter."""
     ratios = run.ratios
-    spread = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-    if spread == 0:
+    scatter = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+    if scatter == 0:
         return 0.0
-    t = statistics.fmean(ratios) / (spread / math.sqrt(len(ratios)))
-    return -t if run.result is not None and run.result.higher_is_better else t
+    mean = statistics.fmean(ratios)
+    mean = -mean if run.result is not None and run.result.higher_is_better else mean
+    t = mean / (scatter / math.sqrt(len(ratios)))
+    return t if spread is None else min(t, mean / spread)
 
 
 def first_look(

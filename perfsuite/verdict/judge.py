@@ -109,6 +109,9 @@ class BenchVerdict:
     suspected: str | None = None
     #: why its code changed since the baseline, naming a changed file (gate only)
     changed: str | None = None
+    #: the spread of two unchanged runs' log-ratio in the history that judged it
+    #: (:func:`pair_spread`; None: too short a history)
+    spread: float | None = None
 
     @property
     def verdict(self) -> Verdict | None:
@@ -282,26 +285,37 @@ def counter_changes(baseline: Bench | None, current: Bench | None) -> tuple[Coun
     return tuple(CounterChange(n, old.get(n), new.get(n)) for n in names)
 
 
-def noise_band(medians: Sequence[float]) -> float | None:
-    """The relative change unchanged runs of a bench show: ``exp(3 sigma) - 1``.
+def pair_spread(medians: Sequence[float]) -> float | None:
+    """The standard deviation of the log-ratio of two unchanged runs of a bench, or
+    ``None`` with fewer than ``MIN_HISTORY`` of ``medians`` (its medians in earlier
+    runs, oldest first): 1.4826 x the median of the absolute differences of adjacent log
+    medians, a robust standard deviation that a step between two runs (a few large
+    differences) leaves as it is, where a spread about the overall median would take the
+    step for noise.
 
-    ``medians`` are the bench's medians in earlier runs, oldest first; ``None`` with
-    fewer than ``MIN_HISTORY`` of them. ``sigma`` is 1.4826 x the median of the absolute
-    differences of adjacent log medians, over sqrt(2) (the difference of two runs has
-    twice one run's variance): a robust standard deviation that a step between two runs
-    (a few large differences) leaves as it is, where a spread about the overall median
-    would take the step for noise.
+    >>> round(pair_spread([1.0, 1.1, 0.9, 1.0, 1.05]), 3)
+    0.149
+    """
+    logs = [math.log(m) for m in medians if m > 0]
+    if len(logs) < MIN_HISTORY:
+        return None
+    return 1.4826 * _median([abs(b - a) for a, b in itertools.pairwise(logs)])
+
+
+def noise_band(medians: Sequence[float]) -> float | None:
+    """The relative change unchanged runs of a bench show: ``exp(3 sigma) - 1``, where
+    ``sigma`` is one run's share of :func:`pair_spread` (over sqrt(2): the difference of
+    two runs has twice one run's variance); ``None`` where that is.
 
     >>> round(noise_band([1.0, 1.1, 0.9, 1.0, 1.05]), 3)
     0.371
     >>> noise_band([1.0, 1.01, 0.99, 4.0, 4.04, 3.96]) < 0.1  # a step of 4x is no noise
     True
     """
-    logs = [math.log(m) for m in medians if m > 0]
-    if len(logs) < MIN_HISTORY:
+    spread = pair_spread(medians)
+    if spread is None:
         return None
-    sigma = 1.4826 * _median([abs(b - a) for a, b in itertools.pairwise(logs)]) / math.sqrt(2)
-    return math.exp(NOISE_SIGMAS * sigma) - 1
+    return math.exp(NOISE_SIGMAS * spread / math.sqrt(2)) - 1
 
 
 def _comparable(history: Sequence[Run], current: Bench) -> list[Bench]:
@@ -369,6 +383,7 @@ def judge_bench(
             note="; ".join(n for n in (time_note, memory_note) if n) or None,
             cpu=cpu,
             memory=memory if reason is None else None,
+            spread=pair_spread(history),
         )
 
     reason = _not_comparable(baseline, current)
