@@ -56,6 +56,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -64,7 +65,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from perfsuite.changed import changed_benches, git, mark_changed
-from perfsuite.data.fsutil import atomic_write_text
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
 from perfsuite.outcomes import AbRun, decide_all
@@ -146,16 +146,11 @@ def run_ab(
     ``log``, or this process's output when None), or say why it cannot run: what
     ``refuse`` finds, or that it could not start. The command it shows a user starts
     with ``cd CWD`` where CWD is not this process's folder. ``spreads`` (each bench's
-    :attr:`~perfsuite.verdict.judge.BenchVerdict.spread`) go to its ``--spread`` in a
-    file beside ``report``; the command shown leaves them out (they only rank the
-    first look)."""
+    :attr:`~perfsuite.verdict.judge.BenchVerdict.spread`) go to its ``--spread``, in a
+    file of a temporary folder gone once it ends; the command shown leaves them out
+    (they only rank its first look)."""
     sha = base.sha or "BASE"
-    ranked: list[str] = []
-    if spreads:
-        file = report.with_name(report.name + ".spread.json")
-        atomic_write_text(file, json.dumps(dict(spreads), indent=1))
-        ranked = [f"--spread={file}"]
-    line = (*command, sha, *ab_args, *ranked, "--report", str(report), "--", *nodeids, *options)
+    line = (*command, sha, *ab_args, "--report", str(report), "--", *nodeids, *options)
     shown = shlex.join(["perfsuite", "ab", sha, *ab_args, "--", *nodeids, *options])
     if cwd.resolve() != Path.cwd().resolve():  # node ids are relative to cwd: start there
         shown = f"cd {shlex.quote(str(cwd))} && {shown}"
@@ -164,7 +159,14 @@ def run_ab(
         return AbRun(tuple(line), shown, None, why_not=why)
     start = time.monotonic()
     try:
-        with log.open("wb") if log is not None else contextlib.nullcontext() as out:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(log.open("wb")) if log is not None else None
+            if spreads:
+                folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="perfsuite-"))
+                file = Path(folder) / "spread.json"
+                file.write_text(json.dumps(dict(spreads)), encoding="utf-8")
+                at = len(command) + 1 + len(ab_args)  # after a CANDIDATE in ab_args
+                line = (*line[:at], f"--spread={file}", *line[at:])
             child = subprocess.Popen(
                 line,
                 cwd=cwd,

@@ -106,23 +106,19 @@ def test_the_ab_is_given_the_spread_of_each_benchs_unchanged_runs(
 
 def test_the_spreads_go_to_the_ab_in_a_file_the_command_shown_leaves_out(tmp_path: Path) -> None:
     interpreter = list(suspects.AB_COMMAND[: suspects.AB_COMMAND.index("-m")])
-    echo = [*interpreter, "-c", "import sys; print(sys.argv[1:])"]
+    reads = "import sys; a = sys.argv[1]; print(a); "
+    reads += "print(open(a[9:]).read() if a[:9] == '--spread=' else '')"
+    echo = [*interpreter, "-c", reads]
     report, log = tmp_path / "ab", tmp_path / "ab.log"
     base = Commit("a" * 40, False)
+    spreads = {"b.py::x": 0.3}
     ran = suspects.run_ab(
-        base,
-        ["b.py::x"],
-        [],
-        tmp_path,
-        report,
-        log,
-        command=echo,
-        refuse=None,
-        spreads={"b.py::x": 0.3},
+        base, ["b.py::x"], [], tmp_path, report, log, command=echo, refuse=None, spreads=spreads
     )
-    file = tmp_path / "ab.spread.json"
-    assert json.loads(file.read_text()) == {"b.py::x": 0.3}
-    assert f"--spread={file}" in log.read_text()
+    argument, text = log.read_text().splitlines()
+    assert argument.startswith("--spread=")
+    assert json.loads(text) == spreads
+    assert not Path(argument[9:]).exists()  # gone with the A/B
     assert "--spread" not in ran.shown
     suspects.run_ab(base, ["b.py::x"], [], tmp_path, report, log, command=echo, refuse=None)
     assert "--spread" not in log.read_text()

@@ -85,6 +85,8 @@ def test_a_slow_night_is_a_suspect_confirmed_by_ab(
     status = nightly(store, ab, "--report", str(report), "--", "benches", "--perf-scale=smoke")
     assert status == 1
     args = json.loads((tmp_path / "ab-args.json").read_text())
+    spread = args.pop(2)  # the suspect's spread over the 14 nights before, in a file
+    assert spread.startswith("--spread=")
     assert args == [
         commit_of(13),
         commit_of(14),  # tonight's run's commit, not whatever HEAD is now

@@ -276,11 +276,13 @@ def _confirm_group(
     the machine's move on one commit and a clean tree or where none of the suspects' code
     or data differs between that commit and tonight's (:mod:`perfsuite.changed`), else
     ``perfsuite ab`` of that commit against tonight's run's commit (``HEAD`` where
-    tonight's run has none; its output on this process's)."""
+    tonight's run has none; its output on this process's), its first look ranked by
+    each suspect's spread over the runs before tonight (``--spread``)."""
     from perfsuite.changed import changed_benches, untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
+    from perfsuite.verdict.judge import HISTORY_RUNS, pair_spread
 
     part = Confirmation(base=previous.name, suspects=tuple(s.label for s in suspects))
     base = Commit.of(previous.commit_info)
@@ -309,7 +311,11 @@ def _confirm_group(
         flush=True,
     )
     revisions = (candidate,) if candidate else ()
-    ab = run_ab(base, [], selection, Path.cwd(), report, None, revisions, ab_command, None)
+    spreads = {
+        s.series.fullname: pair_spread(s.series.medians[-HISTORY_RUNS - 1 : -1]) for s in suspects
+    }
+    known = {nodeid: spread for nodeid, spread in spreads.items() if spread}
+    ab = run_ab(base, [], selection, Path.cwd(), report, None, revisions, ab_command, None, known)
     summary_file = report / "summary.md"
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
     return replace(
