@@ -226,11 +226,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         for line in verdicts.resolution_lines():
             print(f"perfsuite ab: {line}", flush=True)
         if args.confirm:  # one pair of processes said each verdict so far
-            whole = groups == [None]
             verdicts = follow_up(
                 pairs,
                 verdicts,
-                whole,
+                groups == [None],  # whole: one pair of processes over the whole selection
                 confirmation.suspects,
                 args.confirm,
                 confirmation.confirm_seconds,

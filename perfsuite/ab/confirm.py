@@ -115,9 +115,7 @@ def _time_alpha(row: Row, kind: str) -> float | None:
 def _settled(row: Row) -> bool:
     """:attr:`Row.bounded`, with an estimate within the threshold (see the module doc)."""
     result = row.run.result if row.run else None
-    if result is None or not result.bounded:
-        return False
-    return slower_by(result) <= result.threshold
+    return result is not None and result.bounded and slower_by(result) <= result.threshold
 
 
 def _decisive(row: Row, cpu: Collection[str]) -> bool:
@@ -125,10 +123,8 @@ def _decisive(row: Row, cpu: Collection[str]) -> bool:
     is its CPU per call where it is in ``cpu`` (a suspect for its CPU)."""
     if row.verdict not in DECISIVE and not _settled(row):
         return False
-    if row.nodeid not in cpu:
-        return True
     found = row.run.cpu if row.run is not None else None
-    return found is not None and found.verdict in DECISIVE
+    return row.nodeid not in cpu or (found is not None and found.verdict in DECISIVE)
 
 
 def _stop_if_futile(row: Row, can_have: int) -> bool:
@@ -140,8 +136,7 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     n = len(run.sessions)
     if can_have <= n:
         return False  # the budget's own rule ends it
-    half = t_half_width(run.result, n, can_have)
-    if not futile(run.result, half, t_margin(n), bounding=True):
+    if not futile(run.result, t_half_width(run.result, n, can_have), t_margin(n), bounding=True):
         return False
     run.result = replace(run.result, futile=True)
     return True

@@ -174,9 +174,8 @@ class Controller:
         a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
-        common = [n for n in a_ids if n in b_set]  # in A's order
-        if self.only is not None:
-            common = [n for n in common if n in self.only]
+        # in A's order, and only those of a fresh pair
+        common = [n for n in a_ids if n in b_set and (self.only is None or n in self.only)]
         self._plan = (
             common,
             [n for n in a_ids if n not in b_set],

@@ -57,14 +57,13 @@ class BenchRun:
         if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0:
             self.calls.setdefault(side, calls)
         peak = message.get("peak_mb")
-        if isinstance(peak, int | float) and _number(peak):
+        if _number(peak):
             self.peak_mb[side] = max(float(peak), self.peak_mb.get(side, 0.0))
 
     def cpu_ratios(self) -> list[float] | None:
         """One log-ratio of CPU per call (B over A) per pair of blocks, where both sides
         sent every round's CPU and a round takes at least ``MIN_ROUND_CPU_S``."""
-        n = len(self.a_cpu)
-        if self.cpu_missing or n == 0 or n != len(self.b_cpu):
+        if self.cpu_missing or not self.a_cpu or len(self.a_cpu) != len(self.b_cpu):
             return None
         for side, blocks in (("A", self.a_cpu), ("B", self.b_cpu)):
             per_round = statistics.median(c for block in blocks for c in block)

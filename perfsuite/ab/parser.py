@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.command import DEFAULT_CONFIRM
 from perfsuite.ab.protocol import IDLE_MODES
 from perfsuite.options import parse_count, parse_seconds, parse_spreads, parse_threshold
-
-
-def _count(value: str) -> int:
-    return parse_count(value, 0)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +46,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     ab.add_argument(
         "--block-warmup",
-        type=_count,
+        type=functools.partial(parse_count, least=0),
         metavar="N",
         help="least untimed rounds starting each block (default 1; 0 for a "
         "bench timed by pytest-benchmark's benchmark fixture under --idle "
@@ -78,7 +75,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ab.add_argument("--seed", type=int, help="seed of the block order (default: random)")
     ab.add_argument(
         "--confirm",
-        type=_count,
+        type=functools.partial(parse_count, least=0),
         default=DEFAULT_CONFIRM,
         metavar="N",
         help="after the first pair of processes, check each pass in one fresh pair and "

@@ -337,11 +337,10 @@ class LockstepSide:
                 self._send("error", nodeid=nodeid, message=text)
                 raise
             rounds.extend(block)
-            per_call = [seconds / calls for seconds in block]  # as the stats divide them
             self.channel.send(
                 "block_done",
                 nodeid=nodeid,
-                seconds=per_call,
+                seconds=[seconds / calls for seconds in block],  # as the stats divide them
                 drained=drained,
                 cpu=cpu if meter is not None else None,
                 calls=calls,

@@ -45,10 +45,8 @@ def _said(stderr: str) -> str:
     "fatal: Unable to create '/r/.git/index.lock': File exists."
     """
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith(("fatal:", "error:")):
-            return line
-    return lines[-1] if lines else "(no output)"
+    last = lines[-1] if lines else "(no output)"
+    return next((line for line in lines if line.startswith(("fatal:", "error:"))), last)
 
 
 def repo_root(cwd: Path) -> Path:

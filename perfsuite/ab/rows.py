@@ -80,8 +80,7 @@ class Row:
         interval has not ruled out a regression of twice its threshold, or its pairs
         are too few for one), whichever way its estimate leans: what ``--suspects
         undecided`` also measures again, judging it on its fresh pairs alone."""
-        result = self.run.result if self.run else None
-        return result is not None and result.too_noisy
+        return bool(self.run and self.run.result and self.run.result.too_noisy)
 
     @property
     def open_either_way(self) -> bool:
@@ -98,8 +97,7 @@ class Row:
     @property
     def cpu_slower(self) -> bool:
         """More CPU per call in B, by the time's paired test and threshold."""
-        cpu = self.run.cpu if self.run else None
-        return cpu is not None and cpu.verdict is Verdict.SLOWER
+        return bool(self.run and self.run.cpu and self.run.cpu.verdict is Verdict.SLOWER)
 
     @property
     def memory_rose(self) -> bool:
@@ -124,8 +122,7 @@ class Row:
         """Measured on both sides, not judged at its threshold, yet passing: its
         interval rules out a regression of twice its threshold
         (:attr:`PairedResult.bounded`)."""
-        result = self.run.result if self.run else None
-        return result is not None and result.bounded
+        return bool(self.run and self.run.result and self.run.result.bounded)
 
     @property
     def too_noisy(self) -> bool:

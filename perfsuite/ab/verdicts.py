@@ -144,8 +144,7 @@ class Verdicts:
         if len(sessions) == 1:
             return sessions[0]
         rows: list[Row] = []
-        nodeids = list(dict.fromkeys(r.nodeid for part in sessions for r in part.rows))
-        for nodeid in nodeids:
+        for nodeid in dict.fromkeys(r.nodeid for part in sessions for r in part.rows):
             found = [r for part in sessions for r in part.rows if r.nodeid == nodeid]
             measured = [r.run for r in found if r.run is not None and r.run.result is not None]
             if len(measured) < len(sessions):
@@ -162,11 +161,6 @@ class Verdicts:
     def regressed(self) -> bool:
         return any(row.regressed for row in self.rows)
 
-    @property
-    def too_noisy(self) -> list[Row]:
-        """The rows :attr:`Row.too_noisy`."""
-        return [row for row in self.rows if row.too_noisy]
-
     def not_judged(self) -> str | None:
         """Why the A/B cannot pass (one line, naming the benches at fault and what would
         decide them), or ``None``: nothing was measured on both sides, or a bench is
@@ -175,7 +169,7 @@ class Verdicts:
             return None
         if not self.rows:
             return "no bench in the selection (check the pytest arguments after --)"
-        noisy = self.too_noisy
+        noisy = [row for row in self.rows if row.too_noisy]
         if noisy:
             listed = "; ".join(_with_bound(row) for row in noisy)
             hints = []
@@ -253,7 +247,7 @@ class Verdicts:
             return f"REGRESSION in {len(bad)} bench(es): {', '.join(bad)}"
         why = self.not_judged()
         if why is not None:
-            word = "UNDECIDED" if self.too_noisy else "NOTHING JUDGED"
+            word = "UNDECIDED" if any(row.too_noisy for row in self.rows) else "NOTHING JUDGED"
             return f"{word}: {why}"
         judged = sum(row.judged for row in self.rows)
         message = f"no regression: {judged} bench(es) judged at their threshold"
