@@ -54,10 +54,8 @@ class Pace:
     def of_first_pair(cls, seconds: float, found: Verdicts, min_pairs: int) -> Pace:
         """The pace a file's fresh pairs are expected to keep, from its first pair of
         processes (``seconds`` over ``found``): that pair's overhead, and each bench's
-        own seconds at the pairs of blocks a fresh pair runs
-        (:func:`perfsuite.ab.budget.session_budget`: ``min_pairs``, more while it has
-        alternated under ``SESSION_SECONDS``, at most ``SESSION_PAIRS_FACTOR`` times
-        ``min_pairs``), never more than the first pair ran."""
+        own seconds at the pairs of blocks a fresh pair of ``min_pairs`` runs
+        (:func:`perfsuite.ab.budget.session_budget`), never more than the first pair ran."""
         pace = cls()
         pace.add(seconds, found, [row.nodeid for row in found.rows])
         for run in found.runs:

@@ -35,8 +35,7 @@ OTHER_WAY = "the other way: not confirmed"
 
 
 def _held_to(lead: PairedResult, check: PairedResult | None) -> PairedResult | None:
-    """``check``, made inconclusive where its ``slower`` or ``faster`` points the other
-    way from ``lead``, the estimate that made the bench a suspect (:func:`against`)."""
+    """``check``, made inconclusive where it is :func:`against` ``lead``, the suspect's estimate."""
     if check is None or not against(lead, check):
         return check
     return replace(check, verdict=Verdict.INCONCLUSIVE)
