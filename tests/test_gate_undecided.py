@@ -106,8 +106,8 @@ def test_the_ab_is_given_the_spread_of_each_benchs_unchanged_runs(
 
 def test_the_spreads_go_to_the_ab_in_a_file_the_command_shown_leaves_out(tmp_path: Path) -> None:
     interpreter = list(suspects.AB_COMMAND[: suspects.AB_COMMAND.index("-m")])
-    reads = "import sys; a = sys.argv[1]; print(a); "
-    reads += "print(open(a[9:]).read() if a[:9] == '--spread=' else '')"
+    reads = "import sys; a = [x for x in sys.argv if x[:9] == '--spread='] or ['']; "
+    reads += "print(a[0]); print(open(a[0][9:]).read() if a[0] else '')"
     echo = [*interpreter, "-c", reads]
     report, log = tmp_path / "ab", tmp_path / "ab.log"
     base = Commit("a" * 40, False)

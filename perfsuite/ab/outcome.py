@@ -57,7 +57,7 @@ class BenchRun:
         if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0:
             self.calls.setdefault(side, calls)
         peak = message.get("peak_mb")
-        if _number(peak):
+        if isinstance(peak, int | float) and _number(peak):
             self.peak_mb[side] = max(float(peak), self.peak_mb.get(side, 0.0))
 
     def cpu_ratios(self) -> list[float] | None:
