@@ -14,6 +14,7 @@ from perfsuite.ab.spend import (
     Open,
     Pace,
     first_look,
+    first_reads,
     going_on,
     near,
     nearest_first,
@@ -152,10 +153,32 @@ def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -
     sessions = Timed(effects, 10.0, 5.0)
     confirm_in_fresh_pairs(sessions, list(effects), 12, ALPHA_CONFIRM, first=(pace, reads, ()))
     assert sessions.asked[0] == list(effects)
-    # a suspect its first pair decided, or one for its CPU or memory, is measured whatever
+    # a suspect its first pair read slower, or one for its CPU or memory, is measured
+    # whatever, and so is the first ranked of the others, whatever the seconds
     ids = list(effects)
-    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::bb"}) == ["b.py::bb"]
-    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::aa", "b.py::bb"}) == ids[:2]
+    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::bb"}) == ["b.py::bb", "b.py::slow"]
+    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::aa", "b.py::bb"}) == ids
+    assert first_look(ids, [], reads, pace, 10.0, 3, set(ids)) == ids
+    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::slow"}) == ["b.py::aa", "b.py::slow"]
+
+
+def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() -> None:
+    def run(nodeid: str, verdict: Verdict, change: float) -> Row:
+        found = BenchRun(nodeid, 0.05, a_blocks=[[1.0]] * 3, b_blocks=[[1.0 + change]] * 3)
+        found.result = replace(_read(change), verdict=verdict)
+        return Row(nodeid, found)
+
+    rows = [
+        run("b.py::slow", Verdict.SLOWER, 0.12),
+        run("b.py::fast", Verdict.FASTER, -0.12),
+        run("b.py::open", Verdict.INCONCLUSIVE, 0.04),
+        Row("b.py::skipped", BenchRun("b.py::skipped", 0.05)),  # no result: no reading
+    ]
+    reads, slower = first_reads(Verdicts(rows, [], 1), {"b.py::slow": 0.5})
+    assert slower == {"b.py::slow"}
+    assert set(reads) == {"b.py::slow", "b.py::fast", "b.py::open"}
+    assert reads["b.py::slow"] == surely_slower(rows[0].run, 0.5)  # type: ignore[arg-type]
+    assert reads["b.py::open"] == surely_slower(rows[2].run)  # type: ignore[arg-type]
 
 
 def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:

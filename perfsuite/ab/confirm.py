@@ -67,7 +67,7 @@ from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
 from perfsuite.ab.report import LEFT_OUT
 from perfsuite.ab.rows import Row, suspicious
-from perfsuite.ab.spend import Open, Pace, first_look, going_on, slower_by, surely_slower
+from perfsuite.ab.spend import Open, Pace, first_look, first_reads, going_on, slower_by
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
@@ -262,7 +262,7 @@ def confirm_in_fresh_pairs(
     reads its peak as not risen; one in ``cpu`` (:attr:`Suspects.cpu`) before its last
     look only once its CPU per call is decisive too. ``first``: the pace of the file's
     first pair of processes, how surely it read each suspect slower, and the suspects it
-    decided; with ``seconds``, the first look measures only the suspects
+    read ``slower``; with ``seconds``, the first look measures only the suspects
     :func:`perfsuite.ab.spend.first_look` takes.
     """
     plan = looks(most)
@@ -430,12 +430,7 @@ def follow_up(
         file = by_file([row.nodeid for row in verdicts.rows]).get(only[0], []) if only else None
         run = verdicts if file is None else verdicts.limited(file)
         pace = None if wall is None else Pace.of_first_pair(wall, run, min_pairs)
-        reads = {
-            r.nodeid: surely_slower(r.run, spreads.get(r.nodeid))
-            for r in run.rows
-            if r.run and r.run.result
-        }
-        decided = {r.nodeid for r in run.rows if r.run and r.run.result and r.run.result.decisive}
+        reads, slower = first_reads(run, spreads)
 
         def again(i: int, ids: list[str], more: bool, only: list[str] | None = only) -> Verdicts:
             return pairs.session(key(only, 1 + i), ids, key(only, 2 + i) if more else None)
@@ -452,7 +447,7 @@ def follow_up(
                     cpu=first.cpu,
                     checks=[n for n in checks if n in ids],
                     promote=promote,
-                    first=None if pace is None else (pace, reads, decided),
+                    first=None if pace is None else (pace, reads, slower),
                 )
             )
         finally:  # a pair started for a look that was not needed

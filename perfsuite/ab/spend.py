@@ -28,6 +28,7 @@ from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
+from perfsuite.verdict.stats import Verdict
 
 
 @dataclass
@@ -108,6 +109,16 @@ def surely_slower(run: BenchRun, spread: float | None = None) -> float:
     return t if spread is None else min(t, mean / spread)
 
 
+def first_reads(found: Verdicts, spreads: Mapping[str, float]) -> tuple[dict[str, float], set[str]]:
+    """How surely a file's first pair of processes read each bench of ``found`` slower
+    (:func:`surely_slower`, against its ``spreads``), and the benches it read
+    ``slower``: a regression, which no verdict rests on one pair of processes for."""
+    measured = [(row.nodeid, row.run) for row in found.rows if row.run and row.run.result]
+    reads = {nodeid: surely_slower(run, spreads.get(nodeid)) for nodeid, run in measured}
+    slower = {n for n, run in measured if run.result and run.result.verdict is Verdict.SLOWER}
+    return reads, slower
+
+
 def first_look(
     suspects: Sequence[str],
     checks: Sequence[str],
@@ -117,23 +128,24 @@ def first_look(
     pairs: int,
     always: Collection[str] = (),
 ) -> list[str]:
-    """Which of ``suspects`` a file's first look measures, in their order: ranked by
-    how surely their ``first`` pair of processes read them slower
-    (:func:`surely_slower`; a suspect without one last), each taken while ``pairs``
-    pairs of processes over the ones taken (the first of them with the ``checks`` too)
-    keep within ``seconds`` at ``pace``; the first ranked always, and so every suspect
-    in ``always`` (for its CPU or peak memory, or decided by its first pair: no verdict
-    rests on one pair of processes)."""
+    """Which of ``suspects`` a file's first look measures, in their order: every suspect
+    in ``always`` (for its CPU or peak memory, or read ``slower`` by its first pair:
+    :func:`first_reads`); then the others, ranked by how surely their ``first`` pair of
+    processes read them slower (:func:`surely_slower`; a suspect without one last), the
+    first ranked whatever and each other while ``pairs`` pairs of processes over the
+    ones taken (the first of them with the ``checks`` too) keep within ``seconds`` at
+    ``pace``."""
 
-    def rank(nodeid: str) -> tuple[bool, bool, float]:
-        return nodeid in always, nodeid in first, first.get(nodeid, 0.0)
+    def rank(nodeid: str) -> tuple[bool, float]:
+        return nodeid in first, first.get(nodeid, 0.0)
 
     def cost(ids: list[str]) -> float:
         return pace.pair([*checks, *ids]) + (pairs - 1) * pace.pair(ids)
 
-    chosen: list[str] = []
-    for nodeid in sorted(suspects, key=rank, reverse=True):
-        if nodeid in always or not chosen or cost([*chosen, nodeid]) <= seconds:
+    chosen = [nodeid for nodeid in suspects if nodeid in always]
+    ranked = sorted((nodeid for nodeid in suspects if nodeid not in always), key=rank, reverse=True)
+    for i, nodeid in enumerate(ranked):
+        if i == 0 or cost([*chosen, nodeid]) <= seconds:
             chosen.append(nodeid)
     return [nodeid for nodeid in suspects if nodeid in chosen]
 
