@@ -202,10 +202,13 @@ def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
 
 
 def keep_confirmations(report: Path, into: Path) -> None:
-    """Copy the gate's A/B report folder ``report`` into ``into`` (nothing where the A/B
-    wrote none)."""
+    """Copy the gate's A/B report folder ``report`` into ``into``, and its output (the
+    log beside it, ``report.log``) beside that (``into.log``), each where the A/B wrote
+    it: the output says what its first look measured, and why."""
     with contextlib.suppress(OSError):
         shutil.copytree(report, into, dirs_exist_ok=True)
+    with contextlib.suppress(OSError):
+        shutil.copyfile(report.with_name(report.name + ".log"), into.with_name(into.name + ".log"))
 
 
 def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:

@@ -167,7 +167,10 @@ def gate(repo: Path, delay: float) -> subprocess.CompletedProcess[str]:
 def test_a_committed_slowdown_is_confirmed(saved_repo: Path) -> None:
     repo = saved_repo
     commit(repo, "slower", **{"work.py": WORK.format(factor=2.0)})
-    proc = gate(repo, delay=0.01)
+    report = repo.parent / "gate-report"
+    proc = pytest_run(
+        repo, "--benchmark-compare", "--perf-gate", AB_ARGS, f"--perf-report={report}"
+    )
     out = proc.stdout
     assert proc.returncode == ExitCode.REGRESSION, out + proc.stderr
     assert "SLOWER (confirmed)" in out
@@ -175,6 +178,9 @@ def test_a_committed_slowdown_is_confirmed(saved_repo: Path) -> None:
     assert "perfsuite gate: FAILED: 1 regression: " in out
     assert "test_sleep" in out.split("perfsuite gate: FAILED")[1]
     assert "perfsuite gate: confirmations took" in out
+    # the A/B's report and its output are kept beside the gate's report
+    assert (report / "confirmation" / "pairs.json").is_file()
+    assert "perfsuite ab: REGRESSION in 1 bench(es)" in (report / "confirmation.log").read_text()
 
 
 def test_a_run_that_failed_its_gate_is_no_baseline_for_the_next(saved_benchmark_repo: Path) -> None:

@@ -18,6 +18,7 @@ from perfsuite.outcomes import AbRun, decide, decide_all
 from perfsuite.suspects import confirm_suspects
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.judge import CLEARED, CONFIRMED, NOT_SHOWN, UNCONFIRMED
+from perfsuite.verdict.report import report_entry
 from perfsuite.verdict.stats import Verdict
 from tests.gate_fakes import HEAD, FakeAb, comparison, confirm, git_tells
 
@@ -273,6 +274,7 @@ def test_the_one_ab_report_is_kept_whole_and_a_missing_one_is_no_error(tmp_path:
     (report / "plots").mkdir(parents=True)
     (report / "pairs.json").write_text("[]")
     (report / "plots" / "x.png").write_bytes(b"png")
+    (report.parent / "ab.log").write_text("perfsuite ab: fresh pairs of processes: ...\n")
     suspects.keep_confirmations(report, tmp_path / "kept" / "confirmation")
     kept = tmp_path / "kept" / "confirmation"
     assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == [
@@ -280,5 +282,9 @@ def test_the_one_ab_report_is_kept_whole_and_a_missing_one_is_no_error(tmp_path:
         "plots",
         "plots/x.png",
     ]
+    log = tmp_path / "kept" / "confirmation.log"
+    assert log.read_text() == "perfsuite ab: fresh pairs of processes: ...\n"
+    assert report_entry(log)  # the next report may replace it
     suspects.keep_confirmations(tmp_path / "never-written", tmp_path / "none")
     assert not (tmp_path / "none").exists()
+    assert not (tmp_path / "none.log").exists()

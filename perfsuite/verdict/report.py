@@ -164,6 +164,8 @@ def summary_markdown(
 
 #: folders a report holds: its history plots, a gate's confirming A/B
 REPORT_FOLDERS = ("history", "confirmation")
+#: the output of a gate's confirming A/B, beside its folder
+CONFIRMATION_LOG = "confirmation.log"
 #: the kinds of per-group plot a report writes, as ``<kind>-<group>.png``
 PLOT_KINDS = ("throughput", "memory")
 
@@ -176,7 +178,7 @@ def report_entry(entry: Path) -> bool:
         return entry.is_dir() and not entry.is_symlink()
     is_file = entry.is_file() and not entry.is_symlink()
     plot = name.endswith(".png") and any(name.startswith(f"{kind}-") for kind in PLOT_KINDS)
-    return is_file and (name == SUMMARY_NAME or plot)
+    return is_file and (name in (SUMMARY_NAME, CONFIRMATION_LOG) or plot)
 
 
 def check_replaceable(out: Path) -> None:
