@@ -46,3 +46,8 @@ def test_a_slowed_run_keeps_each_pair_of_processes_of_the_slowed_bench(tmp_path:
     slower = load_tool("gate_check").slower_pairs(tmp_path)
     assert slower == {"benches/b.py::test_x[a]": slowed_pairs(tmp_path, "benches/b.py::test_x[a]")}
     assert load_tool("gate_check").slower_pairs(tmp_path / "none") == {}
+    # and the A/B's output, kept beside its report folder
+    (tmp_path.parent / f"{tmp_path.name}.log").write_text("perfsuite ab: a\nperfsuite ab: b\n")
+    ab_output = load_tool("gate_check").ab_output
+    assert ab_output(tmp_path) == ["perfsuite ab: a", "perfsuite ab: b"]
+    assert ab_output(tmp_path / "none") == []

@@ -24,7 +24,7 @@ made before are reused; otherwise the plain run includes making them):
    even as an unconfirmed ``SLOWER?`` row, and reset the clone to the commit before
    the slowdown. Goal: caught in every run, each within 2x. Each slowed run also keeps
    what the gate's A/B measured in each pair of processes of the slowed bench and of
-   every bench it read slower.
+   every bench it read slower, and the A/B's output.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -181,6 +181,13 @@ def slower_pairs(report: Path) -> dict[str, dict[str, Any]]:
     from perfsuite.ab.report import read_pairs
 
     return {e["nodeid"]: _by_pair(e) for e in read_pairs(report) if e.get("verdict") == "slower"}
+
+
+def ab_output(report: Path) -> list[str]:
+    """The gate's A/B's output, kept beside its report folder ``report`` (``report.log``):
+    what its first look measured, and why; [] where it wrote none."""
+    log = report.with_name(report.name + ".log")
+    return log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
 
 
 def verdict_section(lines: list[str]) -> list[str]:
@@ -349,6 +356,7 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         confirmation = root / "reports/latest/confirmation"
         result["pairs"] = slowed_pairs(confirmation, args.slow_bench)
         result["slower_pairs"] = slower_pairs(confirmation)
+        result["ab_output"] = ab_output(confirmation)
         git(root, "reset", "-q", "--hard", measured)
         result["named"] = named(result)
         result["failed_naming_only_it"] = result["code"] == 1 and result["named"] == [label]
