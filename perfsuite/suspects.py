@@ -201,14 +201,20 @@ def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
     return decide_all(item.fullname, ab, whats)
 
 
+def output_of(report: Path) -> Path:
+    """Where an A/B whose report folder is ``report`` keeps its output: beside it,
+    ``report.log``."""
+    return report.with_name(report.name + ".log")
+
+
 def keep_confirmations(report: Path, into: Path) -> None:
-    """Copy the gate's A/B report folder ``report`` into ``into``, and its output (the
-    log beside it, ``report.log``) beside that (``into.log``), each where the A/B wrote
-    it: the output says what its first look measured, and why."""
+    """Copy the gate's A/B report folder ``report`` into ``into``, and its output
+    (:func:`output_of`) beside that, each where the A/B wrote it: the output says what
+    its first look measured, and why."""
     with contextlib.suppress(OSError):
         shutil.copytree(report, into, dirs_exist_ok=True)
     with contextlib.suppress(OSError):
-        shutil.copyfile(report.with_name(report.name + ".log"), into.with_name(into.name + ".log"))
+        shutil.copyfile(output_of(report), output_of(into))
 
 
 def wait_or_stop(child: subprocess.Popen[bytes], grace: float = 20.0) -> int:
@@ -333,7 +339,7 @@ def confirm_suspects(
                 else f"confirming in an A/B of {(base.sha or '?')[:12]} against the working tree"
             )
         )
-        log = report.with_name(report.name + ".log")
+        log = output_of(report)
         spreads = {v.fullname: v.spread for v in measured if v.spread}
         ab = run_ab(
             base, nodeids, options, cwd, report, log, ab_args(nodeids, why), spreads=spreads

@@ -312,10 +312,11 @@ def _confirm_group(
     )
     revisions = (candidate,) if candidate else ()
     spreads = {
-        s.series.fullname: pair_spread(s.series.medians[-HISTORY_RUNS - 1 : -1]) for s in suspects
+        s.series.fullname: spread
+        for s in suspects
+        if (spread := pair_spread(s.series.medians[-HISTORY_RUNS - 1 : -1]))
     }
-    known = {nodeid: spread for nodeid, spread in spreads.items() if spread}
-    ab = run_ab(base, [], selection, Path.cwd(), report, None, revisions, ab_command, None, known)
+    ab = run_ab(base, [], selection, Path.cwd(), report, None, revisions, ab_command, None, spreads)
     summary_file = report / "summary.md"
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
     return replace(

@@ -184,9 +184,12 @@ def slower_pairs(report: Path) -> dict[str, dict[str, Any]]:
 
 
 def ab_output(report: Path) -> list[str]:
-    """The gate's A/B's output, kept beside its report folder ``report`` (``report.log``):
-    what its first look measured, and why; [] where it wrote none."""
-    log = report.with_name(report.name + ".log")
+    """The gate's A/B's output, kept beside its report folder ``report``
+    (:func:`perfsuite.suspects.output_of`): what its first look measured, and why; []
+    where it wrote none."""
+    from perfsuite.suspects import output_of
+
+    log = output_of(report)
     return log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
 
 
