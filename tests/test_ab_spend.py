@@ -11,6 +11,7 @@ from perfsuite.ab.confirm import confirm_in_fresh_pairs
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import Row
 from perfsuite.ab.spend import (
+    SPREADS_APART,
     Open,
     Pace,
     first_look,
@@ -162,9 +163,10 @@ def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -
     assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::slow"}) == ["b.py::aa", "b.py::slow"]
 
 
-def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() -> None:
+def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_beyond_its_spread() -> None:
     def run(nodeid: str, verdict: Verdict, change: float) -> Row:
-        found = BenchRun(nodeid, 0.05, a_blocks=[[1.0]] * 3, b_blocks=[[1.0 + change]] * 3)
+        b_blocks = [[1.0 + change - 0.01], [1.0 + change], [1.0 + change + 0.01]]
+        found = BenchRun(nodeid, 0.05, a_blocks=[[1.0]] * 3, b_blocks=b_blocks)
         found.result = replace(_read(change), verdict=verdict)
         return Row(nodeid, found)
 
@@ -173,11 +175,17 @@ def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() 
         run("b.py::fast", Verdict.FASTER, -0.12),
         run("b.py::open", Verdict.INCONCLUSIVE, 0.04),
         Row("b.py::skipped", BenchRun("b.py::skipped", 0.05)),  # no result: no reading
+        run("b.py::noisy", Verdict.SLOWER, 0.12),  # its unchanged runs scatter by 50%
+        run("b.py::new", Verdict.SLOWER, 0.12),  # no spread: too few saved runs
     ]
-    reads, slower = first_reads(Verdicts(rows, [], 1), {"b.py::slow": 0.5})
-    assert slower == {"b.py::slow"}
-    assert set(reads) == {"b.py::slow", "b.py::fast", "b.py::open"}
-    assert reads["b.py::slow"] == surely_slower(rows[0].run, 0.5)  # type: ignore[arg-type]
+    spreads = {"b.py::slow": 0.02, "b.py::noisy": 0.5, "b.py::fast": 0.02}
+    reads, slower = first_reads(Verdicts(rows, [], 1), spreads)
+    assert slower == {"b.py::slow", "b.py::new"}
+    assert set(reads) == {"b.py::slow", "b.py::fast", "b.py::open", "b.py::noisy", "b.py::new"}
+    assert reads["b.py::slow"] == surely_slower(rows[0].run, 0.02)  # type: ignore[arg-type]
+    assert reads["b.py::slow"] >= SPREADS_APART
+    assert reads["b.py::noisy"] == surely_slower(rows[4].run, 0.5)  # type: ignore[arg-type]
+    assert 0 < reads["b.py::noisy"] < SPREADS_APART  # ranked, not measured whatever
     assert reads["b.py::open"] == surely_slower(rows[2].run)  # type: ignore[arg-type]
 
 

@@ -1,9 +1,8 @@
 """Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
 
 Before the first look, the file's first pair of processes sets the pace
-(:meth:`Pace.of_first_pair`): the first look's pairs measure the suspects that the
-seconds can take there, those whose first pair read them most surely slower first
-(:func:`first_look`), and at least that one; the others are not measured again.
+(:meth:`Pace.of_first_pair`) and ranks the suspects (:func:`first_look`): the first
+look measures those the seconds can take there, at least one; the rest are not measured again.
 After a look, each suspect still open is ranked by how near its next look would come
 to deciding it (:func:`perfsuite.verdict.futility.closeness` of its t interval
 projected there by :func:`~perfsuite.verdict.futility.t_half_width`). The pairs of
@@ -29,6 +28,8 @@ from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
+
+SPREADS_APART = 2.0  # an unchanged bench's first pair reads this far slower about 1 in 44
 
 
 @dataclass
@@ -111,12 +112,13 @@ def surely_slower(run: BenchRun, spread: float | None = None) -> float:
 
 def first_reads(found: Verdicts, spreads: Mapping[str, float]) -> tuple[dict[str, float], set[str]]:
     """How surely a file's first pair of processes read each bench of ``found`` slower
-    (:func:`surely_slower`, against its ``spreads``), and the benches it read
-    ``slower``: a regression, which no verdict rests on one pair of processes for."""
+    (:func:`surely_slower`, against its ``spreads``), and those it read ``slower`` by
+    ``SPREADS_APART`` spreads or more, or without a spread: a regression, measured
+    whatever, as no verdict rests on one pair; a smaller change is only ranked."""
     measured = [(row.nodeid, row.run) for row in found.rows if row.run and row.run.result]
     reads = {nodeid: surely_slower(run, spreads.get(nodeid)) for nodeid, run in measured}
     slower = {n for n, run in measured if run.result and run.result.verdict is Verdict.SLOWER}
-    return reads, slower
+    return reads, {n for n in slower if n not in spreads or reads[n] >= SPREADS_APART}
 
 
 def first_look(
@@ -129,12 +131,11 @@ def first_look(
     always: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: every suspect
-    in ``always`` (for its CPU or peak memory, or read ``slower`` by its first pair:
-    :func:`first_reads`); then the others, ranked by how surely their ``first`` pair of
-    processes read them slower (:func:`surely_slower`; a suspect without one last), the
-    first ranked whatever and each other while ``pairs`` pairs of processes over the
-    ones taken (the first of them with the ``checks`` too) keep within ``seconds`` at
-    ``pace``."""
+    in ``always`` (for its CPU or peak memory, or surely ``slower``: :func:`first_reads`);
+    then the others by how surely their ``first`` pair read them slower
+    (:func:`surely_slower`; a suspect without one last), the first ranked whatever and
+    each other while ``pairs`` pairs of processes over the ones taken (the first of them
+    with the ``checks`` too) keep within ``seconds`` at ``pace``."""
 
     def rank(nodeid: str) -> tuple[bool, float]:
         return nodeid in first, first.get(nodeid, 0.0)
