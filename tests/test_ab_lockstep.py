@@ -72,6 +72,11 @@ def test_lockstep_turns_order_and_a_slowdown(tmp_path: Path) -> None:
     # every round the bench ran after its warm-up: the timed ones and each block's drain
     assert len(timed) == sum(3 * len(r["order"]) + sum(r["drained"]) for r in pairs)
     assert all(n >= 1 for r in pairs for n in r["drained"])
+    # the pair's first bench has no set-up of its own (its way there is the start-up);
+    # the next one's, from the first's end to both sides ready, holds both warm-ups
+    first, second = sorted(pairs, key=lambda r: r["setup"])
+    assert first["setup"] == 0
+    assert second["setup"] >= sum(sum(rounds) for rounds in second["warmup"].values()) > 0
 
     # The report: Markdown table and a PNG per bench.
     summary = (report / "summary.md").read_text()

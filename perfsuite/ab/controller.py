@@ -100,6 +100,7 @@ class Controller:
         self._selector = selectors.DefaultSelector()
         self._closed: set[str] = set()
         self._running: str | None = None  # the bench whose blocks alternate now
+        self._ended: float | None = None  # when the last bench's alternation ended
         self._plan: tuple[list[str], list[str], list[str]] = ([], [], [])  # common, A, B only
 
     def _channel(self, name: str) -> Any:
@@ -320,6 +321,7 @@ class Controller:
         sequential = Sequential(self.budget, run.threshold)
         rng = random.Random(f"{self.seed}:{nodeid}")
         start = time.monotonic()
+        run.setup = 0.0 if self._ended is None else start - self._ended
         orders: list[str] = []
         while run.result is None:
             if not orders:
@@ -347,7 +349,7 @@ class Controller:
         for name in self.sides:
             self._send(name, "done")
             self.state[name].ready = None
-        self._running = None
+        self._running, self._ended = None, time.monotonic()
 
     def _block(self, name: str, nodeid: str, run: BenchRun) -> tuple[list[float], int]:
         """Wait for ``name``'s block. Should it outlast ``FREEZE_PATIENCE`` typical rounds

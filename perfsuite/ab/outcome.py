@@ -29,6 +29,7 @@ class BenchRun:
     unsettled: int = 0  # blocks started while the idle side still worked (or not frozen)
     drained: list[int] = field(default_factory=list)  # untimed rounds before each block
     warmup: dict[str, list[float]] = field(default_factory=dict)  # side -> warm-up seconds
+    setup: float = 0.0  # seconds from its pair's previous bench to both sides ready (0: first)
     sessions: list[float] = field(default_factory=list)  # per pair of processes: its change
     session_pairs: list[int] = field(default_factory=list)  # ... and its pairs of blocks
     started: list[str] = field(default_factory=list)  # per pair of processes: side started first

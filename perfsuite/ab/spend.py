@@ -29,8 +29,6 @@ from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
 
-SPREADS_APART = 2.0  # an unchanged bench's first pair reads this far slower about 1 in 44
-
 
 @dataclass
 class Pace:
@@ -42,12 +40,12 @@ class Pace:
     own: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, seconds: float, found: Verdicts, ids: Collection[str]) -> None:
-        """A pair of ``seconds`` that measured ``ids``, as ``found``: each bench's own
-        seconds are its alternation and both sides' warm-up (one side at a time)."""
+        """A pair of ``seconds`` over ``ids``, as ``found``: each bench's own seconds are its
+        alternation and ``setup`` (a first bench: its warm-up), the rest start-up and teardown."""
         spent = 0.0
         for run in found.runs:
             if run.nodeid in ids:
-                own = run.seconds + sum(sum(s) for s in run.warmup.values())
+                own = run.seconds + (run.setup or sum(sum(s) for s in run.warmup.values()))
                 self.own.setdefault(run.nodeid, []).append(own)
                 spent += own
         self.overheads.append(max(0.0, seconds - spent))
@@ -112,13 +110,12 @@ def surely_slower(run: BenchRun, spread: float | None = None) -> float:
 
 def first_reads(found: Verdicts, spreads: Mapping[str, float]) -> tuple[dict[str, float], set[str]]:
     """How surely a file's first pair of processes read each bench of ``found`` slower
-    (:func:`surely_slower`, against its ``spreads``), and those it read ``slower`` by
-    ``SPREADS_APART`` spreads or more, or without a spread: a regression, measured
-    whatever, as no verdict rests on one pair; a smaller change is only ranked."""
+    (:func:`surely_slower`, against its ``spreads``), and the benches it read
+    ``slower``: a regression, which no verdict rests on one pair of processes for."""
     measured = [(row.nodeid, row.run) for row in found.rows if row.run and row.run.result]
     reads = {nodeid: surely_slower(run, spreads.get(nodeid)) for nodeid, run in measured}
     slower = {n for n, run in measured if run.result and run.result.verdict is Verdict.SLOWER}
-    return reads, {n for n in slower if n not in spreads or reads[n] >= SPREADS_APART}
+    return reads, slower
 
 
 def first_look(
@@ -131,7 +128,7 @@ def first_look(
     always: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: every suspect
-    in ``always`` (for its CPU or peak memory, or surely ``slower``: :func:`first_reads`);
+    in ``always`` (for its CPU or peak memory, or read ``slower``: :func:`first_reads`);
     then the others by how surely their ``first`` pair read them slower
     (:func:`surely_slower`; a suspect without one last), the first ranked whatever and
     each other while ``pairs`` pairs of processes over the ones taken (the first of them
