@@ -183,7 +183,8 @@ def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() 
 
 def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:
     agree = BenchRun("b.py::x", 0.05, a_blocks=[[1.0]] * 5, b_blocks=[[1.1], [1.09], [1.11]] * 2)
-    scatter = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 4, b_blocks=[[1.6], [0.9], [1.5], [1.1]])
+    b_blocks = [[1.6], [1.05], [1.5], [1.1]]  # scattered about +30%, the fastest +5%
+    scatter = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 4, b_blocks=b_blocks)
     assert surely_slower(agree) > surely_slower(scatter) > 0
     faster = BenchRun("b.py::z", 0.05, a_blocks=[[1.0]] * 3, b_blocks=[[0.9], [0.91], [0.89]])
     assert surely_slower(faster) < 0
@@ -192,8 +193,8 @@ def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_
 
 def test_a_first_pair_reads_no_more_surely_slower_than_its_benchs_spread_across_runs() -> None:
     agree = BenchRun("b.py::x", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.1], [1.09], [1.11]] * 2)
-    mean = sum(agree.ratios) / len(agree.ratios)
-    assert surely_slower(agree, 0.5) == pytest.approx(mean / 0.5)  # processes scatter
+    fastest = math.log(1.09 / 1.0)  # the sides' fastest rounds
+    assert surely_slower(agree, 0.5) == pytest.approx(fastest / 0.5)  # processes scatter
     assert surely_slower(agree, 1e-6) == surely_slower(agree)  # the rounds' t is less sure
     # rounds that agree on +5%, in a bench whose unchanged runs agree, rank above
     tight = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.05], [1.04], [1.06]] * 2)
@@ -230,3 +231,24 @@ def test_a_benchs_set_up_in_its_pair_is_its_own_not_the_pairs_overhead() -> None
     pace = Pace.of_first_pair(20.0, Verdicts(rows, [], 1), 5)
     assert pace.overheads == [6.0]
     assert pace.pair(["b.py::first"]) == 9.0
+
+
+def test_a_first_pair_ranks_by_its_sides_fastest_rounds_not_their_mean() -> None:
+    """Five one-call rounds a side (a compile bench's first pair in a gated run): two of
+    A's were disturbed, so the paired log-ratios' mean (-0.048) read the slowed bench
+    faster, and it ranked 11th of 12; its sides' fastest rounds read it 8.2% slower."""
+    slowed = BenchRun(
+        "b.py::slowed",
+        0.05,
+        a_blocks=[[0.085], [0.068], [0.095], [0.064], [0.061]],
+        b_blocks=[[0.074], [0.069], [0.074], [0.068], [0.066]],
+    )
+    unchanged = BenchRun(
+        "b.py::unchanged",
+        0.05,
+        a_blocks=[[0.148], [0.138], [0.132], [0.138], [0.128]],
+        b_blocks=[[0.180], [0.132], [0.169], [0.139], [0.159]],
+    )
+    assert sum(slowed.ratios) < 0 < sum(unchanged.ratios)
+    assert surely_slower(slowed, 0.067) > surely_slower(unchanged, 0.06) > 0
+    assert surely_slower(slowed) > surely_slower(unchanged)

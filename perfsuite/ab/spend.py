@@ -92,20 +92,20 @@ def slower_by(result: PairedResult) -> float:
 
 
 def surely_slower(run: BenchRun, spread: float | None = None) -> float:
-    """How surely one pair of processes read ``run`` slower: the mean of its paired
-    log-ratios over their standard error, the metric's slower way (0 with fewer than two
-    pairs of blocks, or none that differ), and never more than that mean over
-    ``spread``, the bench's spread across unchanged runs (``--spread``). A bench whose
-    rounds scatter reads less surely slower than one whose rounds agree on the same
-    change, and so does one whose processes scatter."""
+    """How surely one pair of processes read ``run`` slower: the log-ratio of its sides'
+    fastest rounds (noise only adds time; one disturbed round moves a few blocks' mean)
+    over the standard error of its paired log-ratios, the metric's slower way (0 with
+    fewer than two pairs of blocks, or none that differ), and never more than that over
+    ``spread``, the bench's spread across unchanged runs (``--spread``): a bench whose
+    rounds or processes scatter reads less surely slower than one whose agree."""
     ratios = run.ratios
     scatter = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
     if scatter == 0:
         return 0.0
-    mean = statistics.fmean(ratios)
-    mean = -mean if run.result is not None and run.result.higher_is_better else mean
-    t = mean / (scatter / math.sqrt(len(ratios)))
-    return t if spread is None else min(t, mean / spread)
+    fastest = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
+    fastest = -fastest if run.result is not None and run.result.higher_is_better else fastest
+    t = fastest / (scatter / math.sqrt(len(ratios)))
+    return t if spread is None else min(t, fastest / spread)
 
 
 def first_reads(found: Verdicts, spreads: Mapping[str, float]) -> tuple[dict[str, float], set[str]]:
