@@ -239,8 +239,9 @@ class VerdictPlugin:
             self._write_report(self.settings.report, current)
             if self._confirmation_dir is not None:
                 from perfsuite.suspects import keep_confirmations
+                from perfsuite.verdict.report import CONFIRMATION
 
-                keep_confirmations(self._confirmation_dir, self.settings.report / "confirmation")
+                keep_confirmations(self._confirmation_dir, self.settings.report / CONFIRMATION)
         if self._confirmation_dir is not None:
             shutil.rmtree(self._confirmation_dir.parent, ignore_errors=True)
 

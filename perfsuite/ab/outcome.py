@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from perfsuite.verdict.cost import MEMORY_THRESHOLD, MIN_ROUND_CPU_S, MemoryChange
 from perfsuite.verdict.paired import PairedResult, log_ratios
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
@@ -58,7 +58,7 @@ class BenchRun:
         if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0:
             self.calls.setdefault(side, calls)
         peak = message.get("peak_mb")
-        if isinstance(peak, int | float) and _number(peak):
+        if _number(peak):
             self.peak_mb[side] = max(float(peak), self.peak_mb.get(side, 0.0))
 
     def cpu_ratios(self) -> list[float] | None:

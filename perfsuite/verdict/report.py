@@ -162,10 +162,12 @@ def summary_markdown(
     return "\n".join(lines)
 
 
+#: the folder of a report that holds a gate's confirming A/B
+CONFIRMATION = "confirmation"
 #: folders a report holds: its history plots, a gate's confirming A/B
-REPORT_FOLDERS = ("history", "confirmation")
+REPORT_FOLDERS = ("history", CONFIRMATION)
 #: the output of a gate's confirming A/B, beside its folder
-CONFIRMATION_LOG = "confirmation.log"
+CONFIRMATION_LOG = f"{CONFIRMATION}.log"
 #: the kinds of per-group plot a report writes, as ``<kind>-<group>.png``
 PLOT_KINDS = ("throughput", "memory")
 
