@@ -142,13 +142,16 @@ def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -
     (row,) = found.confirmed.rows
     assert row.nodeid == "b.py::slow"
     assert row.verdict is Verdict.SLOWER
-    # 100 s fit two: the slowest, then the next that fits
+    # the first look keeps room for the slowest's next look: 3 pairs of two (75 s) and
+    # 3 more of the slowest (45 s) take 120 s; 100 s take the slowest alone
     sessions = Timed(effects, 10.0, 5.0)
     found = confirm_in_fresh_pairs(
-        sessions, list(effects), 12, ALPHA_CONFIRM, 100.0, sessions.clock, first=(pace, reads, ())
+        sessions, list(effects), 12, ALPHA_CONFIRM, 120.0, sessions.clock, first=(pace, reads, ())
     )
     assert sessions.asked[0] == ["b.py::aa", "b.py::slow"]
     assert found.left_out == ("b.py::bb",)
+    assert first_look(list(effects), [], reads, pace, 100.0, (3, 6, 12)) == ["b.py::slow"]
+    assert first_look(list(effects), [], reads, pace, 100.0, (3,)) == ["b.py::aa", "b.py::slow"]
     # without the seconds, or without a first pair's pace, every suspect is measured
     sessions = Timed(effects, 10.0, 5.0)
     confirm_in_fresh_pairs(sessions, list(effects), 12, ALPHA_CONFIRM, first=(pace, reads, ()))
@@ -156,10 +159,16 @@ def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -
     # a suspect its first pair read slower, or one for its CPU or memory, is measured
     # whatever, and so is the first ranked of the others, whatever the seconds
     ids = list(effects)
-    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::bb"}) == ["b.py::bb", "b.py::slow"]
-    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::aa", "b.py::bb"}) == ids
-    assert first_look(ids, [], reads, pace, 10.0, 3, set(ids)) == ids
-    assert first_look(ids, [], reads, pace, 10.0, 3, {"b.py::slow"}) == ["b.py::aa", "b.py::slow"]
+    assert first_look(ids, [], reads, pace, 10.0, (3, 6), {"b.py::bb"}) == [
+        "b.py::bb",
+        "b.py::slow",
+    ]
+    assert first_look(ids, [], reads, pace, 10.0, (3, 6), {"b.py::aa", "b.py::bb"}) == ids
+    assert first_look(ids, [], reads, pace, 10.0, (3, 6), set(ids)) == ids
+    assert first_look(ids, [], reads, pace, 10.0, (3, 6), {"b.py::slow"}) == [
+        "b.py::aa",
+        "b.py::slow",
+    ]
 
 
 def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() -> None:

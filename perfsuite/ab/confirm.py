@@ -273,7 +273,7 @@ def confirm_in_fresh_pairs(
     pace = first[0] if first is not None else Pace()  # consulted only with seconds
     if first is not None and seconds is not None:
         always = {*memory, *cpu, *first[2]}
-        going = first_look(going, checks, first[1], pace, seconds, plan[0], always)
+        going = first_look(going, checks, first[1], pace, seconds, plan, always)
     left_out = tuple(n for n in suspects if n not in going)
     own: dict[str, list[Verdicts]] = {n: [] for n in going}  # each suspect's fresh pairs
     graced: str | None = None  # the one suspect taken past the seconds (perfsuite.ab.spend)

@@ -1,18 +1,18 @@
 """Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
 
 Before the first look, the file's first pair of processes sets the pace
-(:meth:`Pace.of_first_pair`) and ranks the suspects (:func:`first_look`): the first
-look measures those the seconds can take there, at least one; the rest are not measured again.
-After a look, each suspect still open is ranked by how near its next look would come
-to deciding it (:func:`perfsuite.verdict.futility.closeness` of its t interval
-projected there by :func:`~perfsuite.verdict.futility.t_half_width`). The pairs of
-processes that follow measure the nearest suspects that the seconds left can take to
-their next look together, at the pace so far (:class:`Pace`: each pair's start-up and
+(:meth:`Pace.of_first_pair`) and ranks the suspects (:func:`first_look`): the first look
+measures those that fit the seconds beside the first ranked's next look, at least one; the
+rest are not measured again. After a look, each suspect still open is ranked by how near
+its next look would come to deciding it (:func:`perfsuite.verdict.futility.closeness` of
+its t interval projected there by :func:`~perfsuite.verdict.futility.t_half_width`). The
+pairs of processes that follow measure the nearest suspects that the seconds left can take
+to their next look together, at the pace so far (:class:`Pace`: each pair's start-up and
 teardown, each suspect's alternation); the others end at the look they had. When the
 seconds left take no suspect there, the nearest one still goes on, alone, to its next
 look, if that look could decide it (:func:`near`): once per confirmation, so a bench
-file's confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and
-only where that look is where the decision is.
+file's confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and only
+where that look is where the decision is.
 """
 
 from __future__ import annotations
@@ -124,25 +124,25 @@ def first_look(
     first: Mapping[str, float],
     pace: Pace,
     seconds: float,
-    pairs: int,
+    plan: Sequence[int],
     always: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: every suspect
     in ``always`` (for its CPU or peak memory, or read ``slower``: :func:`first_reads`);
     then the others by how surely their ``first`` pair read them slower
     (:func:`surely_slower`; a suspect without one last), the first ranked whatever and
-    each other while ``pairs`` pairs of processes over the ones taken (the first of them
-    with the ``checks`` too) keep within ``seconds`` at ``pace``."""
+    each other while the first look's pairs of processes over the ones taken (the first
+    with the ``checks`` too) and the next look's over the suspect read most surely slower
+    keep within ``seconds`` at ``pace``; ``plan``: the looks' pairs (``looks``)."""
 
-    def rank(nodeid: str) -> tuple[bool, float]:
-        return nodeid in first, first.get(nodeid, 0.0)
+    ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, 0.0)), reverse=True)
+    then = (plan[1] - plan[0]) * pace.pair(ranked[:1]) if len(plan) > 1 else 0.0
 
     def cost(ids: list[str]) -> float:
-        return pace.pair([*checks, *ids]) + (pairs - 1) * pace.pair(ids)
+        return pace.pair([*checks, *ids]) + (plan[0] - 1) * pace.pair(ids) + then
 
     chosen = [nodeid for nodeid in suspects if nodeid in always]
-    ranked = sorted((nodeid for nodeid in suspects if nodeid not in always), key=rank, reverse=True)
-    for i, nodeid in enumerate(ranked):
+    for i, nodeid in enumerate(n for n in ranked if n not in always):
         if i == 0 or cost([*chosen, nodeid]) <= seconds:
             chosen.append(nodeid)
     return [nodeid for nodeid in suspects if nodeid in chosen]
