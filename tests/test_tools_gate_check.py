@@ -51,3 +51,26 @@ def test_a_slowed_run_keeps_each_pair_of_processes_of_the_slowed_bench(tmp_path:
     ab_output = load_tool("gate_check").ab_output
     assert ab_output(tmp_path) == ["perfsuite ab: a", "perfsuite ab: b"]
     assert ab_output(tmp_path / "none") == []
+
+
+def test_a_slowed_runs_ratio_is_also_taken_to_the_plain_run_just_before_it() -> None:
+    tool = load_tool("gate_check")
+    runs = [
+        {"seconds": 250.0, "adjacent_plain": 140.0},
+        {"seconds": 230.0, "adjacent_plain": 110.0},
+    ]
+    line = tool.timing_line(runs, 120.0)
+    assert "ratio to the plain run 1.92x / 2.00x / 2.08x (goal <= 2x; 1 over)" in line
+    assert line.endswith("to the plain run before each 1.79x / 1.94x / 2.09x (1 over)")
+    # a run without one is measured against the first plain run alone
+    assert "before each" not in tool.timing_line([{"seconds": 250.0}], 120.0)
+    result = {
+        "code": 1,
+        "seconds": 250.0,
+        "adjacent_plain": 125.0,
+        "gate": "perfsuite gate: FAILED",
+        "confirmations": None,
+        "outcomes": {},
+        "tail": [],
+    }
+    assert "2.08x (2.00x the plain run before it)" in tool.run_line(1, result, 120.0)

@@ -24,7 +24,10 @@ made before are reused; otherwise the plain run includes making them):
    even as an unconfirmed ``SLOWER?`` row, and reset the clone to the commit before
    the slowdown. Goal: caught in every run, each within 2x. Each slowed run also keeps
    what the gate's A/B measured in each pair of processes of the slowed bench and of
-   every bench it read slower, and the A/B's output.
+   every bench it read slower, and the A/B's output. With ``--adjacent-plain``, a plain
+   run of the slowed commit (``--benchmark-compare=0001``, no gate, no autosave) comes
+   just before each slowed run, and the slowed run's ratio is also taken to it: a
+   machine whose speed drifts over an hour moves a ratio to the first plain run alone.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -33,7 +36,7 @@ median / max) of the gated runs' seconds and ratios, and writes every run to ``-
     python tools/validation/gate_check.py [--runs 10] [--slow-runs 10] [--slow-bench NODEID]
                                [--fraction 0.10] [--scale default]
                                [--pytest-args "-k retracing"] [--data-dir DIR]
-                               [--keep DIR] [--out gate_check.json]
+                               [--adjacent-plain] [--keep DIR] [--out gate_check.json]
 
 The slowed bench must use the ``perf`` fixture and run in the selection.
 """
@@ -241,21 +244,31 @@ def run_line(index: int, result: dict[str, Any], plain: float) -> str:
     took = result["confirmations"]
     ab = f", confirmations {took['seconds']} s" if took else ""
     ended = (took or {}).get("tally") or result["outcomes"] or "{}"
+    beside = result.get("adjacent_plain")
+    near = f" ({result['seconds'] / beside:.2f}x the plain run before it)" if beside else ""
     return (
         f"  run {index}: exit {result['code']}, {result['seconds']:.0f} s, "
-        f"{result['seconds'] / plain:.2f}x, suspects {ended}{ab}; {gate}"
+        f"{result['seconds'] / plain:.2f}x{near}, suspects {ended}{ab}; {gate}"
     )
 
 
 def timing_line(runs: list[dict[str, Any]], plain: float) -> str:
-    """The spread of ``runs``' seconds and of their ratios to the plain run's ``plain``."""
+    """The spread of ``runs``' seconds and of their ratios to the plain run's ``plain``,
+    and to the plain run just before each (``--adjacent-plain``) where there was one."""
     seconds = [r["seconds"] for r in runs]
     ratios = [s / plain for s in seconds]
-    return (
+    line = (
         f"  seconds (min / median / max) {user_suite.spread(seconds)}; ratio to the "
         f"plain run {user_suite.spread(ratios, '{:.2f}x')} (goal <= 2x; "
         f"{sum(1 for r in ratios if r > 2)} over)"
     )
+    near = [r["seconds"] / r["adjacent_plain"] for r in runs if r.get("adjacent_plain")]
+    if near:
+        line += (
+            f"; to the plain run before each {user_suite.spread(near, '{:.2f}x')} "
+            f"({sum(1 for r in near if r > 2)} over)"
+        )
+    return line
 
 
 def inconclusive_line(gated: list[dict[str, Any]], slow_label: str | None) -> str:
@@ -355,7 +368,11 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         module = root / args.slow_bench.split("::", 1)[0]
         module.write_text(slow_down(module.read_text(), args.slow_bench, args.fraction))
         git(root, "commit", "-q", "-am", f"Slow {args.slow_bench} down by {args.fraction:.0%}")
+        beside = None
+        if args.adjacent_plain:
+            beside = run(root, [*common, "--benchmark-compare=0001"], cache)["seconds"]
         result = run(root, [*gate, "--benchmark-compare=0001"], cache)
+        result["adjacent_plain"] = beside
         confirmation = root / "reports/latest/confirmation"
         result["pairs"] = slowed_pairs(confirmation, args.slow_bench)
         result["slower_pairs"] = slower_pairs(confirmation)
@@ -382,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=default_data_dir(),
         help="dataset cache, shared by every run (default: perfsuite's, %(default)s)",
+    )
+    parser.add_argument(
+        "--adjacent-plain",
+        action="store_true",
+        help="a plain run of the slowed commit just before each slowed run",
     )
     parser.add_argument("--keep", type=Path, help="work in this new folder and keep it")
     parser.add_argument("--out", type=Path, default=Path("gate_check.json"))
