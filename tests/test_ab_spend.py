@@ -113,6 +113,27 @@ def test_past_the_seconds_only_the_nearest_goes_on_and_only_once() -> None:
     assert row.verdict is Verdict.INCONCLUSIVE
 
 
+def test_no_grace_once_a_regression_is_confirmed_it_fails_the_ab_whatever_the_rest() -> None:
+    # alone, an unchanged suspect open at 3 pairs takes the grace to its next look
+    alone = Sessions({"b.py::aa": 0.0}, OFFSETS)
+    (row,) = confirm_in_fresh_pairs(
+        alone, ["b.py::aa"], 12, ALPHA_CONFIRM, 1.0, Clock(alone, 10.0)
+    ).confirmed.rows
+    assert alone.asked == [["b.py::aa"]] * 6
+    assert row.bounded
+    # beside a +50% suspect confirmed at 3 pairs, the A/B fails whatever it reads: no grace
+    effects = {"b.py::aa": 0.0, "b.py::clear": math.log(1.5)}
+    sessions = Sessions(effects, OFFSETS)
+    found = confirm_in_fresh_pairs(
+        sessions, list(effects), 12, ALPHA_CONFIRM, 1.0, Clock(sessions, 10.0)
+    ).confirmed
+    assert sessions.asked == [list(effects)] * 3
+    rows = {row.nodeid: row for row in found.rows}
+    assert rows["b.py::clear"].verdict is Verdict.SLOWER
+    assert rows["b.py::aa"].verdict is Verdict.INCONCLUSIVE
+    assert not rows["b.py::aa"].bounded
+
+
 def test_a_pace_counts_each_benchs_alternation_and_warm_up_apart_from_the_pair() -> None:
     run = BenchRun("b.py::x", 0.05, seconds=4.0)
     run.warmup = {"A": [0.5, 0.5], "B": [1.0]}

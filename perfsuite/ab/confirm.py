@@ -331,7 +331,8 @@ def confirm_in_fresh_pairs(
                 n: _next_look(plan, len(own[n])) - len(own[n]) for n in going if n not in at_look
             }
             left = None if seconds is None else seconds - elapsed
-            on, grace = going_on(list(at_look.values()), between, pace, left, graced is not None)
+            no_grace = graced is not None or any(kept[n].regressed for n in kept if n not in going)
+            on, grace = going_on(list(at_look.values()), between, pace, left, no_grace)
             graced = on[0] if grace else graced
             going = [n for n in going if n not in at_look or n in on]
     rows = [kept[n] for n in own if n in kept]

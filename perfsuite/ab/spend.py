@@ -10,9 +10,9 @@ pairs of processes that follow measure the nearest suspects that the seconds lef
 to their next look together, at the pace so far (:class:`Pace`: each pair's start-up and
 teardown, each suspect's alternation); the others end at the look they had. When the
 seconds left take no suspect there, the nearest one still goes on, alone, to its next
-look, if that look could decide it (:func:`near`): once per confirmation, so a bench
-file's confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and only
-where that look is where the decision is.
+look, if that look could decide it (:func:`near`) and no regression fails the A/B yet:
+once per confirmation, so a file's confirmation outlasts ``--confirm-seconds`` by at
+most one bench's look, and only where that look is where the decision is.
 """
 
 from __future__ import annotations
@@ -134,7 +134,6 @@ def first_look(
     each other while the first look's pairs of processes over the ones taken (the first
     with the ``checks`` too) and the next look's over the suspect read most surely slower
     keep within ``seconds`` at ``pace``; ``plan``: the looks' pairs (``looks``)."""
-
     ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, 0.0)), reverse=True)
     then = (plan[1] - plan[0]) * pace.pair(ranked[:1]) if len(plan) > 1 else 0.0
 
@@ -175,13 +174,13 @@ def going_on(
     going: Mapping[str, int],
     pace: Pace,
     left: float | None,
-    graced: bool,
+    no_grace: bool,
 ) -> tuple[list[str], bool]:
     """Which of ``suspects`` (at a look, still open) the next pairs measure, and whether
     the grace is taken (see the module doc). ``going``: the suspects between looks,
     which go on whatever, with the pairs each still needs to its next look; ``left``:
-    the seconds left (None: no bound, every suspect goes on); ``graced``: whether the
-    grace was taken before.
+    the seconds left (None: no bound, every suspect goes on); ``no_grace``: whether the
+    grace is off (taken before, or a regression decided: the A/B fails whatever else).
     """
     if left is None:
         return [s.nodeid for s in suspects], False
@@ -193,7 +192,7 @@ def going_on(
         if pairs * pace.pair([*going, *(s.nodeid for s in trial)]) > left:
             break
         chosen = trial
-    if chosen or going or graced or not ranked:
+    if chosen or going or no_grace or not ranked:
         return [s.nodeid for s in chosen], False
     top = ranked[0]
     return ([top.nodeid], True) if near(top) >= 1 else ([], False)
