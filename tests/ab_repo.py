@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -186,6 +187,36 @@ class Result:
     code: int
     out: str
     err: str
+
+
+def table_rows(out: str) -> dict[str, tuple[str, int]]:
+    """bench -> (verdict cell, pairs) from perfsuite ab's table: the benches measured on
+    both sides."""
+    found = {}
+    for line in out.splitlines():
+        match = re.match(r"(\S+::\S+) +(.+?) +[+-]\d+\.\d%.*?/s [+-]\d+\.\d% +(\d+)\b", line)
+        if match:
+            found[match.group(1)] = (match.group(2), int(match.group(3)))
+    return found
+
+
+def passed_unless_too_noisy(result: Result) -> list[str]:
+    """Asserts perfsuite ab's rule for equal work, and returns the benches too noisy:
+    never `slower`; exit 0 with `no regression:` unless a bench measured on both sides
+    is too noisy to have caught twice its threshold, and then exit 3, `UNDECIDED`,
+    naming each such bench. Which of the two a loaded machine gives is its noise's."""
+    table = table_rows(result.out)
+    assert table, result.out + result.err
+    assert not any(verdict.startswith("SLOWER") for verdict, _ in table.values()), result.out
+    noisy = [nodeid for nodeid, (verdict, _) in table.items() if verdict.startswith("TOO NOISY")]
+    assert result.code == (3 if noisy else 0), result.out + result.err
+    if noisy:
+        said = result.out.rpartition("perfsuite ab: UNDECIDED: ")[2].splitlines()[0]
+        assert said.startswith(f"{len(noisy)} bench(es) too noisy"), result.out
+        assert all(nodeid in said for nodeid in noisy), result.out
+    else:
+        assert "perfsuite ab: no regression: " in result.out
+    return noisy
 
 
 #: a generous time budget, so the pair counts (not a loaded machine's clock) end each bench

@@ -7,7 +7,15 @@ import re
 from pathlib import Path
 
 from perfsuite.ab.revisions import WorktreeCache
-from tests.ab_repo import SIDE_ARGS, SMALL, make_repo, processes_with, read_log
+from tests.ab_repo import (
+    SIDE_ARGS,
+    SMALL,
+    make_repo,
+    passed_unless_too_noisy,
+    processes_with,
+    read_log,
+    table_rows,
+)
 
 LOOPS = 300_000
 #: half the work a call (~8 ms), where the verdict is no `same`: a 3x slowdown, a risen counter
@@ -109,9 +117,7 @@ def test_unchanged_passes_and_cached_worktrees_are_reused_then_cleaned(tmp_path:
     # shared machine (see the README's A/B figures); this test is about the exit status
     # and the worktree cache, not about the statistics' power.
     result = repo.ab(base, head, *SMALL, *SAME, "--confirm", "0", "--threshold", "0.3", *SIDE_ARGS)
-    assert result.code == 0, result.out + result.err
-    assert "SLOWER" not in result.out
-    assert "no regression" in result.out
+    passed_unless_too_noisy(result)
     cache = WorktreeCache(repo.root.resolve(), repo.cache / "perfsuite" / "ab")
     assert sorted(Path(p).name for p in repo.worktrees()) == sorted([base, head])
     (cache.path(base) / "stray.txt").write_text("left by a run")
@@ -160,12 +166,11 @@ def test_a_named_file_on_one_side_only_is_a_row_not_a_fault(tmp_path: Path) -> N
     result = repo.ab(
         base, "HEAD", *SMALL, *SAME, "--threshold", "0.3", "--confirm", "0", "--", *named
     )
-    assert result.code in (0, 3), result.out + result.err  # 3: a busy machine left both undecided
+    # judged on both sides: a verdict or a bound, whichever a busy machine leaves
+    passed_unless_too_noisy(result)
+    judged = ["benches/bench_work.py::test_work[one]", "benches/bench_work.py::test_work[two]"]
+    assert sorted(table_rows(result.out)) == judged
     assert re.search(r"bench_new.py::test_new +added \(candidate only\)", result.out)
-    # judged on both sides: a verdict or a bound, whichever a busy machine leaves (not
-    # `slower`: the exit status above)
-    judged = r"bench_work.py::test_work\[one\] +(same|inconclusive|faster|no regression above)"
-    assert re.search(judged, result.out), result.out
 
 
 def test_pytest_args_are_taken_from_the_folder_it_was_started_in(tmp_path: Path) -> None:
@@ -186,6 +191,6 @@ def test_pytest_args_are_taken_from_the_folder_it_was_started_in(tmp_path: Path)
         "-q",
     ]
     result = repo.ab(base, *args, cwd=repo.root / "benches")
-    assert result.code == 0, result.out + result.err
-    assert "bench_work.py::test_work[one]" in result.out
+    passed_unless_too_noisy(result)
+    assert list(table_rows(result.out)) == ["benches/bench_work.py::test_work[one]"]
     assert "test_work[two]" not in result.out
