@@ -213,7 +213,7 @@ def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() 
 
 def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:
     agree = BenchRun("b.py::x", 0.05, a_blocks=[[1.0]] * 5, b_blocks=[[1.1], [1.09], [1.11]] * 2)
-    b_blocks = [[1.6], [1.05], [1.5], [1.1]]  # scattered about +30%, the fastest +5%
+    b_blocks = [[1.6], [1.06], [1.5], [1.1]]  # scattered about +30%, the fastest +6%
     scatter = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 4, b_blocks=b_blocks)
     assert surely_slower(agree) > surely_slower(scatter) > 0
     faster = BenchRun("b.py::z", 0.05, a_blocks=[[1.0]] * 3, b_blocks=[[0.9], [0.91], [0.89]])
@@ -226,8 +226,8 @@ def test_a_first_pair_reads_no_more_surely_slower_than_its_benchs_spread_across_
     fastest = math.log(1.09 / 1.0)  # the sides' fastest rounds
     assert surely_slower(agree, 0.5) == pytest.approx(fastest / 0.5)  # processes scatter
     assert surely_slower(agree, 1e-6) == surely_slower(agree)  # the rounds' t is less sure
-    # rounds that agree on +5%, in a bench whose unchanged runs agree, rank above
-    tight = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.05], [1.04], [1.06]] * 2)
+    # rounds that agree on +7%, in a bench whose unchanged runs agree, rank above
+    tight = BenchRun("b.py::y", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.07], [1.06], [1.08]] * 2)
     assert surely_slower(tight, 0.02) > surely_slower(agree, 0.5)
     assert surely_slower(tight) < surely_slower(agree)  # without the spread, it ranked below
 
@@ -280,5 +280,33 @@ def test_a_first_pair_ranks_by_its_sides_fastest_rounds_not_their_mean() -> None
         b_blocks=[[0.180], [0.132], [0.169], [0.139], [0.159]],
     )
     assert sum(slowed.ratios) < 0 < sum(unchanged.ratios)
-    assert surely_slower(slowed, 0.067) > surely_slower(unchanged, 0.06) > 0
-    assert surely_slower(slowed) > surely_slower(unchanged)
+    # the unchanged bench's fastest rounds read +3.1%, within its 5%: never above 0
+    assert surely_slower(slowed, 0.067) > 0 == surely_slower(unchanged, 0.06)
+    assert surely_slower(slowed) > 0 == surely_slower(unchanged)
+    assert surely_slower(replace(unchanged, threshold=0.01), 0.06) > 0
+
+
+def test_a_first_pair_within_the_threshold_ranks_below_one_beyond_it_however_tight() -> None:
+    """A gated run's first pair (five one-call rounds a side): an unchanged bench whose
+    rounds agree on +1.2% ranked above the slowed bench (+11.5% by its fastest rounds,
+    one disturbed round scattering the rest), and the first look measured it alone; it
+    could never be `slower`, which needs a change beyond the threshold."""
+    tight = BenchRun(
+        "b.py::tight",
+        0.05,
+        a_blocks=[[1.0], [1.001], [1.0], [1.002], [1.0]],
+        b_blocks=[[1.012], [1.013], [1.011], [1.014], [1.012]],
+    )
+    slowed = BenchRun(
+        "b.py::slowed",
+        0.05,
+        a_blocks=[[1.0], [1.01], [1.0], [1.02], [1.0]],
+        b_blocks=[[1.122], [1.9], [1.13], [1.15], [1.115]],
+    )
+    assert surely_slower(replace(tight, threshold=0.0)) > surely_slower(slowed) > 0
+    assert surely_slower(slowed) > 0 == surely_slower(tight)
+    pace = Pace([5.0], {"b.py::tight": [10.0], "b.py::slowed": [10.0]})
+    reads = {"b.py::tight": surely_slower(tight), "b.py::slowed": surely_slower(slowed)}
+    # 3 pairs of processes fit one of them: the one that could be confirmed slower
+    chosen = first_look(["b.py::tight", "b.py::slowed"], [], reads, pace, 50.0, [3])
+    assert chosen == ["b.py::slowed"]

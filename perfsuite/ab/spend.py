@@ -92,12 +92,11 @@ def slower_by(result: PairedResult) -> float:
 
 
 def surely_slower(run: BenchRun, spread: float | None = None) -> float:
-    """How surely one pair of processes read ``run`` slower: the log-ratio of its sides'
-    fastest rounds (noise only adds time; one disturbed round moves a few blocks' mean)
-    over the standard error of its paired log-ratios, the metric's slower way (0 with
-    fewer than two pairs of blocks, or none that differ), and never more than that over
-    ``spread``, the bench's spread across unchanged runs (``--spread``): a bench whose
-    rounds or processes scatter reads less surely slower than one whose agree."""
+    """How surely one pair of processes read ``run`` slower, the metric's slower way: the
+    log-ratio of its sides' fastest rounds (noise only adds time) over the standard error
+    of its paired log-ratios (0 without two pairs of blocks that differ), never more than
+    that log-ratio over ``spread``, the bench's spread across unchanged runs
+    (``--spread``), and at most 0 where it is within the threshold (`slower` needs more)."""
     ratios = run.ratios
     scatter = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
     if scatter == 0:
@@ -105,7 +104,9 @@ def surely_slower(run: BenchRun, spread: float | None = None) -> float:
     fastest = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
     fastest = -fastest if run.result is not None and run.result.higher_is_better else fastest
     t = fastest / (scatter / math.sqrt(len(ratios)))
-    return t if spread is None else min(t, fastest / spread)
+    t = t if spread is None else min(t, fastest / spread)
+    within = fastest <= math.log1p(run.threshold)
+    return min(t, 0.0) if within else t
 
 
 def first_reads(found: Verdicts, spreads: Mapping[str, float]) -> tuple[dict[str, float], set[str]]:
@@ -127,13 +128,12 @@ def first_look(
     plan: Sequence[int],
     always: Collection[str] = (),
 ) -> list[str]:
-    """Which of ``suspects`` a file's first look measures, in their order: every suspect
-    in ``always`` (for its CPU or peak memory, or read ``slower``: :func:`first_reads`);
-    then the others by how surely their ``first`` pair read them slower
-    (:func:`surely_slower`; a suspect without one last), the first ranked whatever and
-    each other while the first look's pairs of processes over the ones taken (the first
-    with the ``checks`` too) and the next look's over the suspect read most surely slower
-    keep within ``seconds`` at ``pace``; ``plan``: the looks' pairs (``looks``)."""
+    """Which of ``suspects`` a file's first look measures, in their order: those in
+    ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`), then
+    the others by how surely their ``first`` pair read them slower (:func:`surely_slower`;
+    unread last), the first of them whatever and each other while the first look's pairs
+    over those taken (the first pair with the ``checks`` too) and the next look's over the
+    one read most surely slower keep within ``seconds`` at ``pace``; ``plan``: the looks."""
     ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, 0.0)), reverse=True)
     then = (plan[1] - plan[0]) * pace.pair(ranked[:1]) if len(plan) > 1 else 0.0
 
