@@ -7,16 +7,21 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import mstats
+from scipy.stats import t as student_t
 
 from perfsuite.verdict.futility import (
     FUTILITY_MARGIN,
     futile,
     sign_half_width,
+    t_futile,
+    t_half_width,
     t_margin,
     t_narrowing,
 )
 from perfsuite.verdict.paired import PAIRED_ALPHA, Budget, Sequential, judge, judge_processes
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.trimmed import spread_share
 from tests.test_ab_paired import LOOK_ALPHA
 
 
@@ -109,8 +114,14 @@ def test_projection_follows_the_interval_of_more_pairs() -> None:
     assert small.ci is not None
     assert large.ci is not None
     ratio = np.diff(np.log1p(large.ci))[0] / np.diff(np.log1p(small.ci))[0]
-    spread = np.std(est, ddof=1) / np.std(est[:3], ddof=1)
+    # the spread as a normal population's standard deviation: 12 estimates are trimmed,
+    # and their winsorized spread reads narrower than a plain one by spread_share(12)
+    winsorized = np.std(mstats.winsorize(np.array(est), limits=(0.2, 0.2)), ddof=1)
+    spread = winsorized / spread_share(12) / np.std(est[:3], ddof=1)
     assert ratio == pytest.approx(t_narrowing(3, 12, PAIRED_ALPHA) * spread, rel=0.01)
+    # on estimates near normal the trimmed interval is a little wider than the t interval
+    t_half = student_t.ppf(1 - PAIRED_ALPHA / 2, 11) * np.std(est, ddof=1) / math.sqrt(12)
+    assert 1.0 < np.diff(np.log1p(large.ci))[0] / 2 / t_half < 1.4
 
 
 def test_one_wild_pair_does_not_make_a_first_look_futile() -> None:
@@ -140,3 +151,22 @@ def test_a_confirmation_margin_follows_how_well_the_spread_is_known() -> None:
     7 pairs on, ``FUTILITY_MARGIN`` is the smaller."""
     assert t_margin(3) == pytest.approx(math.sqrt(2 / 4.60517), rel=1e-4)
     assert t_margin(3) < t_margin(6) < FUTILITY_MARGIN == t_margin(7) == t_margin(12)
+
+
+def test_pairs_that_mostly_read_a_change_are_not_futile_before_any_is_trimmed() -> None:
+    """Three fresh pairs of a +12% slowdown, one off as a whole (-42%): their mean and
+    spread make the first look futile, but two of three read it beyond the threshold,
+    so it goes on; once the estimates are trimmed (5 or more) the plain rule holds."""
+    wild = [-0.42, 0.17, 0.24]
+    result = judge_processes([[math.log1p(e)] for e in wild], 0.05, 0.05 / 3)
+    assert futile(result, t_half_width(result, 3, 12), t_margin(3), bounding=True)
+    assert not t_futile(result, wild, 12)
+    # the median within the threshold: the plain rule, futile
+    calm = [-0.42, 0.02, 0.24]
+    result = judge_processes([[math.log1p(e)] for e in calm], 0.05, 0.05 / 3)
+    assert t_futile(result, calm, 12)
+    # trimmed estimates: the plain rule too, however the median reads
+    six = [-0.6, 0.5, -0.5, 0.6, 0.08, 0.09]
+    result = judge_processes([[math.log1p(e)] for e in six], 0.05, 0.05 / 3)
+    assert futile(result, t_half_width(result, 6, 8), t_margin(6), bounding=True)
+    assert t_futile(result, six, 8)

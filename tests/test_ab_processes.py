@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from perfsuite.ab.confirm import CONFIRM_ALPHA, Suspects
 from perfsuite.ab.outcome import BenchRun
@@ -54,6 +55,30 @@ def test_process_offsets_that_fool_one_pair_do_not_fool_the_pooled_verdict() -> 
     assert judge(sessions[0], 0.05, PAIRED_ALPHA).verdict is Verdict.SLOWER
     # ... across the pairs it is what it is: spread, not a change.
     assert judge_processes(sessions, 0.05).verdict is Verdict.INCONCLUSIVE
+
+
+def test_one_pair_off_as_a_whole_does_not_sway_a_verdict_of_six() -> None:
+    """A +12% slowdown in six pairs of processes, one of them off as a whole (-42%):
+    its mean and t interval hold 0; the trimmed mean cuts it and calls it slower."""
+    sessions = _sessions([0.0, 0.01, -0.01, 0.005, -0.005], math.log(1.12), pairs=6)
+    sessions.insert(2, list(np.full(6, math.log(0.58))))
+    estimates = [float(np.median(s)) for s in sessions]
+    mean = float(np.mean(estimates))
+    half = student_t.ppf(1 - 0.05 / 2, 5) * np.std(estimates, ddof=1) / math.sqrt(6)
+    assert mean - half < 0 < mean + half
+    result = judge_processes(sessions, 0.05, 0.05)
+    assert result.verdict is Verdict.SLOWER
+    assert result.change == pytest.approx(0.12, abs=0.01)
+
+
+def test_fewer_than_five_pairs_of_processes_take_the_t_interval_of_their_mean() -> None:
+    estimates = [0.1, 0.02, 0.2, -0.05]
+    result = judge_processes([[e] for e in estimates], 0.05, 0.05)
+    half = student_t.ppf(1 - 0.05 / 2, 3) * np.std(estimates, ddof=1) / 2
+    assert result.change == pytest.approx(math.expm1(np.mean(estimates)))
+    assert result.ci == pytest.approx(
+        (math.expm1(np.mean(estimates) - half), math.expm1(np.mean(estimates) + half))
+    )
 
 
 def test_one_pair_of_processes_gives_no_interval() -> None:

@@ -43,10 +43,10 @@ budget goes to the suspects still open. One whose estimate is beyond the thresho
 on: it is where a decision is closest.
 
 A look also stops a suspect that the pairs still to come could neither decide nor bound
-under twice its threshold (:func:`perfsuite.verdict.futility.futile`, ``bounding``): its
-t interval projected to the pairs of processes left (up to the last look, or as many as
-``--confirm-seconds`` leaves time for at the pace so far) and narrowed by
-:func:`~perfsuite.verdict.futility.t_margin`. It ends ``inconclusive`` there,
+under twice its threshold (:func:`perfsuite.verdict.futility.t_futile`): its t interval
+projected to the pairs of processes left (up to the last look, or as many as
+``--confirm-seconds`` leaves time for at the pace so far), unless most of its pairs
+read it beyond the threshold before any is trimmed. It ends ``inconclusive`` there,
 ``futile``; stopping without a verdict adds no false alarm.
 
 ``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
@@ -69,7 +69,7 @@ from perfsuite.ab.report import LEFT_OUT
 from perfsuite.ab.rows import Row, suspicious
 from perfsuite.ab.spend import Open, Pace, first_look, first_reads, going_on, slower_by
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.futility import futile, reachable, t_half_width, t_margin
+from perfsuite.verdict.futility import reachable, t_futile
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.table import pct
@@ -136,7 +136,7 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     n = len(run.sessions)
     if can_have <= n:
         return False  # the budget's own rule ends it
-    if not futile(run.result, t_half_width(run.result, n, can_have), t_margin(n), bounding=True):
+    if not t_futile(run.result, run.sessions, can_have):
         return False
     run.result = replace(run.result, futile=True)
     return True

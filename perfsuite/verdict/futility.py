@@ -22,6 +22,7 @@ import numpy as np
 
 from perfsuite.verdict.signtest import sign_rank
 from perfsuite.verdict.stats import BOUND_FACTOR
+from perfsuite.verdict.trimmed import interval_factor, kept
 
 
 class Estimate(Protocol):
@@ -176,19 +177,19 @@ def sign_half_width(log_ratios: Sequence[float], alpha: float, pairs: int) -> fl
 
 
 def t_narrowing(n: int, reachable: int, alpha: float) -> float:
-    """How a ``1 - alpha`` t interval of ``n`` estimates scales at ``reachable``: the
-    fall of Student's quantile (fewer degrees of freedom lost) times ``sqrt(n /
-    reachable)``, the spread taken as it is (1 when no more can be had).
+    """How a ``1 - alpha`` t interval of the trimmed mean of ``n`` estimates
+    (:func:`perfsuite.verdict.trimmed.trimmed_interval`) scales at ``reachable``, the
+    spread taken as it is: the ratio of their
+    :func:`~perfsuite.verdict.trimmed.interval_factor` (Student's quantile falls as
+    fewer degrees of freedom are lost, the standard error as about ``sqrt(n /
+    reachable)``); 1 when no more can be had.
 
-    >>> round(t_narrowing(3, 12, 0.01 / 3), 2)
-    0.11
+    >>> round(t_narrowing(3, 12, 0.01 / 3), 2), round(t_narrowing(3, 4, 0.05), 2)
+    (0.13, 0.64)
     """
-    from scipy.stats import t as student_t
-
     if n < 2 or reachable <= n:
         return 1.0
-    quantile = student_t.ppf(1 - alpha / 2, [n - 1, reachable - 1])
-    return float(quantile[1] / quantile[0]) * math.sqrt(n / reachable)
+    return interval_factor(reachable, alpha) / interval_factor(n, alpha)
 
 
 def t_half_width(result: Estimate, n: int, reachable: int) -> float:
@@ -201,12 +202,34 @@ def t_half_width(result: Estimate, n: int, reachable: int) -> float:
     >>> ci = (-0.5, 1.0)
     >>> three = PairedResult(Verdict.INCONCLUSIVE, 0.0, ci, pairs=3, threshold=0.05, alpha=0.01)
     >>> round(t_half_width(three, 3, 3), 3), round(t_half_width(three, 3, 12), 3)
-    (0.693, 0.108)
+    (0.693, 0.129)
     """
     if result.ci is None:
         return math.inf
     half = (math.log1p(result.ci[1]) - math.log1p(result.ci[0])) / 2
     return half * t_narrowing(n, reachable, result.alpha)
+
+
+def t_futile(result: Estimate, estimates: Sequence[float], reachable: int) -> bool:
+    """:func:`futile`, ``bounding``, for ``result``, a t interval of ``estimates`` (one
+    relative change per pair of processes), projected to ``reachable`` of them
+    (:func:`t_half_width`) and narrowed by :func:`t_margin`.
+
+    Never while none of the estimates is trimmed and their median lies beyond the
+    threshold: one pair off as a whole then sets the mean and the spread that the
+    projection scales, and most of the pairs say the bench moved, so it earns the look
+    whose trimmed mean no longer follows that pair.
+
+    >>> from perfsuite.verdict.paired import judge_processes
+    >>> pairs = [-0.42, 0.17, 0.24]
+    >>> result = judge_processes([[math.log1p(e)] for e in pairs], 0.05, 0.05 / 3)
+    >>> t_futile(result, pairs, 12), t_futile(result, [0.01, 0.0, -0.02], 12)
+    (False, True)
+    """
+    n = len(estimates)
+    if kept(n) == n and abs(float(np.median(estimates))) > result.threshold:
+        return False
+    return futile(result, t_half_width(result, n, reachable), t_margin(n), bounding=True)
 
 
 def t_margin(n: int) -> float:

@@ -72,6 +72,7 @@ from perfsuite.verdict.futility import futile, reachable, seconds_leave, sign_ha
 from perfsuite.verdict.signtest import look_level, median_interval, sign_test_p
 from perfsuite.verdict.stats import Verdict, within_bound
 from perfsuite.verdict.table import bound_text
+from perfsuite.verdict.trimmed import trimmed_interval
 
 #: family-wise two-sided error rate of the interval over all looks at one bench
 PAIRED_ALPHA = 0.01
@@ -351,29 +352,23 @@ def judge_processes(
     Two processes running identical code can differ by a stable offset that
     alternating blocks inside them cannot cancel, so the unit of evidence is the pair
     of processes: each gives one estimate, the median of its paired log-ratios, and
-    the interval is Student's t interval (``n - 1`` degrees of freedom) of the mean of
-    those estimates, whose spread includes the process offsets. The rules are
+    the interval is the t interval of those estimates' trimmed mean
+    (:func:`perfsuite.verdict.trimmed.trimmed_interval`: their mean and Student's t
+    interval below 5 pairs), whose spread includes the process offsets. The rules are
     :func:`judge`'s, on ``exp(mean) - 1`` and that interval; ``pairs`` counts every
     pair of blocks.
 
     >>> judge_processes([[0.2, 0.21], [0.19, 0.2], [0.2, 0.22], [0.21, 0.2]], 0.05).verdict
     <Verdict.SLOWER: 'slower'>
     """
-    from scipy.stats import t as student_t
-
     if not threshold > 0:
         raise ValueError(f"threshold must be positive, got {threshold}")
-    estimates = np.asarray([float(np.median(r)) for r in session_ratios if len(r)], dtype=float)
-    if estimates.size == 0:
+    estimates = [float(np.median(r)) for r in session_ratios if len(r)]
+    if not estimates:
         raise ValueError("no pairs to judge")
     pairs = sum(len(r) for r in session_ratios)
-    mean = float(estimates.mean())
-    ci: tuple[float, float] | None = None
-    if estimates.size >= 2:
-        half = float(student_t.ppf(1 - alpha / 2, estimates.size - 1)) * float(
-            estimates.std(ddof=1) / math.sqrt(estimates.size)
-        )
-        ci = (math.expm1(mean - half), math.expm1(mean + half))
+    mean, half = trimmed_interval(estimates, alpha)
+    ci = None if half is None else (math.expm1(mean - half), math.expm1(mean + half))
     change = math.expm1(mean)
     verdict = _rule(change, ci, threshold, higher_is_better)
     return PairedResult(verdict, change, ci, pairs, threshold, alpha, higher_is_better)
