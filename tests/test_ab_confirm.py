@@ -115,22 +115,22 @@ def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
     assert row.run is not None
     assert row.run.result is not None
     assert row.run.result.futile
-    # +10% with offsets of +-10%: 6 pairs in all could not decide it, but two of its
+    # +10% with offsets of +-12%: 6 pairs in all could not decide it, but two of its
     # first three read it beyond the threshold, so it is not stopped before trimming
-    scattered = Sessions({"b.py::pil": math.log(1.1)}, [0.1, -0.1, 0.0, 0.08, -0.08, 0.02])
+    scattered = Sessions({"b.py::pil": math.log(1.1)}, [0.12, -0.12, 0.0, 0.1, -0.1, 0.02])
     (row,) = confirm_in_fresh_pairs(scattered, ["b.py::pil"], 6, ALPHA_CONFIRM).confirmed.rows
     assert (scattered.calls, row.verdict) == (6, Verdict.INCONCLUSIVE)
     assert row.run is not None
     assert row.run.result is not None
     assert not row.run.result.futile
     # the same pairs in another order, two within the threshold first: futile
-    middle = Sessions({"b.py::pil": math.log(1.1)}, [-0.1, -0.08, 0.1, 0.08, 0.0, 0.02])
+    middle = Sessions({"b.py::pil": math.log(1.1)}, [-0.12, -0.1, 0.12, 0.1, 0.0, 0.02])
     (row,) = confirm_in_fresh_pairs(middle, ["b.py::pil"], 6, ALPHA_CONFIRM).confirmed.rows
     assert (middle.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
 
 
 def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:
-    offsets = [0.05, -0.01, 0.02, 0.0, 0.04, -0.02]  # unchanged, pairs of processes +-3%
+    offsets = [0.06, -0.01, 0.02, 0.0, 0.05, -0.02]  # unchanged, pairs of processes +-3%
     unbounded = Sessions({"b.py::aa": 0.0}, offsets)
     (row,) = confirm_in_fresh_pairs(unbounded, ["b.py::aa"], 12, ALPHA_CONFIRM).confirmed.rows
     # 6 pairs bound it under twice the threshold, its estimate within it: settled there
@@ -273,7 +273,7 @@ def _within_45_s(sessions: Sessions) -> Row:
 
 
 def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
-    offsets = [0.1, -0.1, 0.0, 0.08, -0.08, 0.02]  # would need all 12 pairs
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]  # would need all 12 pairs
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
     # 10 s a pair for the first look, then 50 s; 120 s allowed: at 30 s the 90 s left
     # take it to its next look at the pace so far, but the 5th pair ends at 130 s
@@ -296,7 +296,7 @@ def test_spent_seconds_take_the_look_due_on_the_pairs_so_far() -> None:
 
 
 def test_the_first_look_is_always_taken_and_a_decided_suspect_stops_early() -> None:
-    offsets = [0.1, -0.1, 0.0, 0.08, -0.08, 0.02]
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02]
     sessions = Sessions({"b.py::pil": math.log(1.1)}, offsets)
     confirm_in_fresh_pairs(sessions, ["b.py::pil"], 12, ALPHA_CONFIRM, 1.0, Clock(sessions, 10.0))
     assert sessions.calls == 3  # spent long before, yet the first look's 3 pairs run

@@ -217,8 +217,8 @@ def t_futile(result: Estimate, estimates: Sequence[float], reachable: int) -> bo
 
     Never while none of the estimates is trimmed and their median lies beyond the
     threshold: one pair off as a whole then sets the mean and the spread that the
-    projection scales, and most of the pairs say the bench moved, so it earns the look
-    whose trimmed mean no longer follows that pair.
+    projection scales, and most of the pairs say the bench moved, so it earns more
+    pairs, and with 8 of them a trimmed mean that no longer follows that pair.
 
     >>> from perfsuite.verdict.paired import judge_processes
     >>> pairs = [-0.42, 0.17, 0.24]

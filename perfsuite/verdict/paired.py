@@ -354,7 +354,7 @@ def judge_processes(
     of processes: each gives one estimate, the median of its paired log-ratios, and
     the interval is the t interval of those estimates' trimmed mean
     (:func:`perfsuite.verdict.trimmed.trimmed_interval`: their mean and Student's t
-    interval below 5 pairs), whose spread includes the process offsets. The rules are
+    interval below 8 pairs), whose spread includes the process offsets. The rules are
     :func:`judge`'s, on ``exp(mean) - 1`` and that interval; ``pairs`` counts every
     pair of blocks.
 

@@ -95,7 +95,7 @@ def main() -> None:
     for effect in (math.log(1.10), 0.0):
         for sd in (0.03, 0.045, 0.07):
             for wild in (0.0, 0.02, 0.05):
-                for cap in (8, 12):
+                for cap in (6, 8, 12):
                     lines = [
                         case(effect, sd, wild, cap, p, args.draws, args.seed) for p in (True, False)
                     ]
