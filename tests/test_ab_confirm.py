@@ -127,6 +127,9 @@ def test_a_suspect_the_pairs_left_could_not_decide_stops_at_a_look() -> None:
     middle = Sessions({"b.py::pil": math.log(1.1)}, [-0.12, -0.1, 0.12, 0.1, 0.0, 0.02])
     (row,) = confirm_in_fresh_pairs(middle, ["b.py::pil"], 6, ALPHA_CONFIRM).confirmed.rows
     assert (middle.calls, row.verdict) == (3, Verdict.INCONCLUSIVE)
+    assert row.run is not None
+    assert row.run.result is not None
+    assert row.run.result.futile
 
 
 def test_futility_counts_the_pairs_the_confirm_seconds_leave_time_for() -> None:

@@ -170,3 +170,13 @@ def test_pairs_that_mostly_read_a_change_are_not_futile_before_any_is_trimmed() 
     result = judge_processes([[math.log1p(e)] for e in eight], 0.05, 0.05 / 3)
     assert futile(result, t_half_width(result, 8, 10), t_margin(8), bounding=True)
     assert t_futile(result, eight, 10)
+
+
+def test_seven_untrimmed_pairs_that_mostly_read_a_change_go_on_whatever_is_left() -> None:
+    """Seven pairs are not trimmed yet: a median beyond the threshold keeps them open
+    even where the pairs left cannot bring them to 8 (they may decide it untrimmed)."""
+    seven = [-0.6, 0.5, -0.5, 0.6, 0.08, 0.09, 0.07]
+    result = judge_processes([[math.log1p(e)] for e in seven], 0.05, 0.05 / 3)
+    assert futile(result, t_half_width(result, 7, 8), t_margin(7), bounding=True)
+    assert not t_futile(result, seven, 8)
+    assert not t_futile(result, seven[:6], 7)

@@ -71,6 +71,19 @@ def test_one_pair_off_as_a_whole_does_not_sway_a_verdict_of_eight() -> None:
     assert result.change == pytest.approx(0.12, abs=0.01)
 
 
+def test_evenly_scattered_pairs_cost_the_trimmed_mean_power() -> None:
+    """The price of trimming: +10% with pairs at +-12% in turn (two layouts of memory
+    and between) is slower by the mean's t interval of 12, not by the trimmed one's."""
+    offsets = [0.12, -0.12, 0.0, 0.1, -0.1, 0.02] * 2
+    estimates = [math.log(1.1) + o for o in offsets]
+    half = student_t.ppf(1 - 0.05 / 3 / 2, 11) * np.std(estimates, ddof=1) / math.sqrt(12)
+    assert np.mean(estimates) - half > 0
+    result = judge_processes([[e] for e in estimates], 0.05, 0.05 / 3)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.ci is not None
+    assert result.ci[0] < 0 < result.ci[1]
+
+
 def test_fewer_than_eight_pairs_of_processes_take_the_t_interval_of_their_mean() -> None:
     estimates = [0.1, 0.02, 0.2, -0.05, 0.6, -0.3, 0.04]
     result = judge_processes([[e] for e in estimates], 0.05, 0.05)

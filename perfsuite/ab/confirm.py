@@ -43,9 +43,9 @@ budget goes to the suspects still open. One whose estimate is beyond the thresho
 on: it is where a decision is closest.
 
 A look also stops a suspect that the pairs still to come could neither decide nor bound
-under twice its threshold (:func:`perfsuite.verdict.futility.t_futile`): its t interval
-projected to the pairs of processes left (up to the last look, or as many as
-``--confirm-seconds`` leaves time for at the pace so far), unless most of its pairs
+under twice its threshold (:func:`perfsuite.verdict.futility.t_futile`: its t interval
+projected to the pairs left, up to the last look or as many as ``--confirm-seconds``
+leaves time for at the pace so far, and narrowed by a margin), unless most of its pairs
 read it beyond the threshold before any is trimmed. It ends ``inconclusive`` there,
 ``futile``; stopping without a verdict adds no false alarm.
 

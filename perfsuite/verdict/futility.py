@@ -182,7 +182,9 @@ def t_narrowing(n: int, reachable: int, alpha: float) -> float:
     spread taken as it is: the ratio of their
     :func:`~perfsuite.verdict.trimmed.interval_factor` (Student's quantile falls as
     fewer degrees of freedom are lost, the standard error as about ``sqrt(n /
-    reachable)``); 1 when no more can be had.
+    reachable)``); 1 when no more can be had. Where :func:`~perfsuite.verdict.trimmed.kept`
+    falls (8 keep 6 of 8; 10 keep 6 of 10 where 9 keep 7) it can exceed 1 or fall back:
+    a trimmed interval of more estimates is not always narrower.
 
     >>> round(t_narrowing(3, 12, 0.01 / 3), 2), round(t_narrowing(3, 4, 0.05), 2)
     (0.13, 0.64)
@@ -218,7 +220,10 @@ def t_futile(result: Estimate, estimates: Sequence[float], reachable: int) -> bo
     Never while none of the estimates is trimmed and their median lies beyond the
     threshold: one pair off as a whole then sets the mean and the spread that the
     projection scales, and most of the pairs say the bench moved, so it earns more
-    pairs, and with 8 of them a trimmed mean that no longer follows that pair.
+    pairs: each one makes that pair's share of the mean smaller, and from 8 of them a
+    trimmed mean no longer follows it. It holds whatever ``reachable`` is, as the
+    pairs still to come may decide it untrimmed; the seconds it may spend are
+    :mod:`perfsuite.ab.spend`'s to give, which ranks it by the plain projection.
 
     >>> from perfsuite.verdict.paired import judge_processes
     >>> pairs = [-0.42, 0.17, 0.24]

@@ -355,7 +355,7 @@ def judge_processes(
     the interval is the t interval of those estimates' trimmed mean
     (:func:`perfsuite.verdict.trimmed.trimmed_interval`: their mean and Student's t
     interval below 8 pairs), whose spread includes the process offsets. The rules are
-    :func:`judge`'s, on ``exp(mean) - 1`` and that interval; ``pairs`` counts every
+    :func:`judge`'s, on ``exp(trimmed mean) - 1`` and that interval; ``pairs`` counts every
     pair of blocks.
 
     >>> judge_processes([[0.2, 0.21], [0.19, 0.2], [0.2, 0.22], [0.21, 0.2]], 0.05).verdict

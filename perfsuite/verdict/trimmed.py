@@ -10,11 +10,17 @@ of them then neither calls the change nor rules it out.
 So from ``TRIM_FROM`` estimates on, their mean is trimmed: ``TRIM`` of them, rounded
 down, are cut from each end (one of 8 or 9, two of 10 to 14), and the interval is
 Yuen's: the winsorized standard deviation (the cut estimates replaced by the nearest
-kept ones) over the kept count, with Student's t on one less degree of freedom than
-the estimates kept. Below that it is the mean and Student's t interval: a look's small
-error rate (``CONFIRM_ALPHA / 3``, two-sided) puts t on 3 degrees of freedom 40% above t
-on 5, so trimming 6 estimates to 4 would cost a clean slowdown more than a wild pair
-does (``tools/validation/trim_power.py``).
+kept ones) times ``sqrt((n - 1) / (h * (h - 1)))`` for ``h`` kept, with Student's t on
+``h - 1`` degrees of freedom. Below that it is the mean and Student's t interval: at a
+look's small error rate (a leaning suspect's two-sided interval at ``2 *
+CONFIRM_ALPHA / 3``, an undecided one's at ``PAIRED_ALPHA / 3``) t on 3 degrees of
+freedom is 28-63% above t on 5, so trimming 6 estimates to 4 would cost a clean
+slowdown more than a wild pair does (``tools/validation/trim_power.py``).
+
+A trimmed spread is not a plain one: where the estimates scatter evenly (two layouts
+of memory, each as likely) winsorizing narrows it less than on normal estimates, and
+the interval is wider than the mean's (+10% with pairs at +-12% in turn is ``slower``
+in 12 pairs by the mean, ``inconclusive`` by the trimmed mean).
 """
 
 from __future__ import annotations
