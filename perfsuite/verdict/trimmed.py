@@ -112,10 +112,10 @@ def trimmed_interval(estimates: Sequence[float], alpha: float) -> tuple[float, f
     """
     from scipy.stats import t as student_t
 
-    values = np.asarray(estimates, dtype=float)
-    ordered, cut = winsorized(values.copy())
-    mean = float(np.sort(values)[cut : values.size - cut].mean())
-    if values.size < 2:
+    ordered, cut = winsorized(np.asarray(estimates, dtype=float))
+    n = ordered.size
+    mean = float(ordered[cut : n - cut].mean())  # winsorizing leaves the kept ones as they are
+    if n < 2:
         return mean, None
-    spread = float(ordered.std(ddof=1)) * standard_error_factor(values.size)
-    return mean, float(student_t.ppf(1 - alpha / 2, kept(values.size) - 1)) * spread
+    spread = float(ordered.std(ddof=1)) * standard_error_factor(n)
+    return mean, float(student_t.ppf(1 - alpha / 2, kept(n) - 1)) * spread
