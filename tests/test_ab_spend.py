@@ -263,21 +263,20 @@ def test_a_benchs_set_up_in_its_pair_is_its_own_not_the_pairs_overhead() -> None
     assert pace.pair(["b.py::first"]) == 9.0
 
 
+def _one_call_rounds(nodeid: str, a: list[float], b: list[float]) -> BenchRun:
+    """A first pair of one-call rounds a side (a compile bench's in a gated run), 5% threshold."""
+    return BenchRun(nodeid, 0.05, a_blocks=[[x] for x in a], b_blocks=[[x] for x in b])
+
+
 def test_a_first_pair_ranks_by_its_sides_fastest_rounds_not_their_mean() -> None:
     """Five one-call rounds a side (a compile bench's first pair in a gated run): two of
     A's were disturbed, so the paired log-ratios' mean (-0.048) read the slowed bench
     faster, and it ranked 11th of 12; its sides' fastest rounds read it 8.2% slower."""
-    slowed = BenchRun(
-        "b.py::slowed",
-        0.05,
-        a_blocks=[[0.085], [0.068], [0.095], [0.064], [0.061]],
-        b_blocks=[[0.074], [0.069], [0.074], [0.068], [0.066]],
+    slowed = _one_call_rounds(
+        "b.py::slowed", [0.085, 0.068, 0.095, 0.064, 0.061], [0.074, 0.069, 0.074, 0.068, 0.066]
     )
-    unchanged = BenchRun(
-        "b.py::unchanged",
-        0.05,
-        a_blocks=[[0.148], [0.138], [0.132], [0.138], [0.128]],
-        b_blocks=[[0.180], [0.132], [0.169], [0.139], [0.159]],
+    unchanged = _one_call_rounds(
+        "b.py::unchanged", [0.148, 0.138, 0.132, 0.138, 0.128], [0.180, 0.132, 0.169, 0.139, 0.159]
     )
     assert sum(slowed.ratios) < 0 < sum(unchanged.ratios)
     # the unchanged bench's fastest rounds read +3.1%, within its 5%: never above 0
@@ -291,17 +290,11 @@ def test_a_first_pair_within_the_threshold_ranks_below_one_beyond_it_however_tig
     rounds agree on +1.2% ranked above the slowed bench (+11.5% by its fastest rounds,
     one disturbed round scattering the rest), and the first look measured it alone; it
     could never be `slower`, which needs a change beyond the threshold."""
-    tight = BenchRun(
-        "b.py::tight",
-        0.05,
-        a_blocks=[[1.0], [1.001], [1.0], [1.002], [1.0]],
-        b_blocks=[[1.012], [1.013], [1.011], [1.014], [1.012]],
+    tight = _one_call_rounds(
+        "b.py::tight", [1.0, 1.001, 1.0, 1.002, 1.0], [1.012, 1.013, 1.011, 1.014, 1.012]
     )
-    slowed = BenchRun(
-        "b.py::slowed",
-        0.05,
-        a_blocks=[[1.0], [1.01], [1.0], [1.02], [1.0]],
-        b_blocks=[[1.122], [1.9], [1.13], [1.15], [1.115]],
+    slowed = _one_call_rounds(
+        "b.py::slowed", [1.0, 1.01, 1.0, 1.02, 1.0], [1.122, 1.9, 1.13, 1.15, 1.115]
     )
     assert surely_slower(replace(tight, threshold=0.0)) > surely_slower(slowed) > 0
     assert surely_slower(slowed) > 0 == surely_slower(tight)
