@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -151,7 +152,8 @@ def _read(change: float) -> PairedResult:
 
 def test_the_first_look_takes_the_suspects_read_slowest_that_the_seconds_fit() -> None:
     effects = {"b.py::aa": 0.0, "b.py::bb": 0.0, "b.py::slow": math.log(1.12)}
-    reads = {"b.py::aa": 0.5, "b.py::bb": -1.0, "b.py::slow": 6.0}  # how surely slower
+    surely = {"b.py::aa": 0.5, "b.py::bb": -1.0, "b.py::slow": 6.0}  # how surely slower
+    reads = {nodeid: (read, read) for nodeid, read in surely.items()}  # by both statistics
     # the first pair's pace: 5 s a pair, 10 s a bench; 60 s take 3 pairs of one bench
     pace = Pace([5.0], {n: [10.0] for n in effects})
     sessions = Timed(effects, 10.0, 5.0)
@@ -207,8 +209,9 @@ def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() 
     reads, slower = first_reads(Verdicts(rows, [], 1), {"b.py::slow": 0.5})
     assert slower == {"b.py::slow"}
     assert set(reads) == {"b.py::slow", "b.py::fast", "b.py::open"}
-    assert reads["b.py::slow"] == surely_slower(rows[0].run, 0.5)  # type: ignore[arg-type]
-    assert reads["b.py::open"] == surely_slower(rows[2].run)  # type: ignore[arg-type]
+    assert reads["b.py::slow"][0] == surely_slower(rows[0].run, 0.5)  # type: ignore[arg-type]
+    assert reads["b.py::open"][0] == surely_slower(rows[2].run)  # type: ignore[arg-type]
+    assert reads["b.py::slow"][1] == surely_slower(rows[0].run, 0.5, False)  # type: ignore[arg-type]
 
 
 def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:
@@ -299,7 +302,34 @@ def test_a_first_pair_within_the_threshold_ranks_below_one_beyond_it_however_tig
     assert surely_slower(replace(tight, threshold=0.0)) > surely_slower(slowed) > 0
     assert surely_slower(slowed) > 0 == surely_slower(tight)
     pace = Pace([5.0], {"b.py::tight": [10.0], "b.py::slowed": [10.0]})
-    reads = {"b.py::tight": surely_slower(tight), "b.py::slowed": surely_slower(slowed)}
+    reads = {
+        "b.py::tight": (surely_slower(tight), 0.0),
+        "b.py::slowed": (surely_slower(slowed), 0.0),
+    }
     # 3 pairs of processes fit one of them: the one that could be confirmed slower
     chosen = first_look(["b.py::tight", "b.py::slowed"], [], reads, pace, 50.0, [3])
     assert chosen == ["b.py::slowed"]
+
+
+def test_the_first_look_also_takes_the_suspect_read_most_surely_slower_by_its_estimate() -> None:
+    """A gated run's first pair (five one-call rounds a side): one fast round of B put the
+    slowed bench's fastest rounds within its threshold (+2.5%) while its estimate read
+    +16%; a bench whose fastest A round was fast read +8.4% by the fastest rounds and +3%
+    by its estimate. The seconds fit one suspect; the first look takes both."""
+    slowed = _one_call_rounds(
+        "b.py::slowed", [0.080, 0.081, 0.079, 0.080, 0.082], [0.095, 0.094, 0.081, 0.096, 0.095]
+    )
+    other = _one_call_rounds(
+        "b.py::other", [0.095, 0.101, 0.100, 0.102, 0.100], [0.104, 0.104, 0.103, 0.104, 0.103]
+    )
+    for run in (slowed, other):
+        run.result = _read(math.expm1(statistics.median(run.ratios)))
+    reads, _ = first_reads(Verdicts([Row(r.nodeid, r) for r in (slowed, other)], [], 1), {})
+    assert reads["b.py::slowed"][0] <= 0 < reads["b.py::other"][0]  # by the fastest rounds
+    assert reads["b.py::other"][1] <= 0 < reads["b.py::slowed"][1]  # by the estimate
+    ids = ["b.py::other", "b.py::slowed"]
+    pace = Pace([5.0], {n: [10.0] for n in ids})
+    assert first_look(ids, [], reads, pace, 50.0, [3, 6]) == ids
+    # where no estimate reads beyond its threshold, the seconds take the first ranked alone
+    plain = {n: (read[0], min(read[1], 0.0)) for n, read in reads.items()}
+    assert first_look(ids, [], plain, pace, 50.0, [3, 6]) == ["b.py::other"]

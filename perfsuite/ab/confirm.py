@@ -16,12 +16,9 @@ fresh pairs of processes follow one plan:
 - Every suspect is judged across its own fresh pairs only, never the pair that made it
   one: chosen for looking slow, it is never pooled in.
 
-One pair of processes costs a start-up (a framework import, the datasets, the warm-up)
-and a teardown, so the confirmation looks at the evidence after 3, 6, 12, ... pairs
-(doubling, the last look at ``--confirm N``) and stops a bench at the first look whose
-interval is decisive: slower, faster or same. A clear regression stops after 3 pairs;
-one whose pairs of processes scatter (a single-threaded bench whose speed follows its
-memory layout) goes on to 12.
+A pair of processes costs a start-up and a teardown, so the evidence is looked at after
+3, 6, 12, ... pairs (doubling, the last look at ``--confirm N``: :func:`looks`), and a
+bench stops at the first look whose interval is decisive: slower, faster or same.
 
 A suspect that only leans (slower or faster, or beyond the threshold) is judged at
 ``CONFIRM_ALPHA``: a false alarm needs the first stage to have erred that way too. An
@@ -31,30 +28,25 @@ out, which on a noisy machine is most benches) is judged at the first stage's
 in the direction the first estimate leaned, except for an undecided suspect taken
 whichever way it points (:attr:`Suspects.alphas`).
 
-The false-alarm rate holds under this early stopping by Bonferroni's rule: each of
-the ``k`` looks is judged at ``alpha / k``, so the chance that any look errs is at
-most ``alpha`` whatever the dependence between looks. It costs some power at the last
-look against a single look at ``alpha``, which the extra pairs more than repay.
+Each of the ``k`` looks is judged at ``alpha / k`` (Bonferroni's rule), so under this
+early stopping the chance that any look errs is at most ``alpha``, whatever the
+dependence between looks.
 
 A look also keeps a suspect whose interval rules out a regression of twice its
 threshold (:attr:`perfsuite.ab.rows.Row.bounded`) and whose estimate is within the
-threshold: it passes as it stands, saying its bound, and no `slower` is near, so the
-budget goes to the suspects still open. One whose estimate is beyond the threshold goes
-on: it is where a decision is closest.
+threshold: it passes, saying its bound. One whose estimate is beyond it goes on.
 
-A look also stops a suspect that the pairs still to come could neither decide nor bound
-under twice its threshold (:func:`perfsuite.verdict.futility.t_futile`: its t interval
-projected to the pairs left, up to the last look or as many as ``--confirm-seconds``
-leaves time for at the pace so far, and narrowed by a margin), unless most of its pairs
-read it beyond the threshold before any is trimmed. It ends ``inconclusive`` there,
-``futile``; stopping without a verdict adds no false alarm.
+A look also stops a suspect that the pairs still to come (up to the last look, or as
+many as ``--confirm-seconds`` leaves time for) could neither decide nor bound under
+twice its threshold (:func:`perfsuite.verdict.futility.t_futile`), unless most of its
+pairs read it beyond the threshold before any is trimmed. It ends ``inconclusive``,
+``futile``: stopping without a verdict adds no false alarm.
 
-``--confirm-seconds`` bounds the time a bench file's confirmation spends, counted
-from its first fresh pair of processes: :mod:`perfsuite.ab.spend` says which suspects
-its pairs measure. A suspect it leaves out keeps its first pair's row, saying so; one
-it ends takes the look due then, on the pairs so far, as the last one. Each is still
-one of the planned looks, judged at the same ``alpha / k``, so the bound costs power
-only (a suspect left undecided stays ``inconclusive``), never false alarms.
+``--confirm-seconds`` bounds a bench file's confirmation, counted from its first fresh
+pair of processes: :mod:`perfsuite.ab.spend` says which suspects its pairs measure. One
+it leaves out keeps its first pair's row, saying so; one it ends takes the look due
+then, on the pairs so far, as its last. Each look keeps its ``alpha / k``, so the bound
+costs power (a suspect left undecided stays ``inconclusive``), never false alarms.
 """
 
 from __future__ import annotations
@@ -131,11 +123,8 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     """Whether ``row``'s suspect could not be decided in ``can_have`` pairs of processes
     in all; if so, its result is marked ``futile``."""
     run = row.run
-    if run is None or run.result is None:
-        return False
-    n = len(run.sessions)
-    if can_have <= n:
-        return False  # the budget's own rule ends it
+    if run is None or run.result is None or can_have <= len(run.sessions):
+        return False  # at ``can_have`` pairs, the budget's own rule ends it
     if not t_futile(run.result, run.sessions, can_have):
         return False
     run.result = replace(run.result, futile=True)
@@ -243,7 +232,7 @@ def confirm_in_fresh_pairs(
     cpu: Collection[str] = (),
     checks: Sequence[str] = (),
     promote: Callable[[dict[str, PairedResult]], Suspects] | None = None,
-    first: tuple[Pace, Mapping[str, float], Collection[str]] | None = None,
+    first: tuple[Pace, Mapping[str, tuple[float, float]], Collection[str]] | None = None,
 ) -> FollowUp:
     """One bench file's fresh pairs of processes: its checks and its suspects.
 

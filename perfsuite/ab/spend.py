@@ -2,17 +2,18 @@
 
 Before the first look, the file's first pair of processes sets the pace
 (:meth:`Pace.of_first_pair`) and ranks the suspects (:func:`first_look`): the first look
-measures those that fit the seconds beside the first ranked's next look, at least one; the
-rest are not measured again. After a look, each suspect still open is ranked by how near
-its next look would come to deciding it (:func:`perfsuite.verdict.futility.closeness` of
-its t interval projected there by :func:`~perfsuite.verdict.futility.t_half_width`). The
-pairs of processes that follow measure the nearest suspects that the seconds left can take
-to their next look together, at the pace so far (:class:`Pace`: each pair's start-up and
-teardown, each suspect's alternation); the others end at the look they had. When the
-seconds left take no suspect there, the nearest one still goes on, alone, to its next
-look, if that look could decide it (:func:`near`) and no regression fails the A/B yet:
-once per confirmation, so a file's confirmation outlasts ``--confirm-seconds`` by at
-most one bench's look, and only where that look is where the decision is.
+measures those that fit the seconds beside the first ranked's next look, and the first by
+each of two statistics whatever; the rest are not measured again. After a look, each
+suspect still open is ranked by how near its next look would come to deciding it
+(:func:`perfsuite.verdict.futility.closeness` of its t interval projected there by
+:func:`~perfsuite.verdict.futility.t_half_width`). The pairs of processes that follow
+measure the nearest suspects that the seconds left can take to their next look together,
+at the pace so far (:class:`Pace`: each pair's start-up and teardown, each suspect's
+alternation); the others end at the look they had. When the seconds left take no suspect
+there, the nearest one still goes on, alone, to its next look, if that look could decide
+it (:func:`near`) and no regression fails the A/B yet: once per confirmation, so a file's
+confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and only where
+that look is where the decision is.
 """
 
 from __future__ import annotations
@@ -91,38 +92,44 @@ def slower_by(result: PairedResult) -> float:
     return -result.change if result.higher_is_better else result.change
 
 
-def surely_slower(run: BenchRun, spread: float | None = None) -> float:
+def surely_slower(run: BenchRun, spread: float | None = None, fastest: bool = True) -> float:
     """How surely one pair of processes read ``run`` slower, the metric's slower way: the
-    log-ratio of its sides' fastest rounds (noise only adds time) over the standard error
-    of its paired log-ratios (0 without two pairs of blocks that differ), never more than
-    that log-ratio over ``spread``, the bench's spread across unchanged runs
-    (``--spread``), and at most 0 where it is within the threshold (`slower` needs more)."""
+    log-ratio of its sides' fastest rounds (noise only adds time; ``fastest`` False: its
+    median paired log-ratio) over the standard error of its paired log-ratios (0 without
+    two that differ), never more than that log-ratio over ``spread`` (``--spread``: the
+    bench's spread across unchanged runs), and at most 0 within the threshold."""
     ratios = run.ratios
     scatter = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
     if scatter == 0:
         return 0.0
-    fastest = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
-    fastest = -fastest if run.result is not None and run.result.higher_is_better else fastest
-    t = fastest / (scatter / math.sqrt(len(ratios)))
-    t = t if spread is None else min(t, fastest / spread)
-    within = fastest <= math.log1p(run.threshold)
+    moved = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
+    moved = moved if fastest or run.result is None else math.log1p(run.result.change)
+    moved = -moved if run.result is not None and run.result.higher_is_better else moved
+    t = moved / (scatter / math.sqrt(len(ratios)))
+    t = t if spread is None else min(t, moved / spread)
+    within = moved <= math.log1p(run.threshold)
     return min(t, 0.0) if within else t
 
 
-def first_reads(found: Verdicts, spreads: Mapping[str, float]) -> tuple[dict[str, float], set[str]]:
+def first_reads(
+    found: Verdicts, spreads: Mapping[str, float]
+) -> tuple[dict[str, tuple[float, float]], set[str]]:
     """How surely a file's first pair of processes read each bench of ``found`` slower
-    (:func:`surely_slower`, against its ``spreads``), and the benches it read
-    ``slower``: a regression, which no verdict rests on one pair of processes for."""
-    measured = [(row.nodeid, row.run) for row in found.rows if row.run and row.run.result]
-    reads = {nodeid: surely_slower(run, spreads.get(nodeid)) for nodeid, run in measured}
-    slower = {n for n, run in measured if run.result and run.result.verdict is Verdict.SLOWER}
+    (:func:`surely_slower`, against its ``spreads``: by the fastest rounds, and by the
+    estimate), and the benches it read ``slower``: a regression, which no verdict rests
+    on one pair of processes for."""
+    measured = [
+        (r.nodeid, r.run, spreads.get(r.nodeid)) for r in found.rows if r.run and r.run.result
+    ]
+    reads = {n: (surely_slower(r, s), surely_slower(r, s, False)) for n, r, s in measured}
+    slower = {n for n, r, _ in measured if r.result and r.result.verdict is Verdict.SLOWER}
     return reads, slower
 
 
 def first_look(
     suspects: Sequence[str],
     checks: Sequence[str],
-    first: Mapping[str, float],
+    first: Mapping[str, tuple[float, float]],
     pace: Pace,
     seconds: float,
     plan: Sequence[int],
@@ -130,11 +137,15 @@ def first_look(
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: those in
     ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`), then
-    the others by how surely their ``first`` pair read them slower (:func:`surely_slower`;
-    unread last), the first of them whatever and each other while the first look's pairs
+    the others by how surely their ``first`` pair read them slower by the fastest rounds
+    (unread last), the first of them whatever, and so the one read most surely slower by
+    its estimate where that is beyond its threshold (five rounds a side leave either
+    statistic open to one disturbed round), and each other while the first look's pairs
     over those taken (the first pair with the ``checks`` too) and the next look's over the
-    one read most surely slower keep within ``seconds`` at ``pace``; ``plan``: the looks."""
-    ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, 0.0)), reverse=True)
+    one ranked first keep within ``seconds`` at ``pace``; ``plan``: the looks."""
+    ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, (0, 0))[0]), reverse=True)
+    top = max(suspects, key=lambda n: first.get(n, (0, 0))[1], default="")
+    hedge = top if first.get(top, (0, 0))[1] > 0 else None
     then = (plan[1] - plan[0]) * pace.pair(ranked[:1]) if len(plan) > 1 else 0.0
 
     def cost(ids: list[str]) -> float:
@@ -142,7 +153,7 @@ def first_look(
 
     chosen = [nodeid for nodeid in suspects if nodeid in always]
     for i, nodeid in enumerate(n for n in ranked if n not in always):
-        if i == 0 or cost([*chosen, nodeid]) <= seconds:
+        if i == 0 or nodeid == hedge or cost([*chosen, nodeid]) <= seconds:
             chosen.append(nodeid)
     return [nodeid for nodeid in suspects if nodeid in chosen]
 
