@@ -124,7 +124,7 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
     in all; if so, its result is marked ``futile``."""
     run = row.run
     if run is None or run.result is None or can_have <= len(run.sessions):
-        return False  # at ``can_have`` pairs, the budget's own rule ends it
+        return False  # nothing to judge, or at ``can_have`` the budget's own rule ends it
     if not t_futile(run.result, run.sessions, can_have):
         return False
     run.result = replace(run.result, futile=True)
@@ -250,9 +250,9 @@ def confirm_in_fresh_pairs(
     ``memory`` (:attr:`Suspects.memory`) is kept at its first look, or as soon as a pair
     reads its peak as not risen; one in ``cpu`` (:attr:`Suspects.cpu`) before its last
     look only once its CPU per call is decisive too. ``first``: the pace of the file's
-    first pair of processes, how surely it read each suspect slower, and the suspects it
-    read ``slower``; with ``seconds``, the first look measures only the suspects
-    :func:`perfsuite.ab.spend.first_look` takes.
+    first pair of processes, how surely it read each suspect slower (two ways:
+    :func:`perfsuite.ab.spend.first_reads`), and the suspects it read ``slower``; with
+    ``seconds``, the first look measures only the suspects ``first_look`` takes.
     """
     plan = looks(most)
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)

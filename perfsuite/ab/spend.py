@@ -2,9 +2,10 @@
 
 Before the first look, the file's first pair of processes sets the pace
 (:meth:`Pace.of_first_pair`) and ranks the suspects (:func:`first_look`): the first look
-measures those that fit the seconds beside the first ranked's next look, and the first by
-each of two statistics whatever; the rest are not measured again. After a look, each
-suspect still open is ranked by how near its next look would come to deciding it
+measures those that fit the seconds beside the first ranked's next look, the first ranked
+whatever, and so the first by the pair's estimate where that reads it beyond its
+threshold; the rest are not measured again. After a look, each suspect still open is
+ranked by how near its next look would come to deciding it
 (:func:`perfsuite.verdict.futility.closeness` of its t interval projected there by
 :func:`~perfsuite.verdict.futility.t_half_width`). The pairs of processes that follow
 measure the nearest suspects that the seconds left can take to their next look together,
@@ -12,8 +13,8 @@ at the pace so far (:class:`Pace`: each pair's start-up and teardown, each suspe
 alternation); the others end at the look they had. When the seconds left take no suspect
 there, the nearest one still goes on, alone, to its next look, if that look could decide
 it (:func:`near`) and no regression fails the A/B yet: once per confirmation, so a file's
-confirmation outlasts ``--confirm-seconds`` by at most one bench's look, and only where
-that look is where the decision is.
+confirmation outlasts ``--confirm-seconds`` by at most the first look's suspects taken
+whatever and one bench's look, that one only where the decision is.
 """
 
 from __future__ import annotations
@@ -136,13 +137,12 @@ def first_look(
     always: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: those in
-    ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`), then
-    the others by how surely their ``first`` pair read them slower by the fastest rounds
-    (unread last), the first of them whatever, and so the one read most surely slower by
-    its estimate where that is beyond its threshold (five rounds a side leave either
-    statistic open to one disturbed round), and each other while the first look's pairs
-    over those taken (the first pair with the ``checks`` too) and the next look's over the
-    one ranked first keep within ``seconds`` at ``pace``; ``plan``: the looks."""
+    ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`),
+    then the others ranked by how surely their ``first`` pair read them slower by the
+    fastest rounds (unread last): the first, and the one of all read most surely slower
+    by its estimate where that is beyond its threshold, whatever; each other while the
+    first look's pairs over those taken so far (the first pair with the ``checks`` too)
+    and the next look's over the first keep within ``seconds`` at ``pace`` (looks: ``plan``)."""
     ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, (0, 0))[0]), reverse=True)
     top = max(suspects, key=lambda n: first.get(n, (0, 0))[1], default="")
     hedge = top if first.get(top, (0, 0))[1] > 0 else None
