@@ -24,10 +24,13 @@ made before are reused; otherwise the plain run includes making them):
    even as an unconfirmed ``SLOWER?`` row, and reset the clone to the commit before
    the slowdown. Goal: caught in every run, each within 2x. Each slowed run also keeps
    what the gate's A/B measured in each pair of processes of the slowed bench and of
-   every bench it read slower, and the A/B's output. With ``--adjacent-plain``, a plain
-   run of the slowed commit (``--benchmark-compare=0001``, no gate, no autosave) comes
-   just before each slowed run, and the slowed run's ratio is also taken to it: a
-   machine whose speed drifts over an hour moves a ratio to the first plain run alone.
+   every bench it read slower, and the A/B's output; with ``--keep``, its A/B's whole
+   report folder too (``slowed-N-confirmation``: each bench's pairs of processes, the
+   rounds of one not measured again being its first pair's). With ``--adjacent-plain``,
+   a plain run of the slowed commit (``--benchmark-compare=0001``, no gate, no
+   autosave) comes just before each slowed run, and the slowed run's ratio is also
+   taken to it: a machine whose speed drifts over an hour moves a ratio to the first
+   plain run alone.
 
 It prints the date, machine and perfsuite commit, each run, and the spread (min /
 median / max) of the gated runs' seconds and ratios, and writes every run to ``--out``
@@ -377,6 +380,8 @@ def measure(args: argparse.Namespace, work: Path, document: dict[str, Any]) -> N
         result["pairs"] = slowed_pairs(confirmation, args.slow_bench)
         result["slower_pairs"] = slower_pairs(confirmation)
         result["ab_output"] = ab_output(confirmation)
+        if args.keep is not None and confirmation.is_dir():
+            shutil.copytree(confirmation, work / f"slowed-{i}-confirmation")
         git(root, "reset", "-q", "--hard", measured)
         result["named"] = named(result)
         result["failed_naming_only_it"] = result["code"] == 1 and result["named"] == [label]
