@@ -103,8 +103,8 @@ def surely_slower(run: BenchRun, spread: float | None = None, fastest: bool = Tr
     scatter = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
     if scatter == 0:
         return 0.0
-    moved = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
-    moved = moved if fastest or run.result is None else math.log1p(run.result.change)
+    fast = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
+    moved = fast if fastest else statistics.median(ratios)  # the first pair's estimate
     moved = -moved if run.result is not None and run.result.higher_is_better else moved
     t = moved / (scatter / math.sqrt(len(ratios)))
     t = t if spread is None else min(t, moved / spread)
