@@ -333,3 +333,33 @@ def test_the_first_look_also_takes_the_suspect_read_most_surely_slower_by_its_es
     # where no estimate reads beyond its threshold, the seconds take the first ranked alone
     plain = {n: (read[0], min(read[1], 0.0)) for n, read in reads.items()}
     assert first_look(ids, [], plain, pace, 50.0, [3, 6]) == ["b.py::other"]
+
+
+def test_one_disturbed_round_does_not_rank_a_slowed_first_pair_below_a_steadier_one() -> None:
+    """Five one-call rounds a side: one disturbed round of B (+67%) beside four that read
+    the slowed bench +10% to +13%. Their standard deviation would put it below an
+    unchanged bench whose rounds read +7% to +12%; their median absolute deviation
+    ranks it first."""
+    slowed = _one_call_rounds(
+        "b.py::slowed", [0.100, 0.101, 0.100, 0.102, 0.100], [0.112, 0.113, 0.111, 0.200, 0.114]
+    )
+    other = _one_call_rounds("b.py::other", [1.0] * 5, [1.07, 1.10, 1.08, 1.12, 1.09])
+
+    def by_stdev(run: BenchRun) -> float:
+        fast = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
+        return fast / (statistics.stdev(run.ratios) / math.sqrt(len(run.ratios)))
+
+    assert by_stdev(other) > by_stdev(slowed) > 0
+    assert surely_slower(slowed) > surely_slower(other) > 0
+    assert surely_slower(slowed, None, False) > surely_slower(other, None, False) > 0
+
+
+def test_the_estimates_pick_is_among_the_suspects_not_taken_whatever() -> None:
+    """A suspect taken for its peak memory read most surely slower by its estimate; the
+    estimate's pick is then the next, so the first look still takes two by time."""
+    ids = ["b.py::memory", "b.py::other", "b.py::slowed"]
+    reads = {"b.py::memory": (0.5, 9.0), "b.py::other": (3.0, 0.0), "b.py::slowed": (1.0, 2.0)}
+    pace = Pace([5.0], {n: [10.0] for n in ids})
+    assert first_look(ids, [], reads, pace, 10.0, [3, 6], {"b.py::memory"}) == ids
+    no_estimate = {n: (read[0], 0.0) for n, read in reads.items()}
+    assert first_look(ids, [], no_estimate, pace, 10.0, [3, 6], {"b.py::memory"}) == ids[:2]

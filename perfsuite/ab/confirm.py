@@ -132,10 +132,9 @@ def _stop_if_futile(row: Row, can_have: int) -> bool:
 
 
 def _calm(runs: Sequence[Verdicts], nodeid: str) -> bool:
-    """Whether some pair of processes in ``runs`` read ``nodeid``'s peak as not risen: a
-    peak rose only if it rose in every pair
-    (:attr:`perfsuite.verdict.cost.MemoryChange.rose`), so no further pair could
-    confirm it."""
+    """Whether a pair of processes in ``runs`` read ``nodeid``'s peak as not risen, so no
+    further pair could confirm it (a peak rose only where it rose in every pair:
+    :attr:`perfsuite.verdict.cost.MemoryChange.rose`)."""
     return any(
         row.nodeid == nodeid and row.run and row.run.memory and not row.run.memory.rose
         for run in runs

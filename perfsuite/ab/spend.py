@@ -1,20 +1,18 @@
 """Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
 
 Before the first look, the file's first pair of processes sets the pace
-(:meth:`Pace.of_first_pair`) and ranks the suspects (:func:`first_look`): the first look
-measures those that fit the seconds beside the first ranked's next look, the first ranked
-whatever, and so the first by the pair's estimate where that reads it beyond its
-threshold; the rest are not measured again. After a look, each suspect still open is
-ranked by how near its next look would come to deciding it
+(:meth:`Pace.of_first_pair`) and picks the suspects it measures (:func:`first_look`);
+the rest are not measured again. After a look, each suspect still open is ranked by how
+near its next look would come to deciding it
 (:func:`perfsuite.verdict.futility.closeness` of its t interval projected there by
 :func:`~perfsuite.verdict.futility.t_half_width`). The pairs of processes that follow
 measure the nearest suspects that the seconds left can take to their next look together,
 at the pace so far (:class:`Pace`: each pair's start-up and teardown, each suspect's
 alternation); the others end at the look they had. When the seconds left take no suspect
 there, the nearest one still goes on, alone, to its next look, if that look could decide
-it (:func:`near`) and no regression fails the A/B yet: once per confirmation, so a file's
-confirmation outlasts ``--confirm-seconds`` by at most the first look's suspects taken
-whatever and one bench's look, that one only where the decision is.
+it (:func:`near`) and no regression fails the A/B yet: once per confirmation, so a
+file's confirmation outlasts ``--confirm-seconds`` by at most the first look's suspects
+taken whatever and one bench's look, that one only where the decision is.
 """
 
 from __future__ import annotations
@@ -96,11 +94,14 @@ def slower_by(result: PairedResult) -> float:
 def surely_slower(run: BenchRun, spread: float | None = None, fastest: bool = True) -> float:
     """How surely one pair of processes read ``run`` slower, the metric's slower way: the
     log-ratio of its sides' fastest rounds (noise only adds time; ``fastest`` False: its
-    median paired log-ratio) over the standard error of its paired log-ratios (0 without
-    two that differ), never more than that log-ratio over ``spread`` (``--spread``: the
-    bench's spread across unchanged runs), and at most 0 within the threshold."""
+    median paired log-ratio) over the standard error of its paired log-ratios, robust to
+    a disturbed round (their median absolute deviation; 0 without two that differ), at
+    most that log-ratio over ``spread`` (``--spread``: the bench's spread across unchanged
+    runs), and at most 0 within the threshold."""
+    from scipy.stats import median_abs_deviation
+
     ratios = run.ratios
-    scatter = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+    scatter = float(median_abs_deviation(ratios, scale="normal")) if len(ratios) > 1 else 0.0
     if scatter == 0:
         return 0.0
     fast = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
@@ -137,14 +138,15 @@ def first_look(
     always: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: those in
-    ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`),
-    then the others ranked by how surely their ``first`` pair read them slower by the
-    fastest rounds (unread last): the first, and the one of all read most surely slower
-    by its estimate where that is beyond its threshold, whatever; each other while the
+    ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`);
+    of the others, ranked by how surely their ``first`` pair read them slower by the
+    fastest rounds (unread last), the first and the one read most surely slower by its
+    estimate where that is beyond its threshold, whatever, and each other while the
     first look's pairs over those taken so far (the first pair with the ``checks`` too)
     and the next look's over the first keep within ``seconds`` at ``pace`` (looks: ``plan``)."""
     ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, (0, 0))[0]), reverse=True)
-    top = max(suspects, key=lambda n: first.get(n, (0, 0))[1], default="")
+    others = [n for n in ranked if n not in always]
+    top = max(others, key=lambda n: first.get(n, (0, 0))[1], default="")
     hedge = top if first.get(top, (0, 0))[1] > 0 else None
     then = (plan[1] - plan[0]) * pace.pair(ranked[:1]) if len(plan) > 1 else 0.0
 
@@ -152,7 +154,7 @@ def first_look(
         return pace.pair([*checks, *ids]) + (plan[0] - 1) * pace.pair(ids) + then
 
     chosen = [nodeid for nodeid in suspects if nodeid in always]
-    for i, nodeid in enumerate(n for n in ranked if n not in always):
+    for i, nodeid in enumerate(others):
         if i == 0 or nodeid == hedge or cost([*chosen, nodeid]) <= seconds:
             chosen.append(nodeid)
     return [nodeid for nodeid in suspects if nodeid in chosen]
@@ -191,8 +193,7 @@ def going_on(
     the grace is taken (see the module doc). ``going``: the suspects between looks,
     which go on whatever, with the pairs each still needs to its next look; ``left``:
     the seconds left (None: no bound, every suspect goes on); ``no_grace``: whether the
-    grace is off (taken before, or a regression decided: the A/B fails whatever else).
-    """
+    grace is off (taken before, or a regression decided: the A/B fails whatever)."""
     if left is None:
         return [s.nodeid for s in suspects], False
     ranked = nearest_first(suspects)
