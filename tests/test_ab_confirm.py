@@ -25,7 +25,7 @@ from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row, against
 from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge
+from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult, judge, judge_processes
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import bench_run
 
@@ -401,9 +401,25 @@ def test_a_suspect_held_to_its_lean_is_tested_one_sided_and_an_open_one_two_side
     open_row = Row("b.py::open", bench_run("b.py::open", [-d for d in wide]))
     first = Verdicts([slow, open_row], [], 1)
     assert Suspects.pick(first, "undecided").alphas == {
-        "b.py::slow": 2 * ALPHA_CONFIRM,  # one-sided at its rate: only `slower` counts
+        "b.py::slow": 2 * PAIRED_ALPHA,  # one-sided at the kind's rate: only `slower` counts
         "b.py::open": PAIRED_ALPHA,  # taken whichever way: two-sided
     }
+    assert Suspects.pick(first, "leaning").alphas == {"b.py::slow": 2 * ALPHA_CONFIRM}
+
+
+def test_a_suspect_of_changed_code_is_judged_at_the_first_stages_rate_however_it_leaned() -> None:
+    """A gated run's A/B of a changed file: an `eager` torch bench that nothing changed,
+    its first pair +19.9%, then three fresh pairs of processes in one of its modes
+    (+57.8%, +36.5%, +35.3%). At a leaning suspect's rate they confirm it slower; under
+    ``--suspects undecided`` its lean earns no looser rate, and they do not."""
+    sessions = [[0.4558], [0.3110], [0.3023]]
+    at = {rate: judge_processes(sessions, 0.05, 2 * rate / 3) for rate in (0.05, 0.01)}
+    assert at[ALPHA_CONFIRM].verdict is Verdict.SLOWER
+    assert at[PAIRED_ALPHA].verdict is Verdict.INCONCLUSIVE
+    lean = Row("b.py::eager", bench_run("b.py::eager", [0.18 + 0.001 * i for i in range(24)]))
+    assert lean.suspect_of("undecided")
+    for kind, rate in (("leaning", ALPHA_CONFIRM), ("undecided", PAIRED_ALPHA)):
+        assert Suspects.pick(Verdicts([lean], [], 1), kind).alphas == {"b.py::eager": 2 * rate}
 
 
 def test_a_confirmation_left_inconclusive_says_how_many_pairs_its_threshold_needs() -> None:

@@ -64,9 +64,9 @@ def test_a_first_pair_whose_cpu_rose_is_a_suspect_measured_again() -> None:
     first = _session(0.0, math.log1p(0.2), 0)
     assert first.rows[0].cpu_slower
     assert first.rows[0].verdict is Verdict.SAME
-    for kind in ("leaning-slower", "leaning", "undecided"):
-        # a CPU suspect at the confirmation's rate, held to its lean: one-sided
-        assert Suspects.pick(first, kind).alphas == {"b.py::x": 2 * ALPHA}
+    for kind, rate in (("leaning-slower", ALPHA), ("leaning", ALPHA), ("undecided", PAIRED_ALPHA)):
+        # a CPU suspect at its kind's rate, held to its lean: one-sided
+        assert Suspects.pick(first, kind).alphas == {"b.py::x": 2 * rate}
         assert Suspects.pick(first, kind).cpu == {"b.py::x"}
         assert Suspects.pick(first, kind).memory == frozenset()
 

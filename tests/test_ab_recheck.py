@@ -22,7 +22,7 @@ from perfsuite.ab.revisions import Revision
 from perfsuite.ab.rows import Row
 from perfsuite.ab.sidespec import SideSpec
 from perfsuite.ab.verdicts import Verdicts
-from perfsuite.verdict.paired import PairedResult
+from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
 from perfsuite.verdict.stats import Verdict
 from tests.ab_repo import SIDE_ARGS, SMALL, make_repo
 from tests.ab_repo import bench_run as _run
@@ -88,9 +88,10 @@ def test_a_second_pair_leaning_slower_makes_a_suspect_that_fresh_pairs_decide() 
     assert not row.undecided
     assert row.suspicion is not None
     assert row.suspicion.verdict is Verdict.SLOWER
-    # a suspect by leaning slower, under every kind: tested at the confirmation's error rate
-    for kind in ("leaning-slower", "leaning", "undecided"):
+    # a suspect by leaning slower, under every kind: tested at the kind's error rate
+    for kind in ("leaning-slower", "leaning"):
         assert Suspects.pick(found, kind).alphas == {"b.py::x": 2 * CONFIRM_ALPHA}
+    assert Suspects.pick(found, "undecided").alphas == {"b.py::x": 2 * PAIRED_ALPHA}
     confirmation = _verdicts(_run("b.py::x", _steady(0.1)))
     final = found.confirmed([confirmation])
     (done,) = final.rows

@@ -336,10 +336,10 @@ def test_the_first_look_also_takes_the_suspect_read_most_surely_slower_by_its_es
 
 
 def test_one_disturbed_round_does_not_rank_a_slowed_first_pair_below_a_steadier_one() -> None:
-    """Five one-call rounds a side: one disturbed round of B (+67%) beside four that read
-    the slowed bench +10% to +13%. Their standard deviation would put it below an
+    """Five one-call rounds a side: one disturbed round of B (+96%) beside four that read
+    the slowed bench +11% to +14%. Their standard deviation would put it below an
     unchanged bench whose rounds read +7% to +12%; their median absolute deviation
-    ranks it first."""
+    ranks it first, and where most agree exactly, their standard deviation reads them."""
     slowed = _one_call_rounds(
         "b.py::slowed", [0.100, 0.101, 0.100, 0.102, 0.100], [0.112, 0.113, 0.111, 0.200, 0.114]
     )
@@ -352,6 +352,9 @@ def test_one_disturbed_round_does_not_rank_a_slowed_first_pair_below_a_steadier_
     assert by_stdev(other) > by_stdev(slowed) > 0
     assert surely_slower(slowed) > surely_slower(other) > 0
     assert surely_slower(slowed, None, False) > surely_slower(other, None, False) > 0
+    ties = _one_call_rounds("b.py::ties", [1.0] * 5, [1.1, 1.1, 1.1, 1.12, 1.2])
+    fast, scatter = math.log(1.1), statistics.stdev(ties.ratios)
+    assert surely_slower(ties) == pytest.approx(fast / (scatter / math.sqrt(5)))
 
 
 def test_the_estimates_pick_is_among_the_suspects_not_taken_whatever() -> None:

@@ -10,7 +10,7 @@ fresh pairs of processes follow one plan:
   twice the threshold: :func:`same_benches`), and measures the file's suspects for the
   first time. A pass stands (``same (second pair of processes +x%)``) unless that pair
   leans beyond the threshold (:func:`perfsuite.ab.rows.suspicious`); then it is a
-  suspect from the next pair on, judged one-sided at ``CONFIRM_ALPHA`` the way that pair
+  suspect from the next pair on, judged one-sided at its kind's rate the way that pair
   leaned. Only a lean makes a suspect of a pass: that pair reads ``--min-pairs`` pairs
   of blocks, too few to rule a regression out on their own.
 - Every suspect is judged across its own fresh pairs only, never the pair that made it
@@ -20,11 +20,12 @@ A pair of processes costs a start-up and a teardown, so the evidence is looked a
 3, 6, 12, ... pairs (doubling, the last look at ``--confirm N``: :func:`looks`), and a
 bench stops at the first look whose interval is decisive: slower, faster or same.
 
-A suspect that only leans (slower or faster, or beyond the threshold) is judged at
-``CONFIRM_ALPHA``: a false alarm needs the first stage to have erred that way too. An
-undecided one (``--suspects undecided``: the first stage could not rule a regression
-out, which on a noisy machine is most benches) is judged at the first stage's
-``PAIRED_ALPHA``, as the fresh pairs are then its only evidence. The test is one-sided,
+Under ``--suspects leaning`` and ``leaning-slower`` a suspect (it leans slower or faster,
+or beyond the threshold) is judged at ``CONFIRM_ALPHA``: a false alarm needs the first
+stage to have erred that way too. Under ``--suspects undecided`` every suspect, and each
+bench the first stage could not rule a regression out for, is judged at ``PAIRED_ALPHA``:
+the fresh pairs are its only evidence, as one short pair's lean is none where processes
+differ by offsets of tens of percent (a torch bench run eagerly). The test is one-sided,
 in the direction the first estimate leaned, except for an undecided suspect taken
 whichever way it points (:attr:`Suspects.alphas`).
 
@@ -91,17 +92,16 @@ def looks(most: int) -> list[int]:
     return [*found, most]
 
 
+def _rate(kind: str) -> float:
+    """The error rate a suspect of ``--suspects kind`` is judged at (see the module doc)."""
+    return PAIRED_ALPHA if kind == "undecided" else CONFIRM_ALPHA
+
+
 def _time_alpha(row: Row, kind: str) -> float | None:
     """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None:
-    the first stage's ``PAIRED_ALPHA`` for one :attr:`Row.open_either_way`, even where it
-    leans faster beyond the threshold."""
-    if kind == "undecided" and row.open_either_way:
-        return PAIRED_ALPHA
-    if row.suspect_of(kind):
-        return CONFIRM_ALPHA
-    if kind == "undecided" and row.undecided:
-        return PAIRED_ALPHA
-    return None
+    with ``undecided``, one :attr:`Row.open_either_way` or :attr:`Row.undecided` is too."""
+    either = kind == "undecided" and (row.open_either_way or row.undecided)
+    return _rate(kind) if either or row.suspect_of(kind) else None
 
 
 def _settled(row: Row) -> bool:
@@ -181,12 +181,12 @@ class Suspects:
     @classmethod
     def pick(cls, verdicts: Verdicts, kind: str) -> Suspects:
         """The benches of ``verdicts`` a confirmation under ``--suspects kind`` measures
-        again, in order: ``leaning`` takes :meth:`Row.suspect_of` at ``CONFIRM_ALPHA``,
-        ``leaning-slower`` those of them that are decisive or lean slower
-        (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
-        :attr:`Row.undecided` at the first stage's ``PAIRED_ALPHA``. A first pair whose
-        CPU per call or peak memory rose is a suspect at ``CONFIRM_ALPHA`` whatever its
-        time: one pair of processes' layout moves its CPU as it moves its time."""
+        again, in order, each at the kind's error rate (:func:`_rate`): ``leaning`` takes
+        :meth:`Row.suspect_of`, ``leaning-slower`` those of them that are decisive or
+        lean slower (:func:`perfsuite.ab.rows.suspicious`); ``undecided`` also takes
+        :attr:`Row.undecided`. A first pair whose CPU per call or peak memory rose is a
+        suspect whatever its time: one pair of processes' layout moves its CPU as it
+        moves its time."""
         if kind not in SUSPECT_KINDS:
             raise ValueError(f"unknown kind of suspects {kind!r}")
         alphas: dict[str, float] = {}
@@ -197,7 +197,7 @@ class Suspects:
                 if not (row.cpu_slower or row.memory_rose):
                     continue
                 (cpu if row.cpu_slower else memory).add(row.nodeid)
-                alpha = CONFIRM_ALPHA
+                alpha = _rate(kind)
             if kind == "undecided" and row.open_either_way:
                 either.add(row.nodeid)
             lead = row.suspicion

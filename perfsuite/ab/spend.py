@@ -94,16 +94,16 @@ def slower_by(result: PairedResult) -> float:
 def surely_slower(run: BenchRun, spread: float | None = None, fastest: bool = True) -> float:
     """How surely one pair of processes read ``run`` slower, the metric's slower way: the
     log-ratio of its sides' fastest rounds (noise only adds time; ``fastest`` False: its
-    median paired log-ratio) over the standard error of its paired log-ratios, robust to
-    a disturbed round (their median absolute deviation; 0 without two that differ), at
-    most that log-ratio over ``spread`` (``--spread``: the bench's spread across unchanged
-    runs), and at most 0 within the threshold."""
+    median paired log-ratio) over the standard error of its paired log-ratios by their
+    median absolute deviation, which one disturbed round does not set (most of them equal:
+    their standard deviation; 0 if all are), never more than that log-ratio over ``spread``
+    (``--spread``: the bench's spread across unchanged runs), at most 0 within the threshold."""
     from scipy.stats import median_abs_deviation
 
     ratios = run.ratios
-    scatter = float(median_abs_deviation(ratios, scale="normal")) if len(ratios) > 1 else 0.0
-    if scatter == 0:
+    if len(set(ratios)) < 2:
         return 0.0
+    scatter = float(median_abs_deviation(ratios, scale="normal")) or statistics.stdev(ratios)
     fast = math.log(min(map(min, run.b_blocks)) / min(map(min, run.a_blocks)))
     moved = fast if fastest else statistics.median(ratios)  # the first pair's estimate
     moved = -moved if run.result is not None and run.result.higher_is_better else moved
