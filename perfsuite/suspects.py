@@ -67,8 +67,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from perfsuite.changed import changed_benches, git, mark_changed
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
-from perfsuite.outcomes import AbRun, decide_all
+from perfsuite.outcomes import AbRun, decide, decide_all
 from perfsuite.verdict.commits import Commit, machine_move, same_code
+from perfsuite.verdict.judge import CONFIRMED
 from perfsuite.verdict.shift import (
     SAME_CODE_SAMPLE,
     UNDECIDED_AT_MOST,
@@ -194,11 +195,17 @@ def run_ab(
 
 def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
     """``item``'s outcome from the A/B over what made it a suspect (its time, its CPU per
-    item, its peak memory), each held to the A/B's own threshold."""
+    item, its peak memory), each held to the A/B's own threshold. A bench whose code
+    changed is also a regression where the A/B confirmed its CPU or peak memory risen,
+    as ``perfsuite ab`` reads it: the screen's reading of the old code says nothing of it."""
     whats = ["time"] if item.time_suspect else []
     whats += ["cpu"] if item.cpu_slower else []
     whats += ["memory"] if item.memory_rose else []
-    return decide_all(item.fullname, ab, whats)
+    found = decide_all(item.fullname, ab, whats)
+    if item.changed is not None and found.outcome != CONFIRMED:
+        more = [decide(item.fullname, ab, w) for w in ("cpu", "memory") if w not in whats]
+        found = next((o for o in more if o.outcome == CONFIRMED), found)
+    return found
 
 
 def output_of(report: Path) -> Path:

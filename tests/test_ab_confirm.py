@@ -180,7 +180,7 @@ def test_each_suspect_keeps_the_look_that_decided_it() -> None:
 
 def test_each_suspect_is_judged_at_its_own_error_rate() -> None:
     # +10% with offsets of +-1-2% between pairs of processes: decisive at 3 pairs at
-    # CONFIRM_ALPHA (a leaning suspect), not at the first stage's PAIRED_ALPHA (an undecided one)
+    # CONFIRM_ALPHA (a leaning suspect of `leaning`), not at PAIRED_ALPHA (of `undecided`)
     sessions = Sessions(
         {"b.py::lean": math.log(1.1), "b.py::open": math.log(1.1)},
         [0.01, -0.01, 0.0, 0.02, -0.02, 0.01],
@@ -410,9 +410,9 @@ def test_a_suspect_held_to_its_lean_is_tested_one_sided_and_an_open_one_two_side
 def test_a_suspect_of_changed_code_is_judged_at_the_first_stages_rate_however_it_leaned() -> None:
     """A gated run's A/B of a changed file: an `eager` torch bench that nothing changed,
     its first pair +19.9%, then three fresh pairs of processes in one of its modes
-    (+57.8%, +36.5%, +35.3%). At a leaning suspect's rate they confirm it slower; under
+    (+45.6%, +31.1%, +30.2%). At a leaning suspect's rate they confirm it slower; under
     ``--suspects undecided`` its lean earns no looser rate, and they do not."""
-    sessions = [[0.4558], [0.3110], [0.3023]]
+    sessions = [[math.log1p(0.456)], [math.log1p(0.311)], [math.log1p(0.302)]]
     at = {rate: judge_processes(sessions, 0.05, 2 * rate / 3) for rate in (0.05, 0.01)}
     assert at[ALPHA_CONFIRM].verdict is Verdict.SLOWER
     assert at[PAIRED_ALPHA].verdict is Verdict.INCONCLUSIVE

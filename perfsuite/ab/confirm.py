@@ -22,12 +22,12 @@ bench stops at the first look whose interval is decisive: slower, faster or same
 
 Under ``--suspects leaning`` and ``leaning-slower`` a suspect (it leans slower or faster,
 or beyond the threshold) is judged at ``CONFIRM_ALPHA``: a false alarm needs the first
-stage to have erred that way too. Under ``--suspects undecided`` every suspect, and each
-bench the first stage could not rule a regression out for, is judged at ``PAIRED_ALPHA``:
-the fresh pairs are its only evidence, as one short pair's lean is none where processes
-differ by offsets of tens of percent (a torch bench run eagerly). The test is one-sided,
-in the direction the first estimate leaned, except for an undecided suspect taken
-whichever way it points (:attr:`Suspects.alphas`).
+stage to have erred that way too. Under ``--suspects undecided`` (the default at default
+scale; the gate's for changed code) every suspect, and each bench the first stage could
+not rule a regression out for, is judged at ``PAIRED_ALPHA``: where processes differ by
+offsets of tens of percent (a torch bench run eagerly), one pair's lean is no evidence.
+The test is one-sided, in the direction the first estimate leaned, except for an
+undecided suspect taken whichever way it points (:attr:`Suspects.alphas`).
 
 Each of the ``k`` looks is judged at ``alpha / k`` (Bonferroni's rule), so under this
 early stopping the chance that any look errs is at most ``alpha``, whatever the

@@ -12,8 +12,8 @@ down, are cut from each end (one of 8 or 9, two of 10 to 14), and the interval i
 Yuen's: the winsorized standard deviation (the cut estimates replaced by the nearest
 kept ones) times ``sqrt((n - 1) / (h * (h - 1)))`` for ``h`` kept, with Student's t on
 ``h - 1`` degrees of freedom. Below that it is the mean and Student's t interval: at a
-look's small error rate (a leaning suspect's two-sided interval at ``2 *
-CONFIRM_ALPHA / 3``, an undecided one's at ``PAIRED_ALPHA / 3``) t on 3 degrees of
+look's small error rate (a ``leaning`` suspect's two-sided interval at ``2 *
+CONFIRM_ALPHA / 3``, an ``undecided`` one's at ``PAIRED_ALPHA / 3``) t on 3 degrees of
 freedom is 28-63% above t on 5, so trimming 6 estimates to 4 would cost a clean
 slowdown more than a wild pair does (``tools/validation/trim_power.py``).
 

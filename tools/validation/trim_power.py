@@ -5,8 +5,9 @@ Each simulated suspect draws 12 pair estimates (log-ratios) around the effect wi
 standard deviation of ``sd``: normal, or even (uniform, as pairs that fall into layouts
 of memory each as likely); with probability ``wild`` a pair is moved by 0.2-0.6 in
 log-ratio either way (a pair of processes off for its life). It is looked at after 3,
-6 and ``last`` pairs, as a leaning suspect is (one-sided at ``CONFIRM_ALPHA / 3``: the
-two-sided interval at twice that; :func:`perfsuite.verdict.paired.judge_processes`),
+6 and ``last`` pairs, as a suspect of ``--suspects leaning`` is (one-sided at
+``CONFIRM_ALPHA / 3``: the two-sided interval at twice that;
+:func:`perfsuite.verdict.paired.judge_processes`),
 stopping when decisive, settled (bounded under twice the threshold with its estimate
 within it) or futile, as :mod:`perfsuite.ab.confirm` does; ``last`` stands for the
 pairs ``--confirm-seconds`` leaves time for:
