@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfsuite.exitcodes import ExitCode
@@ -52,7 +52,8 @@ def row_of(ab: AbRun, nodeid: str) -> dict[str, Any] | None:
 
 def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
-    ``what="cpu"`` its CPU per item's, with ``what="memory"`` its peak memory's.
+    ``what="cpu"`` its CPU per call's, with ``what="memory"`` its peak memory's (either
+    of these marked :attr:`~perfsuite.verdict.judge.Confirmed.cost`).
 
     ``slower`` confirms it, ``same`` or ``faster`` clears it. An undecided verdict passes
     as ``not shown`` when its interval rules out a regression of ``BOUND_FACTOR`` times
@@ -63,6 +64,11 @@ def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     that does not (or a row with no interval) is ``unconfirmed``: too noisy to have
     caught such a regression.
     """
+    return replace(_reading(nodeid, ab, what), cost=what != "time")
+
+
+def _reading(nodeid: str, ab: AbRun, what: str) -> Confirmed:
+    """:func:`decide`'s outcome, unmarked."""
     shown = ab.shown
     if ab.status is None:
         return Confirmed(UNCONFIRMED, f"unconfirmed: {ab.why_not}", shown)
@@ -135,11 +141,13 @@ PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
 
 def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
     """One suspect's outcome over every measure that made it one (``whats``): a
-    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE."""
+    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE;
+    marked ``cost`` where only its CPU or memory readings gave that outcome."""
     outcomes = [decide(nodeid, ab, what) for what in whats]
     for outcome in PRECEDENCE:
         found = [o for o in outcomes if o.outcome == outcome]
         if found:
             command = next((o.command for o in found if o.command), "")
-            return Confirmed(outcome, "; ".join(o.text for o in found), command)
+            text = "; ".join(o.text for o in found)
+            return Confirmed(outcome, text, command, cost=all(o.cost for o in found))
     return outcomes[0]

@@ -188,18 +188,35 @@ def test_a_bench_whose_code_changed_fails_for_a_cpu_its_ab_confirmed_risen() -> 
     +10.5% [-2.0%, +24.6%] (one pair -2.6%), too noisy, and its CPU per call +14.8%,
     confirmed; `perfsuite ab` called it a regression. The changed bench fails the gate
     for it; a suspect by its time alone, whose code did not change, stays unconfirmed."""
-    cpu = {"verdict": "slower", "change": 0.148, "ci": [0.03, 0.27], "pairs": 30}
-    time = {"verdict": "inconclusive", "change": 0.105, "ci": [-0.02, 0.246], "pairs": 30}
+    cpu = {"verdict": "slower", "change": 0.148, "ci": [0.03, 0.27], "pairs": 6}
+    time = {"verdict": "inconclusive", "change": 0.105, "ci": [-0.02, 0.246], "pairs": 6}
     ab = AbRun(("ab",), "perfsuite ab", 1, 1.0, {"x": {"nodeid": "x", "threshold": 0.05}})
     ab.rows["x"] |= time | {"cpu": cpu, "memory": {"a_mb": 43.0, "b_mb": 44.0, "rose": False}}
     x = next(v for v in comparison({"x": 0.1, "y": 0.0}).verdicts if v.fullname == "x")
     changed = replace(x, changed="its code changed", suspected="its code changed")
     found = suspects._decide(changed, ab)
     assert found.outcome == CONFIRMED
-    assert found.text == "cpu confirmed by A/B: +14.8% [+3.0%, +27.0%] in 30 pairs"
+    assert found.text == "cpu confirmed by A/B: +14.8% [+3.0%, +27.0%] in 6 pairs"
+    assert found.cost  # its time was not confirmed: the row says its cost rose
     assert suspects._decide(x, ab).outcome == UNCONFIRMED
     ab.rows["x"]["cpu"] = cpu | {"verdict": "inconclusive"}  # nothing confirmed: as before
     assert suspects._decide(changed, ab).outcome == UNCONFIRMED
+    ab.rows["x"]["cpu"] = cpu | {"verdict": "faster", "change": -0.148}  # a fall is no rise
+    assert suspects._decide(changed, ab).outcome == UNCONFIRMED
+    ab.rows["x"]["memory"] = {"a_mb": 43.0, "b_mb": 88.0, "rose": True}
+    memory = suspects._decide(changed, ab)
+    assert (memory.outcome, memory.text) == (
+        CONFIRMED,
+        "memory confirmed by A/B: peak 43 -> 88 MB",
+    )
+    ab.rows["x"]["cpu"] = cpu  # both risen: both named
+    both = suspects._decide(changed, ab)
+    assert both.text == (
+        "cpu confirmed by A/B: +14.8% [+3.0%, +27.0%] in 6 pairs; "
+        "memory confirmed by A/B: peak 43 -> 88 MB"
+    )
+    ab.rows["x"] |= {"verdict": "slower", "ci": [0.03, 0.18]}  # its time confirmed too
+    assert not suspects._decide(changed, ab).cost
 
 
 def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(

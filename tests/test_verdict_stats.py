@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from perfsuite.errors import PerfsuiteError
+from perfsuite.exitcodes import ExitCode
 from perfsuite.verdict.compare import compare_runs
 from perfsuite.verdict.gate_rules import GateOutcome, gate_decision
 from perfsuite.verdict.judge import Confirmed, noise_band
@@ -141,6 +142,30 @@ def test_a_suspect_that_passes_keeps_the_screen_word() -> None:
         "confirmed": ["SLOWER (confirmed)"] * 2,
         "unconfirmed": ["SLOWER? unconfirmed", "faster? UNCONFIRMED"],
     }
+
+
+def test_a_suspect_confirmed_by_its_cost_alone_says_its_cost_rose() -> None:
+    """A bench whose code changed, its time not shown slower by the A/B but its CPU per
+    call confirmed risen, fails the gate; its row keeps the screen's word for the time
+    and says the cost rose, never ``SLOWER (confirmed)``."""
+    base = run_doc([bench_doc("a", normal(0.10, 0.001)), bench_doc("b", normal(0.10, 0.001))])
+    cur = run_doc(
+        [bench_doc("a", normal(0.13, 0.001, seed=1)), bench_doc("b", normal(0.08, 0.001, seed=2))]
+    )
+    rose = Confirmed("confirmed", "cpu confirmed by A/B: +14.8%", cost=True)
+    marked = replace(
+        compare_docs(base, cur),
+        verdicts=[
+            replace(v, suspected="its code changed", confirmation=rose)
+            for v in compare_docs(base, cur).verdicts
+        ],
+    )
+    rows = [re.split(r"\s{2,}", line) for line in text_lines(marked)]
+    words = [row[1].split(" [")[0] for row in rows if row[0] in ("g/a", "g/b")]
+    assert words == ["slower? cost ROSE (confirmed)", "faster? cost ROSE (confirmed)"]
+    decision = gate_decision(marked, allow_mismatch=False)
+    assert decision.outcome is GateOutcome.REGRESSION
+    assert decision.exit_status == ExitCode.REGRESSION
 
 
 def test_exact_counter_rise_is_a_regression() -> None:

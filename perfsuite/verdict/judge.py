@@ -231,6 +231,9 @@ class Confirmed:
     #: False: not measured, decided with the A/B of a sample of the suspects of the
     #: same code (:func:`perfsuite.verdict.shift.cleared_with`)
     measured: bool = True
+    #: True: the A/B readings that gave ``outcome`` are of the suspect's cost alone (its
+    #: CPU per call, its peak memory), not of its time
+    cost: bool = False
 
     @property
     def to_confirm(self) -> str | None:

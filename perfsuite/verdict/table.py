@@ -69,7 +69,9 @@ PASSED_WORDS = {
     "not shown": "not shown",
     "unconfirmed": "UNCONFIRMED",
 }
-#: the same for a suspect by its cost alone (CPU per item or peak memory)
+#: the same for a suspect by its cost alone (CPU per item or peak memory); a time
+#: suspect whose A/B confirmed its CPU per call or peak memory risen, not its time, reads
+#: the screen's word and ``cost ROSE (confirmed)``
 COST_CONFIRMED_WORDS = {
     "confirmed": "cost ROSE (confirmed)",
     "cleared": "cost rose, cleared",
@@ -91,11 +93,14 @@ def _verdict_word(item: BenchVerdict) -> str:
         outcome = item.confirmation.outcome
         own = bound if outcome == MACHINE else ""  # an A/B's bound is in its note
         if item.time_suspect:
+            moved = item.verdict in (Verdict.SLOWER, Verdict.FASTER)  # a move, unconfirmed
+            after = f"{word}{'?' if moved else ','} "
+            if outcome == "confirmed" and item.confirmation.cost:  # its time not shown
+                return after + COST_CONFIRMED_WORDS[outcome]
             read_slower = item.verdict is Verdict.SLOWER
             if outcome == "confirmed" or (outcome == "unconfirmed" and read_slower):
                 return CONFIRMED_WORDS[outcome]
-            moved = item.verdict in (Verdict.SLOWER, Verdict.FASTER)  # a move, unconfirmed
-            return f"{word}{'?' if moved else ','} {PASSED_WORDS[outcome]}{own}"
+            return f"{after}{PASSED_WORDS[outcome]}{own}"
         return f"{word}, {COST_CONFIRMED_WORDS[item.confirmation.outcome]}{own}"
     if item.verdict is Verdict.FASTER:  # two runs apart, unpaired: a move, not a verdict
         return UNCONFIRMED_FASTER + bound
