@@ -135,6 +135,26 @@ def _memory_outcome(memory: Any, shown: str) -> Confirmed:
     return Confirmed(CLEARED, f"memory cleared by A/B: {peaks}")
 
 
+def time_held(nodeid: str, ab: AbRun) -> bool:
+    """Whether the A/B's time interval for ``nodeid`` rules out a gain of the bench's
+    threshold. Where it does not, a CPU per call that rose may have bought that time
+    (the work spread over more cores), and a bench whose processes settle in modes
+    tens of percent apart (a multi-threaded one) can read its CPU risen in three pairs
+    by chance while its time says nothing.
+
+    >>> row = {"x": {"ci": [-0.02, 0.25], "threshold": 0.05}}
+    >>> time_held("x", AbRun((), "", 1, rows=row)), time_held("y", AbRun((), "", 1, rows=row))
+    (True, False)
+    >>> time_held("x", AbRun((), "", 1, rows={"x": {"ci": [-0.38, 0.85], "threshold": 0.05}}))
+    False
+    """
+    row = row_of(ab, nodeid) or {}
+    ci, threshold = row.get("ci"), row.get("threshold")
+    if not (isinstance(ci, list) and len(ci) == 2 and isinstance(threshold, int | float)):
+        return False
+    return isinstance(ci[0], int | float) and ci[0] > -threshold
+
+
 #: which outcome stands when a suspect's measures disagree: the first of these found
 PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
 

@@ -19,16 +19,17 @@ to have caught a regression of twice its threshold
    the baseline's commit (A) against the working tree (B, uncommitted changes
    included), interleaved in one session. Each suspect takes its row's verdict from the
    report's ``pairs.json``, for each measure that made it a suspect (time, CPU per
-   item, peak memory; a bench whose code changed, also for its CPU per call and peak
-   memory, whatever made it one): ``slower`` (a peak that rose) confirms it (a
-   regression), ``same`` or ``faster`` clears it; an undecided verdict whose interval
-   rules out a regression of twice the threshold has ``not shown`` it (it passes,
-   saying that bound: :func:`perfsuite.outcomes.decide`); anything else (too noisy for
-   that, not measured) leaves it ``unconfirmed``, with the command that would decide
-   it. Where the measures disagree, confirmed wins, then unconfirmed. The gate runs at
-   most one A/B, over every suspect it measures, with one budget; where a bench whose
-   code changed or one the screen left too noisy is among them, it measures again
-   every first pair of processes that is too noisy to pass (``--suspects undecided``).
+   item, peak memory; a bench whose code changed, also for its peak memory and, where
+   its time rules out a gain of its threshold, its CPU per call, whatever made it
+   one): ``slower`` (a peak that rose) confirms it (a regression), ``same`` or
+   ``faster`` clears it; an undecided verdict whose interval rules out a regression of
+   twice the threshold has ``not shown`` it (it passes, saying that bound:
+   :func:`perfsuite.outcomes.decide`); anything else (too noisy for that, not
+   measured) leaves it ``unconfirmed``, with the command that would decide it. Where
+   the measures disagree, confirmed wins, then unconfirmed. The gate runs at most one
+   A/B, over every suspect it measures, with one budget; where a bench whose code
+   changed or one the screen left too noisy is among them, it measures again every
+   first pair of processes that is too noisy to pass (``--suspects undecided``).
 3. Where no A/B can run (the baseline has no commit id, the folder is not a git
    checkout, the commit is not in it), every suspect is ``unconfirmed``, with the
    command that would confirm it once it can.
@@ -68,7 +69,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from perfsuite.changed import changed_benches, git, mark_changed
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
-from perfsuite.outcomes import AbRun, decide, decide_all
+from perfsuite.outcomes import AbRun, decide, decide_all, time_held
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import CONFIRMED
 from perfsuite.verdict.shift import (
@@ -197,18 +198,20 @@ def run_ab(
 def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
     """``item``'s outcome from the A/B over what made it a suspect (its time, its CPU per
     item, its peak memory), each held to the A/B's own threshold. A bench whose code
-    changed is also a regression where the A/B confirmed its CPU per call or peak memory
-    risen, as ``perfsuite ab`` reads it, each such measure named: the screen's reading
-    of the old code says nothing of it."""
+    changed is also a regression where the A/B confirmed its peak memory risen, or its
+    CPU per call where its time interval rules out a gain of its threshold
+    (:func:`perfsuite.outcomes.time_held`), each such measure named: the screen's
+    reading of the old code says nothing of them."""
     whats = ["time"] if item.time_suspect else []
     whats += ["cpu"] if item.cpu_slower else []
     whats += ["memory"] if item.memory_rose else []
     found = decide_all(item.fullname, ab, whats)
     if item.changed is not None and found.outcome != CONFIRMED:
+        more = ["memory", "cpu"] if time_held(item.fullname, ab) else ["memory"]
         risen = [
             what
-            for what in ("cpu", "memory")
-            if what not in whats and decide(item.fullname, ab, what).outcome == CONFIRMED
+            for what in sorted(set(more) - set(whats))
+            if decide(item.fullname, ab, what).outcome == CONFIRMED
         ]
         found = decide_all(item.fullname, ab, risen) if risen else found
     return found

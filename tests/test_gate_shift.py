@@ -219,6 +219,29 @@ def test_a_bench_whose_code_changed_fails_for_a_cpu_its_ab_confirmed_risen() -> 
     assert not suspects._decide(changed, ab).cost
 
 
+def test_a_changed_bench_whose_time_may_have_fallen_is_not_failed_for_its_cpu() -> None:
+    """The gate's A/B of a changed file, a bench nothing slowed (a multi-threaded eager
+    torch bench): its three fresh pairs read its CPU per call +13.5% [+3.5%, +24.4%],
+    its time +7.2% [-38.0%, +85.3%]. A time that may have fallen by its threshold says
+    nothing against the CPU's reading being the processes' modes, or a gain bought with
+    cores: the bench stays as its time leaves it. A peak that rose still counts."""
+    cpu = {"verdict": "slower", "change": 0.135, "ci": [0.035, 0.244], "pairs": 3}
+    time = {"verdict": "inconclusive", "change": 0.072, "ci": [-0.38, 0.853], "pairs": 3}
+    peaks = {"a_mb": 12.0, "b_mb": 12.0, "rose": False}
+    row = {"nodeid": "x", "threshold": 0.05} | time | {"cpu": cpu, "memory": peaks}
+    ab = AbRun(("ab",), "perfsuite ab", 1, 1.0, {"x": row})
+    x = next(v for v in comparison({"x": 0.1, "y": 0.0}).verdicts if v.fullname == "x")
+    changed = replace(x, changed="its code changed", suspected="its code changed")
+    found = suspects._decide(changed, ab)
+    assert found.outcome == UNCONFIRMED
+    assert "cpu" not in found.text
+    ab.rows["x"]["memory"] = {"a_mb": 12.0, "b_mb": 40.0, "rose": True}
+    rose = suspects._decide(changed, ab)
+    assert (rose.outcome, rose.text) == (CONFIRMED, "memory confirmed by A/B: peak 12 -> 40 MB")
+    ab.rows["x"]["ci"] = [-0.049, 0.30]  # a gain of its 5% ruled out: the CPU counts too
+    assert suspects._decide(changed, ab).text.startswith("cpu confirmed by A/B: +13.5%")
+
+
 def test_a_gate_whose_suspects_were_not_shown_passes_and_says_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
