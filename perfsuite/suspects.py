@@ -201,19 +201,24 @@ def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
     changed is also a regression where the A/B confirmed its peak memory risen, or its
     CPU per call where its time interval rules out a gain of its threshold
     (:func:`perfsuite.outcomes.time_held`), each such measure named: the screen's
-    reading of the old code says nothing of them."""
+    reading of the old code says nothing of them. A CPU rise not counted so is said."""
     whats = ["time"] if item.time_suspect else []
     whats += ["cpu"] if item.cpu_slower else []
     whats += ["memory"] if item.memory_rose else []
     found = decide_all(item.fullname, ab, whats)
     if item.changed is not None and found.outcome != CONFIRMED:
-        more = ["memory", "cpu"] if time_held(item.fullname, ab) else ["memory"]
-        risen = [
-            what
-            for what in sorted(set(more) - set(whats))
-            if decide(item.fullname, ab, what).outcome == CONFIRMED
-        ]
-        found = decide_all(item.fullname, ab, risen) if risen else found
+        held = time_held(item.fullname, ab)
+        risen = {
+            what: decide(item.fullname, ab, what)
+            for what in ("cpu", "memory")
+            if what not in whats
+        }
+        counted = [w for w, o in risen.items() if o.outcome == CONFIRMED and (held or w != "cpu")]
+        if counted:
+            return decide_all(item.fullname, ab, counted)
+        if risen.get("cpu") is not None and risen["cpu"].outcome == CONFIRMED:
+            dropped = f"not counted, its time may have fallen by its threshold: {risen['cpu'].text}"
+            found = replace(found, text=f"{found.text}; {dropped}")
     return found
 
 

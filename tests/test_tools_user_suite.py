@@ -62,6 +62,17 @@ GATED = [
 ]
 
 
+def test_a_row_failed_by_its_cost_is_read_back_as_a_regression() -> None:
+    """A changed bench whose A/B confirmed its CPU per call risen, not its time."""
+    row = ["compile_x/eager", "inconclusive, cost ROSE (confirmed) [1] (>5%)", "time +7.2%"]
+    said = user_suite.parse_gate_output(
+        format_table([[*row, "-", "0.001", "7/7", "-", "-"]], HEADER)
+    )
+    assert said["rows"]["compile_x/eager"] == "inconclusive, cost ROSE (confirmed)"
+    assert said["outcomes"] == {"confirmed": 1}
+    assert user_suite.regressed(said["rows"]) == ["compile_x/eager"]
+
+
 def test_gate_output_is_read_back() -> None:
     said = user_suite.parse_gate_output(GATED)
     assert said["status"] == "FAILED"

@@ -108,6 +108,7 @@ BENCHMARK_FILES = ("test_decode.py", "tests/test_decode_pedantic.py")
 #: ``perfsuite.verdict.table``)
 ROW_OUTCOMES = {
     "SLOWER (confirmed)": "confirmed",
+    " cost ROSE (confirmed)": "confirmed",
     "SLOWER? unconfirmed": "unconfirmed",
     " cleared": "cleared",
     " the machine's": "machine",
@@ -277,8 +278,13 @@ def parse_gate_output(lines: Sequence[str]) -> dict[str, Any]:
 
 
 def regressed(rows: dict[str, str]) -> list[str]:
-    """The labels whose row calls them a regression (``SLOWER``, confirmed or not)."""
-    return [label for label, word in rows.items() if word.startswith("SLOWER")]
+    """The labels whose row calls them a regression (``SLOWER`` or ``cost ROSE``,
+    confirmed or not)."""
+    return [
+        label
+        for label, word in rows.items()
+        if word.startswith("SLOWER") or "cost ROSE" in word
+    ]
 
 
 def provenance(repo: Path) -> dict[str, Any]:
