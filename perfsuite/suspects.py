@@ -209,9 +209,7 @@ def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
     if item.changed is not None and found.outcome != CONFIRMED:
         held = time_held(item.fullname, ab)
         risen = {
-            what: decide(item.fullname, ab, what)
-            for what in ("cpu", "memory")
-            if what not in whats
+            what: decide(item.fullname, ab, what) for what in ("cpu", "memory") if what not in whats
         }
         counted = [w for w, o in risen.items() if o.outcome == CONFIRMED and (held or w != "cpu")]
         if counted:

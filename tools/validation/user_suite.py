@@ -281,9 +281,7 @@ def regressed(rows: dict[str, str]) -> list[str]:
     """The labels whose row calls them a regression (``SLOWER`` or ``cost ROSE``,
     confirmed or not)."""
     return [
-        label
-        for label, word in rows.items()
-        if word.startswith("SLOWER") or "cost ROSE" in word
+        label for label, word in rows.items() if word.startswith("SLOWER") or "cost ROSE" in word
     ]
 
 
