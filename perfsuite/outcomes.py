@@ -50,6 +50,12 @@ def row_of(ab: AbRun, nodeid: str) -> dict[str, Any] | None:
     )
 
 
+def _interval(row: dict[str, Any]) -> list[Any] | None:
+    """A row's interval (``ci``: its low and high ends), None where it has none."""
+    found = row.get("ci")
+    return found if isinstance(found, list) and len(found) == 2 else None
+
+
 def decide(nodeid: str, ab: AbRun, what: str = "time") -> Confirmed:
     """One suspect's outcome from the A/B's row for it: its time's verdict, with
     ``what="cpu"`` its CPU per call's, with ``what="memory"`` its peak memory's (either
@@ -88,8 +94,7 @@ def _reading(nodeid: str, ab: AbRun, what: str) -> Confirmed:
     if what == "cpu":
         row = row.get("cpu") or {"verdict": None, "pairs": row.get("pairs")}
     verdict = row.get("verdict")
-    found = row.get("ci")
-    ci = found if isinstance(found, list) and len(found) == 2 else None
+    ci = _interval(row)
     interval = f" [{pct(ci[0])}, {pct(ci[1])}]" if ci is not None else ""
     measured = f"{pct(row.get('change'))}{interval} in {row.get('pairs', '?')} pairs"
     label = "" if what == "time" else f"{what} "
@@ -149,8 +154,8 @@ def time_held(nodeid: str, ab: AbRun) -> bool:
     False
     """
     row = row_of(ab, nodeid) or {}
-    ci, threshold = row.get("ci"), row.get("threshold")
-    if not (isinstance(ci, list) and len(ci) == 2 and isinstance(threshold, int | float)):
+    ci, threshold = _interval(row), row.get("threshold")
+    if ci is None or not isinstance(threshold, int | float):
         return False
     return isinstance(ci[0], int | float) and ci[0] > -threshold
 
@@ -160,10 +165,15 @@ PRECEDENCE = (CONFIRMED, UNCONFIRMED, NOT_SHOWN, CLEARED)
 
 
 def decide_all(nodeid: str, ab: AbRun, whats: Sequence[str]) -> Confirmed:
-    """One suspect's outcome over every measure that made it one (``whats``): a
-    regression if any confirms, else unconfirmed if any is, and so on by PRECEDENCE;
-    marked ``cost`` where only its CPU or memory readings gave that outcome."""
-    outcomes = [decide(nodeid, ab, what) for what in whats]
+    """One suspect's outcome over every measure that made it one (``whats``):
+    :func:`combined` of each one's :func:`decide`."""
+    return combined([decide(nodeid, ab, what) for what in whats])
+
+
+def combined(outcomes: Sequence[Confirmed]) -> Confirmed:
+    """One suspect's outcome from those of its measures (at least one): a regression if
+    any confirms, else unconfirmed if any is, and so on by PRECEDENCE; marked ``cost``
+    where only its CPU or memory readings gave that outcome."""
     for outcome in PRECEDENCE:
         found = [o for o in outcomes if o.outcome == outcome]
         if found:

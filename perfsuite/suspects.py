@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from perfsuite.changed import changed_benches, git, mark_changed
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
-from perfsuite.outcomes import AbRun, decide, decide_all, time_held
+from perfsuite.outcomes import AbRun, combined, decide, decide_all, time_held
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import CONFIRMED
 from perfsuite.verdict.shift import (
@@ -211,11 +211,12 @@ def _decide(item: BenchVerdict, ab: AbRun) -> Confirmed:
         risen = {
             what: decide(item.fullname, ab, what) for what in ("cpu", "memory") if what not in whats
         }
-        counted = [w for w, o in risen.items() if o.outcome == CONFIRMED and (held or w != "cpu")]
+        counted = [o for w, o in risen.items() if o.outcome == CONFIRMED and (held or w != "cpu")]
         if counted:
-            return decide_all(item.fullname, ab, counted)
-        if risen.get("cpu") is not None and risen["cpu"].outcome == CONFIRMED:
-            dropped = f"not counted, its time may have fallen by its threshold: {risen['cpu'].text}"
+            return combined(counted)
+        cpu = risen.get("cpu")
+        if cpu is not None and cpu.outcome == CONFIRMED:
+            dropped = f"not counted, its time may have fallen by its threshold: {cpu.text}"
             found = replace(found, text=f"{found.text}; {dropped}")
     return found
 
