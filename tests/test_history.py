@@ -232,12 +232,12 @@ def test_find_steps_on_constructed_series() -> None:
 
 
 def test_the_report_marks_the_steps(tmp_path: Path) -> None:
-    from perfsuite.verdict.plots import _figure, _mark_steps, history_png
+    from perfsuite.verdict.plots import _mark_steps, history_png, new_figure
 
     make_history(tmp_path, step_at=20, step=0.10)
     runs = saved_runs(tmp_path)
     name = bench_names()[0]
-    axes = _figure(6, 4).add_subplot(1, 1, 1)
+    axes = new_figure(6, 4).add_subplot(1, 1, 1)
     _mark_steps(axes, name, runs, [run.name for run in runs])
     (line,) = axes.get_lines()
     (step,) = series_of(tmp_path)[name]

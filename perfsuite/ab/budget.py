@@ -102,13 +102,7 @@ def session_budget(budget: Budget, only: Sequence[str] | None) -> Budget:
     to ``SESSION_PAIRS_FACTOR`` times as many), and fewer when its seconds run out. A
     bench of cheap rounds whose blocks scatter by memory layout then gives each pair of
     processes an estimate whose own noise does not drown the offsets between pairs that
-    the t interval across them is for; a bench of slow rounds stays at ``min_pairs``.
-
-    >>> from perfsuite.verdict.paired import Budget
-    >>> b = session_budget(Budget(12, 240, 60.0), ["a.py::x"])
-    >>> b.min_pairs, b.max_pairs, b.least_seconds
-    (12, 48, 4.0)
-    """
+    the t interval across them is for; a bench of slow rounds stays at ``min_pairs``."""
     if only is None:
         return budget
     most = min(budget.max_pairs, SESSION_PAIRS_FACTOR * budget.min_pairs)

@@ -16,13 +16,10 @@ is AB or BA at random and the second is its mirror (ABBA or BAAB). After each pa
 the bench is judged on the look schedule of :class:`perfsuite.verdict.paired.Sequential`;
 once it is decisive or its budget (pairs, seconds) is spent, both sides get ``done``.
 
-A side says ``arrive`` (phase ``setup``) before a bench's fixtures and test body, and
-again (``warmup``) when the body hands its rounds to perfsuite, and starts each on
-``go``. Both sides may set up at once (nothing is timed then); a warm-up is granted,
-in the order asked for, only while the other side is neither setting up nor warming up
-(and, after a settle, is quiet): warm-up rounds are the yardstick of each block's
-drain. A side that predates the phases says ``arrive`` once, without one, and gets its
-setup and warm-up as one turn alone.
+Both sides may set up a bench at once (``arrive`` with phase ``setup``, answered by
+``go``: :mod:`perfsuite.ab.protocol`; nothing is timed then); a warm-up is granted, in
+the order asked for, only while the other side is neither setting up nor warming up
+(and, after a settle, is quiet): warm-up rounds are the yardstick of each block's drain.
 
 A failed or erroring bench, a collection error or a side that dies stops both sides
 (:class:`SideFault`, naming the side, its revision and the error).
@@ -175,7 +172,6 @@ class Controller:
         a_ids = list(self.state["A"].hello["benches"])  # type: ignore[index]
         b_ids = list(self.state["B"].hello["benches"])  # type: ignore[index]
         b_set, a_set = set(b_ids), set(a_ids)
-        # in A's order, and only those of a fresh pair
         common = [n for n in a_ids if n in b_set and (self.only is None or n in self.only)]
         self._plan = (
             common,

@@ -5,8 +5,7 @@ the listing's and a side's for the files it does not run).
 ``perfsuite ab`` runs each bench file in its own pair of side processes (``--isolate
 file``, the default), so no file's imports (TensorFlow, torch) move another file's
 benches by an offset that alternating blocks cannot cancel
-(``tools/validation/process_offsets.py``). The files are listed by both sides at once,
-without importing any bench module (nor the frameworks they import).
+(``tools/validation/process_offsets.py``).
 """
 
 from __future__ import annotations

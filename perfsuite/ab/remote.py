@@ -294,8 +294,7 @@ class LockstepSide:
                 teardown(*args, **kwargs)
             return seconds
 
-        # The calibration and the warm-up rounds run alone, in this side's turn: the
-        # yardstick of each block's drain, and the state its first block starts from.
+        # calibration and warm-up alone, in this side's turn: the state blocks start from
         self.channel.send("arrive", nodeid=nodeid, phase="warmup")
         self._expect("go")
         calls = iterations(run) if callable(iterations) else iterations

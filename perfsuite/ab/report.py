@@ -114,27 +114,21 @@ def _slug(nodeid: str, taken: set[str]) -> str:
 
 def plot_ratios(run: BenchRun, path: Path) -> None:
     """A PNG of one bench's paired changes in order, with the threshold band."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from perfsuite.verdict.plots import new_figure, png_of
 
     changes = [math.expm1(d) * 100 for d in run.ratios]
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    try:
-        ax.axhspan(-run.threshold * 100, run.threshold * 100, color="0.92", label="threshold")
-        ax.axhline(0, color="0.5", linewidth=0.8)
-        ax.plot(range(1, len(changes) + 1), changes, "o-", markersize=3, label="pair B/A")
-        if run.result is not None:
-            ax.axhline(run.result.change * 100, color="C3", linewidth=1, label="median")
-        ax.set_xlabel("pair")
-        ax.set_ylabel("time change B vs A [%]")
-        ax.set_title(run.nodeid[-80:], fontsize=8)
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
+    fig = new_figure(7, 3.2)
+    ax = fig.subplots()
+    ax.axhspan(-run.threshold * 100, run.threshold * 100, color="0.92", label="threshold")
+    ax.axhline(0, color="0.5", linewidth=0.8)
+    ax.plot(range(1, len(changes) + 1), changes, "o-", markersize=3, label="pair B/A")
+    if run.result is not None:
+        ax.axhline(run.result.change * 100, color="C3", linewidth=1, label="median")
+    ax.set_xlabel("pair")
+    ax.set_ylabel("time change B vs A [%]")
+    ax.set_title(run.nodeid[-80:], fontsize=8)
+    ax.legend(fontsize=7, loc="best")
+    path.write_bytes(png_of(fig))
 
 
 def write_report(

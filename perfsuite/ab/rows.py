@@ -15,9 +15,10 @@ from perfsuite.verdict.table import pct
 HEADER = ["bench", "verdict", "time change [CI]", "throughput", "pairs", "counters", "cost"]
 
 
-def worse(result: PairedResult) -> bool:
-    """Whether ``result``'s estimate points the slower way (the way a gate fails)."""
-    return result.change != 0 and (result.change > 0) != result.higher_is_better
+def slower_by(result: PairedResult) -> float:
+    """How much slower ``result`` reads B than A, the metric's slower way (negative:
+    faster; positive: the way a gate fails)."""
+    return -result.change if result.higher_is_better else result.change
 
 
 def against(first: PairedResult, check: PairedResult) -> bool:
@@ -26,7 +27,7 @@ def against(first: PairedResult, check: PairedResult) -> bool:
     alarm needs both stages to err the same way."""
     if check.verdict not in (Verdict.SLOWER, Verdict.FASTER) or first.change == 0:
         return False
-    return (check.verdict is Verdict.SLOWER) != worse(first)
+    return (check.verdict is Verdict.SLOWER) != (slower_by(first) > 0)
 
 
 def leans(result: PairedResult) -> bool:
@@ -44,7 +45,7 @@ def suspicious(result: PairedResult, kind: str) -> bool:
     """Whether ``result`` makes its bench a suspect of ``--suspects kind``: it
     :func:`leans`, and with ``leaning-slower`` it is either decisive (`faster` too) or
     leans slower: an unproven speedup fails no gate."""
-    return leans(result) and (kind != "leaning-slower" or result.decisive or worse(result))
+    return leans(result) and (kind != "leaning-slower" or result.decisive or slower_by(result) > 0)
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,9 @@ class Row:
 
     @property
     def undecided(self) -> bool:
-        """Inconclusive and too noisy to pass (:attr:`PairedResult.too_noisy`: its
-        interval has not ruled out a regression of twice its threshold, or its pairs
-        are too few for one), whichever way its estimate leans: what ``--suspects
-        undecided`` also measures again, judging it on its fresh pairs alone."""
+        """Inconclusive and too noisy to pass (:attr:`PairedResult.too_noisy`), whichever
+        way its estimate leans: what ``--suspects undecided`` also measures again,
+        judging it on its fresh pairs alone."""
         return bool(self.run and self.run.result and self.run.result.too_noisy)
 
     @property
@@ -88,7 +88,7 @@ class Row:
         confirmation is taken whichever way it points, as it is judged at the first
         stage's error rate on fresh pairs alone."""
         lead = self.suspicion
-        return self.undecided and lead is not None and not worse(lead)
+        return self.undecided and lead is not None and slower_by(lead) <= 0
 
     @property
     def verdict(self) -> Verdict | None:

@@ -30,13 +30,7 @@ CPU, COMMIT = "get_cpu_info", "get_commit_info"
 
 
 def cached(path: Path, find: Callable[[], Any]) -> Any:
-    """The JSON value saved at ``path``, or ``find()``, saved there (atomically) first.
-
-    >>> import tempfile
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> cached(folder / "x.json", lambda: {"a": 1}), cached(folder / "x.json", lambda: 2)
-    ({'a': 1}, {'a': 1})
-    """
+    """The JSON value saved at ``path``, or ``find()``, saved there (atomically) first."""
     with contextlib.suppress(OSError, ValueError):
         return json.loads(path.read_text(encoding="utf-8"))
     value = find()

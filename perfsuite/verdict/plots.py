@@ -40,7 +40,8 @@ def is_roofline(bench: Bench) -> bool:
     return bench.result is not None and bench.result.roofline
 
 
-def _figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Any:
+    """A figure of that size in inches, drawn off-screen, its labels fitted inside."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -50,7 +51,8 @@ def _figure(width: float, height: float) -> Any:
     return figure
 
 
-def _png(figure: Any) -> bytes:
+def png_of(figure: Any) -> bytes:
+    """``figure`` as PNG bytes."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
@@ -63,7 +65,7 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
     series = [(b, values) for b, values in series if values]
     if not series:
         return None
-    figure = _figure(max(5.0, 1.2 * len(series) + 2), 4.0)
+    figure = new_figure(max(5.0, 1.2 * len(series) + 2), 4.0)
     axes = figure.add_subplot(1, 1, 1)
     labels = [variant_of(b) + ("\n(baseline)" if is_baseline(b) else "") for b, _ in series]
     boxes = axes.boxplot([values for _, values in series], patch_artist=True)
@@ -78,7 +80,7 @@ def throughput_png(group: str, benches: Sequence[Bench]) -> bytes | None:
     )
     axes.set_title(f"{group}: {'throughput' if use_rates else 'time per call'} by variant")
     axes.grid(axis="y", alpha=0.3)
-    return _png(figure)
+    return png_of(figure)
 
 
 def memory_png(group: str, benches: Sequence[Bench]) -> bytes | None:
@@ -90,7 +92,7 @@ def memory_png(group: str, benches: Sequence[Bench]) -> bytes | None:
     ]
     if not series:
         return None
-    figure = _figure(7.0, 4.0)
+    figure = new_figure(7.0, 4.0)
     axes = figure.add_subplot(1, 1, 1)
     for bench, values in series:
         spread = [i / (len(values) - 1) for i in range(len(values))]
@@ -100,7 +102,7 @@ def memory_png(group: str, benches: Sequence[Bench]) -> bytes | None:
     axes.set_title(f"{group}: memory over the rounds")
     axes.legend(fontsize=7, loc="best")
     axes.grid(alpha=0.3)
-    return _png(figure)
+    return png_of(figure)
 
 
 #: the most x tick labels a history plot shows
@@ -135,7 +137,7 @@ def _one_line(label: str) -> str:
 def history_png(fullname: str, history: Sequence[Run], current: Run) -> bytes | None:
     """One bench's median (with IQR error bars) across ``history``; ``current`` is marked."""
     figure = history_figure(fullname, history, current)
-    return None if figure is None else _png(figure)
+    return None if figure is None else png_of(figure)
 
 
 def history_figure(fullname: str, history: Sequence[Run], current: Run) -> Any:
@@ -165,7 +167,7 @@ def history_figure(fullname: str, history: Sequence[Run], current: Run) -> Any:
     if not points:
         return None
     with_cost = any(c != (None, None) for c in costs)
-    figure = _figure(min(12.0, max(6.0, 0.25 * len(points) + 4)), 6.5 if with_cost else 4.0)
+    figure = new_figure(min(12.0, max(6.0, 0.25 * len(points) + 4)), 6.5 if with_cost else 4.0)
     axes = figure.add_subplot(2 if with_cost else 1, 1, 1)
     xs = list(range(len(points)))
     medians = [p[2] for p in points]
