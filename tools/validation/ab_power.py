@@ -16,6 +16,7 @@ same / inconclusive, the median measured change and its spread (min to max), the
 median seconds the bench alternated and the median wall time per A/B run, and how
 much of the CPUs other work took during the runs (the report's ``machine.json``), and
 writes every run to ``--out`` (JSON); ``--reports DIR`` keeps each run's report.
+Stopped (Ctrl-C, SIGTERM), it stops the A/B it is running, which stops both its sides.
 
 ``--suite benchmark`` builds the repository a pytest-benchmark user has instead
 (:mod:`user_suite`): no pytest configuration file, no perfsuite API, PIL decoding timed
@@ -52,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.ab.load import MachineLoad
+from perfsuite.suspects import wait_or_stop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
 from tools.validation import user_suite
@@ -207,7 +209,14 @@ def run_ab(
         *pytest_args,
     ]
     start = time.monotonic()
-    proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    with tempfile.TemporaryFile() as out:  # the A/B in a session of its own: stopped, it
+        # stops both its sides (wait_or_stop), so no side outlives this tool
+        child = subprocess.Popen(
+            command, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        code = wait_or_stop(child)
+        out.seek(0)
+        output = out.read().decode(errors="replace")
     seconds = time.monotonic() - start
     benches: dict[str, Any] = {}
     pairs = report / "pairs.json"
@@ -219,9 +228,9 @@ def run_ab(
     if keep_report is not None and report.is_dir():
         shutil.move(str(report), str(keep_report))
     shutil.rmtree(report.parent, ignore_errors=True)
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
+    tail = output.strip().splitlines()[-20:]
     return {
-        "code": proc.returncode,
+        "code": code,
         "seconds": seconds,
         "benches": benches,
         "tail": tail,
