@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from perfsuite.ab.confirm import confirm_in_fresh_pairs
+from perfsuite.ab.confirm import confirm_in_fresh_pairs, follow_up
 from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.process_pairs import key
 from perfsuite.ab.rows import Row
 from perfsuite.ab.spend import (
     Open,
@@ -20,10 +21,12 @@ from perfsuite.ab.spend import (
     near,
     nearest_first,
     surely_slower,
+    unresolvable,
 )
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.trimmed import interval_factor
 from tests.test_ab_confirm import ALPHA_CONFIRM, Clock, Sessions
 
 #: pairs of processes off by up to 6%: a +12% suspect is open after 3 pairs and slower
@@ -366,3 +369,87 @@ def test_the_estimates_pick_is_among_the_suspects_not_taken_whatever() -> None:
     assert first_look(ids, [], reads, pace, 10.0, [3, 6], {"b.py::memory"}) == ids
     no_estimate = {n: (read[0], 0.0) for n, read in reads.items()}
     assert first_look(ids, [], no_estimate, pace, 10.0, [3, 6], {"b.py::memory"}) == ids[:2]
+
+
+def _first_pair(nodeid: str, change: float, seconds: float = 2.0) -> Row:
+    """A first pair of processes of five one-round blocks a side that read ``change``,
+    too few for an interval."""
+    run = BenchRun(nodeid, 0.05, a_blocks=[[1.0]] * 5, b_blocks=[[1.0 + change]] * 5)
+    run.seconds, run.result = seconds, _read(change)
+    return Row(nodeid, run)
+
+
+def test_a_suspect_its_spread_across_runs_could_not_decide_in_the_most_pairs_is_unresolvable() -> (
+    None
+):
+    """An eager torch bench whose unchanged runs spread by 60% (in log-ratio), a fresh
+    pair's by half that: 12 fresh pairs resolve about ±37% around its first pair's
+    +14%, which decides nothing; a bench whose runs spread by 4% is resolvable, and so
+    is one whose first pair read +80%, which 12 such pairs could confirm."""
+    rows = [
+        _first_pair("b.py::eager", 0.14),
+        _first_pair("b.py::steady", 0.14),
+        _first_pair("b.py::far", 0.80),
+        _first_pair("b.py::unread", 0.14),  # no spread: nothing to say it is unresolvable
+        _first_pair("b.py::check", 0.14),  # not a suspect
+    ]
+    spreads = {"b.py::eager": 0.6, "b.py::steady": 0.04, "b.py::far": 0.6, "b.py::check": 0.6}
+    level = dict.fromkeys(["b.py::eager", "b.py::steady", "b.py::far", "b.py::unread"], 0.02 / 3)
+    found = unresolvable(Verdicts(rows, [], 1), spreads, 12, level)
+    assert found == {"b.py::eager": pytest.approx(0.5 * 0.6 * interval_factor(12, 0.02 / 3))}
+    assert 0.3 < found["b.py::eager"] < 0.4
+    # with 240 pairs the same spread could decide it
+    assert unresolvable(Verdicts(rows, [], 1), spreads, 240, level) == {}
+
+
+def test_the_first_look_leaves_out_an_unresolvable_suspect_even_the_one_ranked_first() -> None:
+    """Run 6 of a gate_check sitting: the first pair read an eager bench +13.8% and the
+    slowed bench +4.8%; the eager bench, ranked first and taken whatever, took the
+    file's seconds. Left out as unresolvable, the slowed bench is the one taken."""
+    ids = ["b.py::eager", "b.py::slowed", "b.py::other"]
+    reads = {"b.py::eager": (2.0, 2.0), "b.py::slowed": (0.0, 0.0), "b.py::other": (-1.0, -1.0)}
+    pace = Pace([20.0], {n: [10.0] for n in ids})
+    assert first_look(ids, [], reads, pace, 80.0, [3, 6, 12]) == ["b.py::eager"]
+    never = {"b.py::eager"}
+    assert first_look(ids, [], reads, pace, 80.0, [3, 6, 12], (), never) == ["b.py::slowed"]
+    # one the first pair read slower, or a suspect for its cost, is measured whatever
+    assert first_look(ids, [], reads, pace, 80.0, [3, 6, 12], never, never) == ids[:2]
+
+
+class _Pairs:
+    """A bench file's pairs of processes: the first took ``first`` seconds; each fresh
+    pair reads each bench at its effect (:class:`Timed`)."""
+
+    def __init__(self, effects: dict[str, float], first: float) -> None:
+        self.timed = Timed(effects, 10.0, 20.0)
+        self.seconds = {key(["b.py"], 0): first}
+
+    def session(self, at: object, only: list[str], then: object = None) -> Verdicts:
+        return self.timed(self.timed.calls, only)
+
+    def drop_ahead(self) -> None:
+        pass
+
+
+def test_an_unresolvable_suspect_is_not_measured_again_and_its_row_says_why() -> None:
+    effects = {"b.py::eager": 0.0, "b.py::slowed": math.log(1.12)}
+    first = Verdicts([_first_pair("b.py::eager", 0.14), _first_pair("b.py::slowed", 0.048)], [], 1)
+    pairs = _Pairs(effects, 40.0)
+    found = follow_up(
+        pairs,  # type: ignore[arg-type]
+        first,
+        False,
+        "undecided",
+        12,
+        80.0,
+        12,
+        {"b.py::eager": 0.6, "b.py::slowed": 0.04},
+    )
+    assert all("b.py::eager" not in asked for asked in pairs.timed.asked)
+    assert pairs.timed.asked[0] == ["b.py::slowed"]
+    eager, slowed = found.rows
+    assert eager.status is not None
+    assert eager.status.startswith(
+        "not measured again: at its spread across unchanged runs, 12 pairs of processes resolve ±"
+    )
+    assert slowed.verdict is Verdict.SLOWER

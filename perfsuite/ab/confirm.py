@@ -52,6 +52,7 @@ costs power (a suspect left undecided stays ``inconclusive``), never false alarm
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -59,8 +60,8 @@ from dataclasses import dataclass, replace
 from perfsuite.ab.budget import SUSPECT_KINDS
 from perfsuite.ab.process_pairs import ProcessPairs, by_file, key
 from perfsuite.ab.report import LEFT_OUT
-from perfsuite.ab.rows import Row, suspicious
-from perfsuite.ab.spend import Open, Pace, first_look, first_reads, going_on, slower_by
+from perfsuite.ab.rows import Row, slower_by, suspicious
+from perfsuite.ab.spend import Open, Pace, first_look, first_reads, going_on, unresolvable
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import reachable, t_futile
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
@@ -74,7 +75,6 @@ CONFIRM_ALPHA = 0.05
 #: the first look of a confirmation: the fewest pairs of processes a t interval of
 #: their medians can be decisive with, at a clear regression
 FIRST_LOOK = 3
-DECISIVE = (Verdict.SLOWER, Verdict.FASTER, Verdict.SAME)
 
 
 def looks(most: int) -> list[int]:
@@ -97,13 +97,6 @@ def _rate(kind: str) -> float:
     return PAIRED_ALPHA if kind == "undecided" else CONFIRM_ALPHA
 
 
-def _time_alpha(row: Row, kind: str) -> float | None:
-    """The error rate ``row``'s time makes it a suspect of ``--suspects kind`` at, or None:
-    with ``undecided``, one :attr:`Row.open_either_way` or :attr:`Row.undecided` is too."""
-    either = kind == "undecided" and (row.open_either_way or row.undecided)
-    return _rate(kind) if either or row.suspect_of(kind) else None
-
-
 def _settled(row: Row) -> bool:
     """:attr:`Row.bounded`, with an estimate within the threshold (see the module doc)."""
     result = row.run.result if row.run else None
@@ -113,10 +106,9 @@ def _settled(row: Row) -> bool:
 def _decisive(row: Row, cpu: Collection[str]) -> bool:
     """Whether a look can keep ``row``: its time is decisive or :func:`_settled`, and so
     is its CPU per call where it is in ``cpu`` (a suspect for its CPU)."""
-    if row.verdict not in DECISIVE and not _settled(row):
+    if not (row.judged or _settled(row)):
         return False
-    found = row.run.cpu if row.run is not None else None
-    return row.nodeid not in cpu or (found is not None and found.verdict in DECISIVE)
+    return row.nodeid not in cpu or bool(row.run and row.run.cpu and row.run.cpu.decisive)
 
 
 def _stop_if_futile(row: Row, can_have: int) -> bool:
@@ -192,7 +184,8 @@ class Suspects:
         alphas: dict[str, float] = {}
         memory, cpu, either = set[str](), set[str](), set[str]()
         for row in verdicts.rows:
-            alpha = _time_alpha(row, kind)
+            taken = kind == "undecided" and row.undecided
+            alpha = _rate(kind) if taken or row.suspect_of(kind) else None
             if alpha is None:
                 if not (row.cpu_slower or row.memory_rose):
                     continue
@@ -232,6 +225,7 @@ def confirm_in_fresh_pairs(
     checks: Sequence[str] = (),
     promote: Callable[[dict[str, PairedResult]], Suspects] | None = None,
     first: tuple[Pace, Mapping[str, tuple[float, float]], Collection[str]] | None = None,
+    never: Collection[str] = (),
 ) -> FollowUp:
     """One bench file's fresh pairs of processes: its checks and its suspects.
 
@@ -251,7 +245,8 @@ def confirm_in_fresh_pairs(
     look only once its CPU per call is decisive too. ``first``: the pace of the file's
     first pair of processes, how surely it read each suspect slower (two ways:
     :func:`perfsuite.ab.spend.first_reads`), and the suspects it read ``slower``; with
-    ``seconds``, the first look measures only the suspects ``first_look`` takes.
+    ``seconds``, the first look measures only the suspects ``first_look`` takes, none of
+    those in ``never`` (:func:`perfsuite.ab.spend.unresolvable`).
     """
     plan = looks(most)
     alphas = dict(alpha) if isinstance(alpha, Mapping) else dict.fromkeys(suspects, alpha)
@@ -261,7 +256,7 @@ def confirm_in_fresh_pairs(
     pace = first[0] if first is not None else Pace()  # consulted only with seconds
     if first is not None and seconds is not None:
         always = {*memory, *cpu, *first[2]}
-        going = first_look(going, checks, first[1], pace, seconds, plan, always)
+        going = first_look(going, checks, first[1], pace, seconds, plan, always, never)
     left_out = tuple(n for n in suspects if n not in going)
     own: dict[str, list[Verdicts]] = {n: [] for n in going}  # each suspect's fresh pairs
     graced: str | None = None  # the one suspect taken past the seconds (perfsuite.ab.spend)
@@ -385,11 +380,9 @@ def follow_up(
     processes over the whole selection, not one per file; ``kind``: ``--suspects``;
     ``spreads``: ``--spread``, for the first look).
 
-    A first-stage pass (:func:`same_benches`) is a check, never a suspect at once,
-    whatever its cost: its first fresh pair's reading stands for its time from then on
-    (:attr:`perfsuite.ab.rows.Row.suspicion`), and the suspects among the checks are
-    picked again on it (its peak memory or CPU per call still counting), as any other
-    suspect is picked on its first pair."""
+    A first-stage pass (:func:`same_benches`) is a check, never a suspect at once, whatever
+    its cost: :meth:`Suspects.pick` judges it again on its first fresh pair's reading
+    (:attr:`perfsuite.ab.rows.Row.suspicion`), as the module doc says."""
     checks = same_benches(verdicts)
     others = [row.nodeid for row in verdicts.rows if row.nodeid not in checks]
     first = Suspects.pick(verdicts.limited(others), kind)
@@ -409,6 +402,8 @@ def follow_up(
         """The checks read in ``second`` that are suspects on that reading."""
         return Suspects.pick(rechecked(verdicts.limited(second), second, second, kind), kind)
 
+    level = {nodeid: alpha / len(looks(most)) for nodeid, alpha in first.alphas.items()}
+    hopeless = unresolvable(verdicts, spreads, most, level)
     measured = list(dict.fromkeys([*checks, *first.alphas]))
     groups: list[tuple[list[str] | None, list[str]]] = [(None, measured)]
     if not whole:
@@ -437,6 +432,7 @@ def follow_up(
                     checks=[n for n in checks if n in ids],
                     promote=promote,
                     first=None if pace is None else (pace, reads, slower),
+                    never=hopeless,
                 )
             )
         finally:  # a pair started for a look that was not needed
@@ -449,5 +445,8 @@ def follow_up(
     left = {nodeid for part in found for nodeid in part.left_out}
     said = f"{LEFT_OUT}: the file's {seconds:g} s (--confirm-seconds) went to "
     said += "the suspects its first pair read slower"
-    rows = [replace(row, status=said) if row.nodeid in left else row for row in verdicts.rows]
+    noisy = f"{LEFT_OUT}: at its spread across unchanged runs, {most} pairs of processes resolve"
+    why = dict.fromkeys(left, said)
+    why.update((n, f"{noisy} ±{math.expm1(h):.1%}") for n, h in hopeless.items() if n in left)
+    rows = [replace(row, status=why.get(row.nodeid, row.status)) for row in verdicts.rows]
     return Verdicts(rows, verdicts.specs, verdicts.seed)

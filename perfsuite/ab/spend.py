@@ -24,10 +24,16 @@ from dataclasses import dataclass, field
 
 from perfsuite.ab.budget import SESSION_PAIRS_FACTOR, SESSION_SECONDS
 from perfsuite.ab.outcome import BenchRun
+from perfsuite.ab.rows import slower_by
 from perfsuite.ab.verdicts import Verdicts
 from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
-from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.stats import BOUND_FACTOR, Verdict
+from perfsuite.verdict.trimmed import interval_factor
+
+#: a fresh pair of processes' spread, as a share of its bench's across saved runs (hours
+#: apart, a whole suite in one process): about half for the compiled torch benches here
+PAIR_SHARE = 0.5
 
 
 @dataclass
@@ -85,12 +91,6 @@ class Open:
     next: int  # the pairs its next look is at
 
 
-def slower_by(result: PairedResult) -> float:
-    """How much slower ``result`` reads B than A, the metric's slower way (negative:
-    faster)."""
-    return -result.change if result.higher_is_better else result.change
-
-
 def surely_slower(run: BenchRun, spread: float | None = None, fastest: bool = True) -> float:
     """How surely one pair of processes read ``run`` slower, the metric's slower way: the
     log-ratio of its sides' fastest rounds (noise only adds time; ``fastest`` False: its
@@ -128,6 +128,28 @@ def first_reads(
     return reads, slower
 
 
+def unresolvable(
+    found: Verdicts, spreads: Mapping[str, float], most: int, alphas: Mapping[str, float]
+) -> dict[str, float]:
+    """The suspects (``alphas``: each one's level at a look) of a file's first pair of
+    processes ``found`` that ``most`` fresh pairs could not decide at ``PAIR_SHARE`` of
+    their ``spreads`` across unchanged runs (``--spread``), each with the half-width
+    (in log-ratio) those pairs would give: narrowed as
+    :func:`perfsuite.verdict.futility.t_futile` narrows it, it is too wide to clear 0
+    around the first pair's estimate, or to bound a regression of ``BOUND_FACTOR``
+    times the threshold around no change."""
+    halves = {}
+    for row in found.rows:
+        spread, result = spreads.get(row.nodeid), row.run.result if row.run else None
+        if spread is None or result is None or row.nodeid not in alphas:
+            continue
+        half = PAIR_SHARE * spread * interval_factor(most, alphas[row.nodeid])
+        reach = max(abs(math.log1p(result.change)), math.log1p(BOUND_FACTOR * result.threshold))
+        if half * t_margin(most) > reach:
+            halves[row.nodeid] = half
+    return halves
+
+
 def first_look(
     suspects: Sequence[str],
     checks: Sequence[str],
@@ -136,15 +158,18 @@ def first_look(
     seconds: float,
     plan: Sequence[int],
     always: Collection[str] = (),
+    never: Collection[str] = (),
 ) -> list[str]:
     """Which of ``suspects`` a file's first look measures, in their order: those in
     ``always`` (for their CPU or peak memory, or read ``slower``: :func:`first_reads`);
-    of the others, ranked by how surely their ``first`` pair read them slower by the
-    fastest rounds (unread last), the first and the one read most surely slower by its
-    estimate where that is beyond its threshold, whatever, and each other while the
-    first look's pairs over those taken so far (the first pair with the ``checks`` too)
-    and the next look's over the first keep within ``seconds`` at ``pace`` (looks: ``plan``)."""
+    of the others not in ``never`` (:func:`unresolvable`), ranked by how surely their
+    ``first`` pair read them slower by the fastest rounds (unread last), the first and
+    the one read most surely slower by its estimate where that is beyond its threshold,
+    whatever, and each other while the first look's pairs over those taken so far (the
+    first pair with the ``checks`` too) and the next look's over the first keep within
+    ``seconds`` at ``pace`` (looks: ``plan``)."""
     ranked = sorted(suspects, key=lambda n: (n in first, first.get(n, (0, 0))[0]), reverse=True)
+    ranked = [n for n in ranked if n in always or n not in never]
     others = [n for n in ranked if n not in always]
     top = max(others, key=lambda n: first.get(n, (0, 0))[1], default="")
     hedge = top if first.get(top, (0, 0))[1] > 0 else None
