@@ -5,12 +5,20 @@ back as the gate printed it (``tools/validation/user_suite.py``,
 from __future__ import annotations
 
 import ast
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from perfsuite.verdict.table import HEADER
 from perfsuite.verdict.textable import format_table
 from tools.validation import gate_check, user_suite
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("extra", [0.0, 0.05, 0.2])
@@ -105,3 +113,31 @@ def test_ab_options_join_the_users() -> None:
         "--perf-ab-args",
         "--confirm 0 --cache-dir '/tmp/c d'",
     ]
+
+
+def test_a_command_run_stoppable_gives_its_status_and_both_streams(tmp_path: Path) -> None:
+    code = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+    status, output = user_suite.run_stoppable([sys.executable, "-c", code], tmp_path)
+    assert status == 3
+    assert sorted(output.split()) == ["err", "out"]
+
+
+def test_a_stopped_tool_leaves_no_child_running(tmp_path: Path) -> None:
+    """SIGTERM to a tool waiting in :func:`user_suite.run_stoppable` stops its child too
+    (a Python that sleeps, as an A/B's side waits), then the tool ends."""
+    started = tmp_path / "child.pid"
+    child = f"import os, time; open({str(started)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    tool = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); from pathlib import Path; "
+        "from tools.validation.user_suite import run_stoppable; "
+        f"run_stoppable([sys.executable, '-c', {child!r}], Path('.'))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", tool], cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while not (started.is_file() and started.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(started.read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # reaped by the tool before it ended

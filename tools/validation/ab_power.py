@@ -16,7 +16,8 @@ same / inconclusive, the median measured change and its spread (min to max), the
 median seconds the bench alternated and the median wall time per A/B run, and how
 much of the CPUs other work took during the runs (the report's ``machine.json``), and
 writes every run to ``--out`` (JSON); ``--reports DIR`` keeps each run's report.
-Stopped (Ctrl-C, SIGTERM), it stops the A/B it is running, which stops both its sides.
+Stopped (Ctrl-C, SIGTERM), it stops the A/B or gated pytest it is running, which stops
+its own children (:func:`user_suite.run_stoppable`).
 
 ``--suite benchmark`` builds the repository a pytest-benchmark user has instead
 (:mod:`user_suite`): no pytest configuration file, no perfsuite API, PIL decoding timed
@@ -53,7 +54,6 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.ab.load import MachineLoad
-from perfsuite.suspects import wait_or_stop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/ has no __init__.py
 from tools.validation import user_suite
@@ -209,14 +209,11 @@ def run_ab(
         *pytest_args,
     ]
     start = time.monotonic()
-    with tempfile.TemporaryFile() as out:  # the A/B in a session of its own: stopped, it
-        # stops both its sides (wait_or_stop), so no side outlives this tool
-        child = subprocess.Popen(
-            command, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        code = wait_or_stop(child)
-        out.seek(0)
-        output = out.read().decode(errors="replace")
+    try:
+        code, output = user_suite.run_stoppable(command, root)
+    except BaseException:  # stopped: no report folder left behind
+        shutil.rmtree(report.parent, ignore_errors=True)
+        raise
     seconds = time.monotonic() - start
     benches: dict[str, Any] = {}
     pairs = report / "pairs.json"

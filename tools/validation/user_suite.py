@@ -142,22 +142,38 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
 
 
+def run_stoppable(
+    command: Sequence[str], root: Path, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """(exit status, output and errors as they came) of ``command`` in ``root``, run in a
+    session of its own. Stopped (Ctrl-C, SIGTERM), this sends it one SIGINT, the stop
+    pytest and ``perfsuite ab`` handle by stopping their own children, then kills it
+    after a grace (:func:`perfsuite.suspects.wait_or_stop`): nothing outlives the tool."""
+    from perfsuite.suspects import wait_or_stop
+
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen(
+            list(command),
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+        code = wait_or_stop(child)
+        out.seek(0)
+        return code, out.read().decode(errors="replace")
+
+
 def run_pytest(
     root: Path, args: Sequence[str], env: dict[str, str] | None = None
 ) -> tuple[int, float, list[str]]:
-    """(exit status, wall seconds, output lines) of ``python -m pytest ARGS`` in ``root``."""
+    """(exit status, wall seconds, output lines) of ``python -m pytest ARGS`` in ``root``
+    (:func:`run_stoppable`)."""
     start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        check=False,
-    )
-    seconds = time.monotonic() - start
-    return proc.returncode, seconds, (proc.stdout + proc.stderr).splitlines()
+    code, output = run_stoppable([sys.executable, "-m", "pytest", *args], root, env)
+    return code, time.monotonic() - start, output.splitlines()
 
 
 def with_ab_options(args: Sequence[str], options: Sequence[str]) -> list[str]:
