@@ -68,6 +68,7 @@ def test_looks_double_from_three_up_to_the_most() -> None:
     assert looks(7) == [3, 6, 7]
     assert looks(3) == [3]
     assert looks(2) == [2]
+    assert looks(20) == [3, 6, 12, 20]
     with pytest.raises(ValueError, match="at least 2"):
         looks(1)
 

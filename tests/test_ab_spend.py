@@ -24,6 +24,7 @@ from perfsuite.ab.spend import (
     unresolvable,
 )
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.verdict.futility import t_margin
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
 from perfsuite.verdict.trimmed import interval_factor
@@ -371,11 +372,11 @@ def test_the_estimates_pick_is_among_the_suspects_not_taken_whatever() -> None:
     assert first_look(ids, [], no_estimate, pace, 10.0, [3, 6], {"b.py::memory"}) == ids[:2]
 
 
-def _first_pair(nodeid: str, change: float, seconds: float = 2.0) -> Row:
+def _first_pair(nodeid: str, change: float, **result: object) -> Row:
     """A first pair of processes of five one-round blocks a side that read ``change``,
-    too few for an interval."""
+    too few for an interval (``result``: its result's fields otherwise)."""
     run = BenchRun(nodeid, 0.05, a_blocks=[[1.0]] * 5, b_blocks=[[1.0 + change]] * 5)
-    run.seconds, run.result = seconds, _read(change)
+    run.seconds, run.result = 2.0, replace(_read(change), **result)  # type: ignore[arg-type]
     return Row(nodeid, run)
 
 
@@ -383,23 +384,40 @@ def test_a_suspect_its_spread_across_runs_could_not_decide_in_the_most_pairs_is_
     None
 ):
     """An eager torch bench whose unchanged runs spread by 60% (in log-ratio), a fresh
-    pair's by half that: 12 fresh pairs resolve about ±37% around its first pair's
+    pair's by half that: 12 fresh pairs resolve about ±35% around its first pair's
     +14%, which decides nothing; a bench whose runs spread by 4% is resolvable, and so
-    is one whose first pair read +80%, which 12 such pairs could confirm."""
+    is one whose first pair read +80%, which 12 such pairs could confirm, and one whose
+    first pair decided it (a `slower` is confirmed whatever)."""
     rows = [
         _first_pair("b.py::eager", 0.14),
         _first_pair("b.py::steady", 0.14),
         _first_pair("b.py::far", 0.80),
         _first_pair("b.py::unread", 0.14),  # no spread: nothing to say it is unresolvable
         _first_pair("b.py::check", 0.14),  # not a suspect
+        _first_pair("b.py::decided", 0.14, verdict=Verdict.SLOWER),
     ]
-    spreads = {"b.py::eager": 0.6, "b.py::steady": 0.04, "b.py::far": 0.6, "b.py::check": 0.6}
-    level = dict.fromkeys(["b.py::eager", "b.py::steady", "b.py::far", "b.py::unread"], 0.02 / 3)
-    found = unresolvable(Verdicts(rows, [], 1), spreads, 12, level)
+    spreads = dict.fromkeys(["b.py::eager", "b.py::far", "b.py::check", "b.py::decided"], 0.6)
+    spreads["b.py::steady"] = 0.04
+    ids = ["b.py::eager", "b.py::steady", "b.py::far", "b.py::unread", "b.py::decided"]
+    level = dict.fromkeys(ids, 0.02)
+    found = unresolvable(Verdicts(rows, [], 1), spreads, 12, level, 3)
     assert found == {"b.py::eager": pytest.approx(0.5 * 0.6 * interval_factor(12, 0.02 / 3))}
     assert 0.3 < found["b.py::eager"] < 0.4
     # with 240 pairs the same spread could decide it
-    assert unresolvable(Verdicts(rows, [], 1), spreads, 240, level) == {}
+    assert unresolvable(Verdicts(rows, [], 1), spreads, 240, level, 3) == {}
+
+
+def test_a_rate_is_held_to_the_bound_its_own_way() -> None:
+    """Around no change, twice a 5% threshold bounds a time at log(1.10) (0.095) but a
+    rate at -log(0.90) (0.105): at a spread whose 12 pairs' narrowed half-width falls
+    between, a time is unresolvable and a rate is not."""
+    time_row = _first_pair("b.py::time", 0.0)
+    rate_row = _first_pair("b.py::rate", 0.0, higher_is_better=True)
+    between = 0.1 / (0.5 * interval_factor(12, 0.02 / 3) * t_margin(12))
+    spreads = {"b.py::time": between, "b.py::rate": between}
+    level = {"b.py::time": 0.02, "b.py::rate": 0.02}
+    found = unresolvable(Verdicts([time_row, rate_row], [], 1), spreads, 12, level, 3)
+    assert set(found) == {"b.py::time"}
 
 
 def test_the_first_look_leaves_out_an_unresolvable_suspect_even_the_one_ranked_first() -> None:
@@ -431,7 +449,9 @@ class _Pairs:
         pass
 
 
-def test_an_unresolvable_suspect_is_not_measured_again_and_its_row_says_why() -> None:
+def test_an_unresolvable_suspect_is_not_measured_again_and_its_row_says_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     effects = {"b.py::eager": 0.0, "b.py::slowed": math.log(1.12)}
     first = Verdicts([_first_pair("b.py::eager", 0.14), _first_pair("b.py::slowed", 0.048)], [], 1)
     pairs = _Pairs(effects, 40.0)
@@ -449,7 +469,30 @@ def test_an_unresolvable_suspect_is_not_measured_again_and_its_row_says_why() ->
     assert pairs.timed.asked[0] == ["b.py::slowed"]
     eager, slowed = found.rows
     assert eager.status is not None
-    assert eager.status.startswith(
-        "not measured again: at its spread across unchanged runs, 12 pairs of processes resolve ±"
+    half = math.sinh(0.5 * 0.6 * interval_factor(12, 0.02 / 3))  # as the report's resolves
+    assert eager.status == (
+        "not measured again: at its spread across unchanged runs, 12 pairs of processes "
+        f"resolve ±{half:.1%}"
     )
     assert slowed.verdict is Verdict.SLOWER
+    said = capsys.readouterr().out
+    assert (
+        "; left out, as 12 could not decide them at their spread across runs: b.py::eager" in said
+    )
+
+
+def test_a_suspect_for_its_cost_is_measured_whatever_its_spread(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A first pair whose peak memory rose is a suspect for it, measured whatever its
+    time's spread across runs: only fresh pairs can confirm a peak."""
+    first = Verdicts([_first_pair("b.py::eager", 0.14), _first_pair("b.py::slowed", 0.048)], [], 1)
+    eager = first.rows[0].run
+    assert eager is not None
+    eager.peak_mb = {"A": 100.0, "B": 200.0}
+    pairs = _Pairs({"b.py::eager": 0.0, "b.py::slowed": math.log(1.12)}, 40.0)
+    spreads = {"b.py::eager": 0.6, "b.py::slowed": 0.04}
+    found = follow_up(pairs, first, False, "undecided", 12, 80.0, 12, spreads)  # type: ignore[arg-type]
+    assert "b.py::eager" in pairs.timed.asked[0]
+    assert "left out" not in capsys.readouterr().out
+    assert not (found.rows[0].status or "").startswith("not measured again")

@@ -78,11 +78,7 @@ FIRST_LOOK = 3
 
 
 def looks(most: int) -> list[int]:
-    """After how many pairs of processes a confirmation of at most ``most`` looks.
-
-    >>> looks(12), looks(6), looks(3), looks(2), looks(20)
-    ([3, 6, 12], [3, 6], [3], [2], [3, 6, 12, 20])
-    """
+    """After how many pairs of processes a confirmation of at most ``most`` looks."""
     if most < 2:
         raise ValueError(f"a confirmation needs at least 2 pairs of processes, got {most}")
     found, k = [], FIRST_LOOK
@@ -388,13 +384,17 @@ def follow_up(
     first = Suspects.pick(verdicts.limited(others), kind)
     if not checks and not first.alphas:
         return verdicts
+    hopeless = unresolvable(verdicts, spreads, most, first.alphas, len(looks(most)))
     plan = ", ".join(str(k) for k in looks(most))
     names = f": {', '.join(first.alphas)}" if first.alphas else ""
+    if hopeless:
+        names += f"; left out, as {most} could not decide them at their spread across runs: "
+        names += ", ".join(hopeless)
     print(
         f"perfsuite ab: fresh pairs of processes: {len(checks)} pass(es) checked in one, "
         f"{len(first.alphas)} suspect(s) in up to {most} each, looked at after {plan} (at "
         f"most {seconds:g} s a file, the suspects its first pair read most surely slower "
-        f"first, at least one){names}",
+        f"first, at least one of those left in){names}",
         flush=True,
     )
 
@@ -402,8 +402,6 @@ def follow_up(
         """The checks read in ``second`` that are suspects on that reading."""
         return Suspects.pick(rechecked(verdicts.limited(second), second, second, kind), kind)
 
-    level = {nodeid: alpha / len(looks(most)) for nodeid, alpha in first.alphas.items()}
-    hopeless = unresolvable(verdicts, spreads, most, level)
     measured = list(dict.fromkeys([*checks, *first.alphas]))
     groups: list[tuple[list[str] | None, list[str]]] = [(None, measured)]
     if not whole:
@@ -447,6 +445,6 @@ def follow_up(
     said += "the suspects its first pair read slower"
     noisy = f"{LEFT_OUT}: at its spread across unchanged runs, {most} pairs of processes resolve"
     why = dict.fromkeys(left, said)
-    why.update((n, f"{noisy} ±{math.expm1(h):.1%}") for n, h in hopeless.items() if n in left)
+    why.update((n, f"{noisy} ±{math.sinh(h):.1%}") for n, h in hopeless.items() if n in left)
     rows = [replace(row, status=why.get(row.nodeid, row.status)) for row in verdicts.rows]
     return Verdicts(rows, verdicts.specs, verdicts.seed)

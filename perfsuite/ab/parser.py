@@ -107,7 +107,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=parse_spreads,
         metavar="FILE",
         help="JSON of node ids to their log-ratio's spread across unchanged runs (the gate's "
-        "history): the first look ranks a bench no surer than its change over it",
+        "history): the first look ranks a bench no surer than its change over it, and leaves "
+        "out one that --confirm pairs could not decide at half that spread",
     )
     ab.add_argument(
         "--idle",

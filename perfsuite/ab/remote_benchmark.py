@@ -73,11 +73,7 @@ def calibrate(run: Callable[[int], float], least_s: float) -> int:
     round is within a factor of ten, of the calls its rate predicts (10% over). A
     round long enough counts only if the next round of as many calls is too: a cold
     first call (imports, caches, a first compilation) or a preempted round does not
-    end the calibration early.
-
-    >>> calibrate(lambda n: n * 2e-5, 1e-3)  # 1, 10, then 55 calls (1.1 ms)
-    55
-    """
+    end the calibration early."""
     calls = 1
     while calls < MAX_CALLS:
         seconds = run(calls)

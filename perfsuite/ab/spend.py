@@ -1,7 +1,8 @@
 """Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
 
 Before the first look, the file's first pair of processes sets the pace
-(:meth:`Pace.of_first_pair`) and picks the suspects it measures (:func:`first_look`);
+(:meth:`Pace.of_first_pair`) and picks the suspects it measures (:func:`first_look`),
+none that its spread across runs says no pairs could decide (:func:`unresolvable`);
 the rest are not measured again. After a look, each suspect still open is ranked by how
 near its next look would come to deciding it
 (:func:`perfsuite.verdict.futility.closeness` of its t interval projected there by
@@ -129,23 +130,27 @@ def first_reads(
 
 
 def unresolvable(
-    found: Verdicts, spreads: Mapping[str, float], most: int, alphas: Mapping[str, float]
+    found: Verdicts, spreads: Mapping[str, float], most: int, alphas: Mapping[str, float], k: int
 ) -> dict[str, float]:
-    """The suspects (``alphas``: each one's level at a look) of a file's first pair of
-    processes ``found`` that ``most`` fresh pairs could not decide at ``PAIR_SHARE`` of
-    their ``spreads`` across unchanged runs (``--spread``), each with the half-width
-    (in log-ratio) those pairs would give: narrowed as
-    :func:`perfsuite.verdict.futility.t_futile` narrows it, it is too wide to clear 0
-    around the first pair's estimate, or to bound a regression of ``BOUND_FACTOR``
-    times the threshold around no change."""
+    """The suspects (``alphas``: each one's level over its ``k`` looks) a file's first pair
+    of processes ``found`` left undecided, with no cost or counter risen, that ``most``
+    fresh pairs could not decide at ``PAIR_SHARE`` of their ``spreads`` across unchanged
+    runs (``--spread``), each with the half-width (in log-ratio) those pairs would give:
+    narrowed by the futility margin of ``most``
+    (:func:`perfsuite.verdict.futility.t_margin`), it is too wide to clear 0 around the
+    first pair's estimate, or to bound a regression of ``BOUND_FACTOR`` times the
+    threshold around no change."""
     halves = {}
     for row in found.rows:
         spread, result = spreads.get(row.nodeid), row.run.result if row.run else None
         if spread is None or result is None or row.nodeid not in alphas:
             continue
-        half = PAIR_SHARE * spread * interval_factor(most, alphas[row.nodeid])
-        reach = max(abs(math.log1p(result.change)), math.log1p(BOUND_FACTOR * result.threshold))
-        if half * t_margin(most) > reach:
+        if result.decisive or row.regressed:  # only fresh pairs can confirm a regression
+            continue
+        half = PAIR_SHARE * spread * interval_factor(most, alphas[row.nodeid] / k)
+        bound = BOUND_FACTOR * result.threshold
+        bound = -math.log1p(-bound) if result.higher_is_better else math.log1p(bound)
+        if half * t_margin(most) > max(abs(math.log1p(result.change)), bound):
             halves[row.nodeid] = half
     return halves
 
