@@ -19,7 +19,7 @@ from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
 from perfsuite.verdict.gate_rules import gate_decision
 from perfsuite.verdict.shift import UNDECIDED_AT_MOST, mark_undecided
-from perfsuite.verdict.stats import Verdict
+from perfsuite.verdict.stats import Comparison, Verdict
 from tests.gate_fakes import HEAD, FakeAb, comparison, git_tells, verdict
 
 #: what the rank test says of a baseline saved without its rounds
@@ -398,3 +398,19 @@ def test_a_spread_file_the_ab_cannot_use_is_one_line_naming_it(
     said = "cannot read " if text in (None, "{") else ""
     assert last.startswith(f"perfsuite ab: error: argument --spread: {said}{file}")
     assert why in last
+
+
+def test_a_suspect_by_its_cost_that_is_the_machines_move_states_its_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Only documents changed: a bench whose CPU per item rose, its time too noisy to
+    decide, passes as the machine's move with its time's bound, as its row says."""
+    git_tells(monkeypatch, ["README.md"], untouched=True)
+    noisy = undecided({"w": 0.03}, spread=0.3)
+    cpu = Comparison(Verdict.SLOWER, 0.2, (0.1, 0.3), 1e-4, 0.05, 10, 10)
+    found = replace(noisy, verdicts=[replace(noisy.verdicts[0], cpu=cpu), verdict("z", 0.0)])
+    assert found.verdicts[0].cpu_slower
+    status, message, fake = gated(monkeypatch, tmp_path, found, {})
+    assert fake.asked == []
+    assert status == ExitCode.OK, message
+    assert "the machine's, no code or data changed (w: no regression above +33.0%)" in message

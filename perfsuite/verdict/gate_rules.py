@@ -225,7 +225,7 @@ def _passed_name(item: BenchVerdict) -> str:
     """A passed suspect's name, with its screen's bound where no A/B measured it (the
     machine's move): the largest regression the run itself did not rule out."""
     machine = item.confirmation is not None and item.confirmation.outcome == MACHINE
-    if not (machine and item.time_suspect and item.bound is not None):
+    if not (machine and item.bound is not None):
         return item.label
     return f"{item.label}: {bound_text(item.bound)}"
 
