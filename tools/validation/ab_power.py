@@ -209,22 +209,20 @@ def run_ab(
         *pytest_args,
     ]
     start = time.monotonic()
-    try:
+    try:  # the report folder goes, kept or not, even where the run is stopped
         code, output = user_suite.run_stoppable(command, root)
-    except BaseException:  # stopped: no report folder left behind
+        seconds = time.monotonic() - start
+        benches: dict[str, Any] = {}
+        pairs = report / "pairs.json"
+        if pairs.is_file():
+            for entry in json.loads(pairs.read_text()):
+                name = entry["nodeid"].split("::")[-1]
+                benches[name] = {k: entry.get(k) for k in RECORDED}
+        load = MachineLoad.from_report(report)  # how busy the machine was
+        if keep_report is not None and report.is_dir():
+            shutil.move(str(report), str(keep_report))
+    finally:
         shutil.rmtree(report.parent, ignore_errors=True)
-        raise
-    seconds = time.monotonic() - start
-    benches: dict[str, Any] = {}
-    pairs = report / "pairs.json"
-    if pairs.is_file():
-        for entry in json.loads(pairs.read_text()):
-            name = entry["nodeid"].split("::")[-1]
-            benches[name] = {k: entry.get(k) for k in RECORDED}
-    load = MachineLoad.from_report(report)  # how busy the machine was
-    if keep_report is not None and report.is_dir():
-        shutil.move(str(report), str(keep_report))
-    shutil.rmtree(report.parent, ignore_errors=True)
     tail = output.strip().splitlines()[-20:]
     return {
         "code": code,
