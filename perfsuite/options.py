@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,17 +129,37 @@ def parse_rounds(value: str) -> int:
     return parse_count(value, 1, "rounds")
 
 
-def parse_spreads(value: str) -> dict[str, float]:
-    """The JSON file ``value``: an object of node ids, each with a spread above 0."""
+#: a bench's log-ratio spread across unchanged runs, and the log-ratio of its time the
+#: screen read against its baseline, slower positive (None: no reading)
+Spread = tuple[float, float | None]
+
+
+def parse_spreads(value: str) -> dict[str, Spread]:
+    """The JSON file ``value``: an object of node ids, each with a spread above 0, alone
+    or as ``[spread, screen]`` (:data:`Spread`)."""
     try:
         found = json.loads(Path(value).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(f"cannot read {value}: {exc}") from None
-    if not isinstance(found, dict) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in found.values()
-    ):
-        raise argparse.ArgumentTypeError(f"{value} is not an object of node ids to spreads > 0")
-    return {str(k): float(v) for k, v in found.items()}
+
+    def spread(v: object) -> Spread | None:
+        """``v`` as a spread, or None where it is none."""
+        both = v if isinstance(v, list) else [v, None]
+        if len(both) != 2 or any(isinstance(x, bool) for x in both):
+            return None
+        across, screen = both
+        if not isinstance(across, (int, float)) or not 0 < across < math.inf:
+            return None
+        if screen is not None and not (isinstance(screen, (int, float)) and math.isfinite(screen)):
+            return None
+        return float(across), None if screen is None else float(screen)
+
+    spreads = {str(k): spread(v) for k, v in found.items()} if isinstance(found, dict) else {}
+    if not isinstance(found, dict) or None in spreads.values():
+        raise argparse.ArgumentTypeError(
+            f"{value} is not an object of node ids to spreads > 0 (or [spread, screen])"
+        )
+    return {k: v for k, v in spreads.items() if v is not None}
 
 
 _ADDRESS = re.compile(r"^grpc://(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")

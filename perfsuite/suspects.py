@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shlex
 import shutil
 import signal
@@ -69,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from perfsuite.changed import changed_benches, git, mark_changed
 from perfsuite.errors import PerfsuiteError
 from perfsuite.exitcodes import terminate_as_interrupt
+from perfsuite.options import Spread
 from perfsuite.outcomes import AbRun, combined, decide, decide_all, time_held
 from perfsuite.verdict.commits import Commit, machine_move, same_code
 from perfsuite.verdict.judge import CONFIRMED
@@ -143,15 +145,15 @@ def run_ab(
     ab_args: Sequence[str] = (),
     command: Sequence[str] = AB_COMMAND,
     refuse: Callable[[Path, Commit], str | None] | None = cannot_run,
-    spreads: Mapping[str, float] | None = None,
+    spreads: Mapping[str, Spread] | None = None,
 ) -> AbRun:
     """Run the A/B of the suspects (``ab_args``: its own options; its output into
     ``log``, or this process's output when None), or say why it cannot run: what
     ``refuse`` finds, or that it could not start. The command it shows a user starts
     with ``cd CWD`` where CWD is not this process's folder. ``spreads`` (each bench's
-    :attr:`~perfsuite.verdict.judge.BenchVerdict.spread`) go to its ``--spread``, in a
-    file of a temporary folder gone once it ends; the command shown leaves them out
-    (they only rank its first look)."""
+    spread across runs and the screen's reading, :data:`perfsuite.options.Spread`) go to
+    its ``--spread``, in a file of a temporary folder gone once it ends; the command shown
+    leaves them out (they only pick the suspects of its first look)."""
     sha = base.sha or "BASE"
     line = (*command, sha, *ab_args, "--report", str(report), "--", *nodeids, *options)
     shown = shlex.join(["perfsuite", "ab", sha, *ab_args, "--", *nodeids, *options])
@@ -360,7 +362,11 @@ def confirm_suspects(
             )
         )
         log = output_of(report)
-        spreads = {v.fullname: v.spread for v in measured if v.spread}
+        spreads = {
+            v.fullname: (v.spread, math.log1p(v.time.change) if v.time else None)
+            for v in measured
+            if v.spread
+        }
         ab = run_ab(
             base, nodeids, options, cwd, report, log, ab_args(nodeids, why), spreads=spreads
         )

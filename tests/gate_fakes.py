@@ -10,6 +10,7 @@ import pytest
 
 from perfsuite import suspects
 from perfsuite.changed import Changes
+from perfsuite.options import Spread
 from perfsuite.outcomes import AbRun
 from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.commits import Commit
@@ -47,7 +48,7 @@ class FakeAb:
         self.asked: list[list[str]] = []
         self.reports: list[str] = []  # each A/B's report folder's name
         self.strict: list[bool] = []  # whether it was asked as an A/B of changed code
-        self.spreads: list[dict[str, float]] = []  # the spreads each A/B was given
+        self.spreads: list[dict[str, Spread]] = []  # the spreads each A/B was given
 
     def __call__(
         self,
@@ -58,7 +59,7 @@ class FakeAb:
         report: Path,
         log: Path | None,
         ab_args: Sequence[str] = (),
-        spreads: Mapping[str, float] | None = None,
+        spreads: Mapping[str, Spread] | None = None,
     ) -> AbRun:
         self.asked.append(list(nodeids))
         self.spreads.append(dict(spreads or {}))

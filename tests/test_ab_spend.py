@@ -24,6 +24,7 @@ from perfsuite.ab.spend import (
     unresolvable,
 )
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.options import Spread
 from perfsuite.verdict.futility import t_margin
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import Verdict
@@ -210,11 +211,38 @@ def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() 
         run("b.py::open", Verdict.INCONCLUSIVE, 0.04),
         Row("b.py::skipped", BenchRun("b.py::skipped", 0.05)),  # no result: no reading
     ]
-    reads, slower = first_reads(Verdicts(rows, [], 1), {"b.py::slow": 0.5})
+    reads, slower = first_reads(Verdicts(rows, [], 1), {"b.py::slow": (0.5, None)})
     assert slower == {"b.py::slow"}
     assert set(reads) == {"b.py::slow", "b.py::fast", "b.py::open"}
     assert reads["b.py::slow"][0] == surely_slower(rows[0].run, 0.5)  # type: ignore[arg-type]
     assert reads["b.py::open"][0] == surely_slower(rows[2].run)  # type: ignore[arg-type]
+
+
+def test_a_first_pair_reads_no_more_surely_slower_than_the_screen_read_the_bench() -> None:
+    """Run 2 of a gate_check sitting at 2de725e: the first pair read an eager bench +17%
+    (its fresh pairs then spread by 12%) and the slowed bench +10%, both in rounds that
+    agree; the screen (the gated run against its baseline) read them 0% and +10%. By the
+    first pair the eager bench ranks first and takes the seconds; by both, the slowed."""
+    eager = BenchRun("b.py::eager", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.17], [1.16]] * 3)
+    slowed = BenchRun("b.py::slowed", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.1], [1.09]] * 3)
+    for run in (eager, slowed):
+        run.result = _read(math.expm1(statistics.median(run.ratios)))
+    found = Verdicts([Row(r.nodeid, r) for r in (eager, slowed)], [], 1)
+    ids = ["b.py::eager", "b.py::slowed"]
+    pace = Pace([5.0], {n: [10.0] for n in ids})
+    alone: dict[str, Spread] = {"b.py::eager": (0.094, None), "b.py::slowed": (0.113, None)}
+    first, _ = first_reads(found, alone)
+    assert first["b.py::eager"] == (surely_slower(eager, 0.094), surely_slower(eager, 0.094, False))
+    assert first["b.py::eager"][0] > first["b.py::slowed"][0] > 0
+    assert first_look(ids, [], first, pace, 50.0, [3, 6]) == ["b.py::eager"]
+    screened: dict[str, Spread] = {
+        "b.py::eager": (0.094, 0.0),
+        "b.py::slowed": (0.113, math.log(1.1)),
+    }
+    both, _ = first_reads(found, screened)
+    assert both["b.py::eager"] == (0.0, 0.0)  # no surer than the screen's 0
+    assert both["b.py::slowed"] == first["b.py::slowed"]  # the screen read it surer
+    assert first_look(ids, [], both, pace, 50.0, [3, 6]) == ["b.py::slowed"]
 
 
 def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:
@@ -396,8 +424,10 @@ def test_a_suspect_its_spread_across_runs_could_not_decide_in_the_most_pairs_is_
         _first_pair("b.py::check", 0.14),  # not a suspect
         _first_pair("b.py::decided", 0.14, verdict=Verdict.SLOWER),
     ]
-    spreads = dict.fromkeys(["b.py::eager", "b.py::far", "b.py::check", "b.py::decided"], 0.6)
-    spreads["b.py::steady"] = 0.04
+    spreads: dict[str, Spread] = dict.fromkeys(
+        ["b.py::eager", "b.py::far", "b.py::check", "b.py::decided"], (0.6, None)
+    )
+    spreads["b.py::steady"] = (0.04, None)
     ids = ["b.py::eager", "b.py::steady", "b.py::far", "b.py::unread", "b.py::decided"]
     level = dict.fromkeys(ids, 0.02)
     found = unresolvable(Verdicts(rows, [], 1), spreads, 12, level, 3)
@@ -414,7 +444,7 @@ def test_a_rate_is_held_to_the_bound_its_own_way() -> None:
     time_row = _first_pair("b.py::time", 0.0)
     rate_row = _first_pair("b.py::rate", 0.0, higher_is_better=True)
     between = 0.1 / (0.5 * interval_factor(12, 0.02 / 3) * t_margin(12))
-    spreads = {"b.py::time": between, "b.py::rate": between}
+    spreads: dict[str, Spread] = {"b.py::time": (between, None), "b.py::rate": (between, None)}
     level = {"b.py::time": 0.02, "b.py::rate": 0.02}
     found = unresolvable(Verdicts([time_row, rate_row], [], 1), spreads, 12, level, 3)
     assert set(found) == {"b.py::time"}
@@ -463,7 +493,7 @@ def test_an_unresolvable_suspect_is_not_measured_again_and_its_row_says_why(
         12,
         80.0,
         12,
-        {"b.py::eager": 0.6, "b.py::slowed": 0.04},
+        {"b.py::eager": (0.6, None), "b.py::slowed": (0.04, None)},
     )
     assert all("b.py::eager" not in asked for asked in pairs.timed.asked)
     assert pairs.timed.asked[0] == ["b.py::slowed"]
@@ -491,7 +521,7 @@ def test_a_suspect_for_its_cost_is_measured_whatever_its_spread(
     assert eager is not None
     eager.peak_mb = {"A": 100.0, "B": 200.0}
     pairs = _Pairs({"b.py::eager": 0.0, "b.py::slowed": math.log(1.12)}, 40.0)
-    spreads = {"b.py::eager": 0.6, "b.py::slowed": 0.04}
+    spreads: dict[str, Spread] = {"b.py::eager": (0.6, None), "b.py::slowed": (0.04, None)}
     found = follow_up(pairs, first, False, "undecided", 12, 80.0, 12, spreads)  # type: ignore[arg-type]
     assert "b.py::eager" in pairs.timed.asked[0]
     assert "left out" not in capsys.readouterr().out

@@ -6,6 +6,7 @@ table: which benches are asked, and the gate's exit status."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from perfsuite import suspects
 from perfsuite.changed import Changes
 from perfsuite.exitcodes import ExitCode
+from perfsuite.options import Spread, parse_spreads
 from perfsuite.suspects import CONFIRM, confirm_suspects
 from perfsuite.verdict.commits import Commit
 from perfsuite.verdict.compare import RunComparison
@@ -101,7 +103,8 @@ def test_the_ab_is_given_the_spread_of_each_benchs_unchanged_runs(
         found, verdicts=[replace(v, spread=spreads.get(v.fullname)) for v in found.verdicts]
     )
     status, _, fake = gated(monkeypatch, tmp_path, found, {"x": "same", "y": "same"})
-    assert (status, fake.spreads) == (ExitCode.OK, [{"x": 0.3}])
+    # each with the screen's reading of its time: +3%
+    assert (status, fake.spreads) == (ExitCode.OK, [{"x": (0.3, math.log1p(0.03))}])
 
 
 def test_the_spreads_go_to_the_ab_in_a_file_the_command_shown_leaves_out(tmp_path: Path) -> None:
@@ -111,13 +114,13 @@ def test_the_spreads_go_to_the_ab_in_a_file_the_command_shown_leaves_out(tmp_pat
     echo = [*interpreter, "-c", reads]
     report, log = tmp_path / "ab", tmp_path / "ab.log"
     base = Commit("a" * 40, False)
-    spreads = {"b.py::x": 0.3}
+    spreads: dict[str, Spread] = {"b.py::x": (0.3, 0.1)}
     ran = suspects.run_ab(
         base, ["b.py::x"], [], tmp_path, report, log, command=echo, refuse=None, spreads=spreads
     )
     argument, text = log.read_text().splitlines()
     assert argument.startswith("--spread=")
-    assert json.loads(text) == spreads
+    assert json.loads(text) == {"b.py::x": [0.3, 0.1]}
     assert not Path(argument[9:]).exists()  # gone with the A/B
     assert "--spread" not in ran.shown
     suspects.run_ab(base, ["b.py::x"], [], tmp_path, report, log, command=echo, refuse=None)
@@ -380,8 +383,11 @@ def test_only_the_bench_whose_code_changed_is_measured_the_rest_are_the_machines
         ("{", "cannot read"),
         ('{"b.py::x": 0}', "is not an object of node ids to spreads > 0"),
         ("[0.3]", "is not an object of node ids to spreads > 0"),
+        ('{"b.py::x": [0.3]}', "(or [spread, screen])"),
+        ('{"b.py::x": [0.3, "up"]}', "(or [spread, screen])"),
+        ('{"b.py::x": NaN}', "(or [spread, screen])"),
     ],
-    ids=["missing", "torn", "zero", "list"],
+    ids=["missing", "torn", "zero", "list", "no-screen", "screen-text", "nan"],
 )
 def test_a_spread_file_the_ab_cannot_use_is_one_line_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, why: str
@@ -414,3 +420,15 @@ def test_a_suspect_by_its_cost_that_is_the_machines_move_states_its_bound(
     assert fake.asked == []
     assert status == ExitCode.OK, message
     assert "the machine's, no code or data changed (w: no regression above +33.0%)" in message
+
+
+def test_a_spread_file_gives_each_bench_its_spread_and_the_screens_reading(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "spread.json"
+    file.write_text('{"b.py::x": 0.3, "b.py::y": [0.2, -0.05], "b.py::z": [0.1, null]}')
+    assert parse_spreads(str(file)) == {
+        "b.py::x": (0.3, None),
+        "b.py::y": (0.2, -0.05),
+        "b.py::z": (0.1, None),
+    }

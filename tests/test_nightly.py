@@ -9,6 +9,7 @@ handling of each answer is tested without running benches of two commits.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from perfsuite.nightly.command import run_nightly
 from perfsuite.nightly.keywords import keyword_expression, split_k
 from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen
 from perfsuite.verdict.history import Series
+from perfsuite.verdict.judge import HISTORY_RUNS, pair_spread
 from perfsuite.verdict.runs import Run
 from tests.test_history_data import commit_of, make_history, run_name, saved_runs
 
@@ -36,6 +38,8 @@ report.mkdir(parents=True, exist_ok=True)
 if os.environ.get("AB_PAIRS"):
     (report / "pairs.json").write_text(os.environ["AB_PAIRS"])
 Path(os.environ["AB_LOG"]).write_text(json.dumps(args))
+for spread in [a[len("--spread="):] for a in args if a.startswith("--spread=")]:
+    Path(os.environ["AB_LOG"] + ".spread").write_text(Path(spread).read_text())
 with open(os.environ["AB_LOG"] + "l", "a") as every:
     every.write(json.dumps(args) + "\\n")
 sys.exit(int(os.environ["AB_STATUS"]))
@@ -87,6 +91,13 @@ def test_a_slow_night_is_a_suspect_confirmed_by_ab(
     args = json.loads((tmp_path / "ab-args.json").read_text())
     spread = args.pop(2)  # the suspect's spread over the 14 nights before, in a file
     assert spread.startswith("--spread=")
+    given = json.loads((tmp_path / "ab-args.json.spread").read_text())
+    medians = screening.suspects[0].series.medians
+    assert list(given) == [screening.suspects[0].series.fullname]
+    across, moved = given[screening.suspects[0].series.fullname]
+    assert across == pair_spread(medians[-HISTORY_RUNS - 1 : -1])
+    assert moved == pytest.approx(math.log(medians[-1] / medians[-2]))  # tonight's step
+    assert moved > math.log(1.2)
     assert args == [
         commit_of(13),
         commit_of(14),  # tonight's run's commit, not whatever HEAD is now

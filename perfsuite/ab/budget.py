@@ -29,17 +29,16 @@ class ScaleBudget:
 
 
 #: budgets by --perf-scale: the first look needs >= 10-12 pairs to decide at all (see
-#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow, and the
-#: most pairs one whose rounds are cheap (a one-round block of 20 ms rounds takes 60 ms
-#: a pair with the switch: 480 pairs in 30 s, about as many as say `same` within 5% at
-#: the 0.19 scatter of a decode bench's pair of blocks on a 2-core machine); then a
-#: bench file's confirmation, and which first verdicts it measures again
-#: (``--suspects``). At smoke scale the first stage is a screen of 10-20 pairs that can
-#: seldom say `same`, so only a lean beyond the threshold is measured again, of
-#: inconclusive leans only those towards slower (an unproven speedup fails no gate),
-#: and a confirmation goes on at most 20 s; at default and full scale the first stage
-#: has the pairs to say `same` on a steady machine, and a regression it could not rule
-#: out is measured again. The looks and their error rates stay as planned.
+#: perfsuite.verdict.paired), the seconds bound a bench whose rounds are slow, and the most
+#: pairs one whose rounds are cheap (a one-round block of 20 ms rounds takes 60 ms a pair
+#: with the switch: 480 pairs in 30 s, about as many as say `same` within 5% at the 0.19
+#: scatter of a decode bench's pair of blocks on a 2-core machine); then a bench file's
+#: confirmation, and which first verdicts it measures again (``--suspects``). At smoke
+#: scale the first stage is a screen of 10-20 pairs that can seldom say `same`, so only a
+#: lean beyond the threshold is measured again, of inconclusive leans only those towards
+#: slower (an unproven speedup fails no gate), and a confirmation goes on at most 20 s; at
+#: default and full scale the first stage has the pairs to say `same` on a steady machine,
+#: and a regression it could not rule out is measured again.
 BUDGETS = {
     "smoke": ScaleBudget(10, 20, 20.0, 20.0, "leaning-slower"),
     "default": ScaleBudget(12, 480, 60.0, 300.0, "undecided"),

@@ -29,9 +29,8 @@ offsets of tens of percent (a torch bench run eagerly), one pair's lean is no ev
 The test is one-sided, in the direction the first estimate leaned, except for an
 undecided suspect taken whichever way it points (:attr:`Suspects.alphas`).
 
-Each of the ``k`` looks is judged at ``alpha / k`` (Bonferroni's rule), so under this
-early stopping the chance that any look errs is at most ``alpha``, whatever the
-dependence between looks.
+Each of the ``k`` looks is judged at ``alpha / k`` (Bonferroni's rule): the chance that
+any look errs is at most ``alpha``, whatever the dependence between looks.
 
 A look also keeps a suspect whose interval rules out a regression of twice its
 threshold (:attr:`perfsuite.ab.rows.Row.bounded`) and whose estimate is within the
@@ -46,8 +45,8 @@ pairs read it beyond the threshold before any is trimmed. It ends ``inconclusive
 ``--confirm-seconds`` bounds a bench file's confirmation, counted from its first fresh
 pair of processes: :mod:`perfsuite.ab.spend` says which suspects its pairs measure. One
 it leaves out keeps its first pair's row, saying so; one it ends takes the look due
-then, on the pairs so far, as its last. Each look keeps its ``alpha / k``, so the bound
-costs power (a suspect left undecided stays ``inconclusive``), never false alarms.
+then, on the pairs so far, as its last, at its ``alpha / k``: the bound costs power,
+never false alarms.
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ from perfsuite.ab.report import LEFT_OUT
 from perfsuite.ab.rows import Row, slower_by, suspicious
 from perfsuite.ab.spend import Open, Pace, first_look, first_reads, going_on, unresolvable
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.options import Spread
 from perfsuite.verdict.futility import reachable, t_futile
 from perfsuite.verdict.paired import PAIRED_ALPHA, PairedResult
 from perfsuite.verdict.stats import Verdict
@@ -367,7 +367,7 @@ def follow_up(
     most: int,
     seconds: float,
     min_pairs: int,
-    spreads: Mapping[str, float],
+    spreads: Mapping[str, Spread],
 ) -> Verdicts:
     """``verdicts`` after each bench file's fresh pairs of processes
     (:func:`confirm_in_fresh_pairs`: at most ``most`` pairs a suspect, ``seconds`` a

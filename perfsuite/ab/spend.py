@@ -1,19 +1,18 @@
 """Where a bench file's confirmation spends its seconds: on the suspects nearest a decision.
 
 Before the first look, the file's first pair of processes sets the pace
-(:meth:`Pace.of_first_pair`) and picks the suspects it measures (:func:`first_look`),
-none that its spread across runs says no pairs could decide (:func:`unresolvable`);
-the rest are not measured again. After a look, each suspect still open is ranked by how
-near its next look would come to deciding it
-(:func:`perfsuite.verdict.futility.closeness` of its t interval projected there by
-:func:`~perfsuite.verdict.futility.t_half_width`). The pairs of processes that follow
-measure the nearest suspects that the seconds left can take to their next look together,
-at the pace so far (:class:`Pace`: each pair's start-up and teardown, each suspect's
-alternation); the others end at the look they had. When the seconds left take no suspect
-there, the nearest one still goes on, alone, to its next look, if that look could decide
-it (:func:`near`) and no regression fails the A/B yet: once per confirmation, so a
-file's confirmation outlasts ``--confirm-seconds`` by at most the first look's suspects
-taken whatever and one bench's look, that one only where the decision is.
+(:meth:`Pace.of_first_pair`) and, with the screen's reading, picks the suspects it
+measures (:func:`first_reads`, :func:`first_look`), none that its spread across runs
+says no pairs could decide (:func:`unresolvable`); the rest are not measured again.
+After a look, each suspect still open is ranked by how near its next look would come to
+deciding it (:func:`near`). The pairs of processes that follow measure the nearest
+suspects that the seconds left can take to their next look together, at the pace so far
+(:class:`Pace`: each pair's start-up and teardown, each suspect's alternation); the
+others end at the look they had. When the seconds left take no suspect there, the
+nearest one still goes on, alone, to its next look, if that look could decide it
+(:func:`near`) and no regression fails the A/B yet: once per confirmation, so a file's
+confirmation outlasts ``--confirm-seconds`` by at most the first look's suspects taken
+whatever and one bench's look.
 """
 
 from __future__ import annotations
@@ -27,13 +26,13 @@ from perfsuite.ab.budget import SESSION_PAIRS_FACTOR, SESSION_SECONDS
 from perfsuite.ab.outcome import BenchRun
 from perfsuite.ab.rows import slower_by
 from perfsuite.ab.verdicts import Verdicts
+from perfsuite.options import Spread
 from perfsuite.verdict.futility import closeness, t_half_width, t_margin
 from perfsuite.verdict.paired import PairedResult
 from perfsuite.verdict.stats import BOUND_FACTOR, Verdict
 from perfsuite.verdict.trimmed import interval_factor
 
-#: a fresh pair of processes' spread, as a share of its bench's across saved runs (hours
-#: apart, a whole suite in one process): about half for the compiled torch benches here
+#: a fresh pair of processes' spread, as a share of its bench's across saved runs: about half
 PAIR_SHARE = 0.5
 
 
@@ -115,22 +114,23 @@ def surely_slower(run: BenchRun, spread: float | None = None, fastest: bool = Tr
 
 
 def first_reads(
-    found: Verdicts, spreads: Mapping[str, float]
+    found: Verdicts, spreads: Mapping[str, Spread]
 ) -> tuple[dict[str, tuple[float, float]], set[str]]:
     """How surely a file's first pair of processes read each bench of ``found`` slower
-    (:func:`surely_slower`, against its ``spreads``: by the fastest rounds, and by the
-    estimate), and the benches it read ``slower``: a regression, which no verdict rests
-    on one pair of processes for."""
-    measured = [
-        (r.nodeid, r.run, spreads.get(r.nodeid)) for r in found.rows if r.run and r.run.result
-    ]
-    reads = {n: (surely_slower(r, s), surely_slower(r, s, False)) for n, r, s in measured}
-    slower = {n for n, r, _ in measured if r.result and r.result.verdict is Verdict.SLOWER}
-    return reads, slower
+    (:func:`surely_slower` by the fastest rounds and by the estimate, over its ``spreads``'
+    spread), no surer than the screen's reading over it (a regression is in both, an
+    offset between processes in one pair only), and those it read ``slower`` (to confirm)."""
+    reads = {}
+    for run in (r for r in found.runs if r.result):
+        spread, screen = spreads.get(run.nodeid, (None, None))
+        most = math.inf if spread is None or screen is None else screen / spread
+        read = surely_slower(run, spread), surely_slower(run, spread, False)
+        reads[run.nodeid] = (min(read[0], most), min(read[1], most))
+    return reads, {r.nodeid for r in found.rows if r.verdict is Verdict.SLOWER}
 
 
 def unresolvable(
-    found: Verdicts, spreads: Mapping[str, float], most: int, alphas: Mapping[str, float], k: int
+    found: Verdicts, spreads: Mapping[str, Spread], most: int, alphas: Mapping[str, float], k: int
 ) -> dict[str, float]:
     """The suspects (``alphas``: each one's level over its ``k`` looks) a file's first pair
     of processes ``found`` left undecided, with no cost or counter risen, that ``most``
@@ -142,7 +142,7 @@ def unresolvable(
     threshold around no change."""
     halves = {}
     for row in found.rows:
-        spread, result = spreads.get(row.nodeid), row.run.result if row.run else None
+        spread, result = spreads.get(row.nodeid, (None,))[0], row.run.result if row.run else None
         if spread is None or result is None or row.nodeid not in alphas:
             continue
         if result.decisive or row.regressed:  # only fresh pairs can confirm a regression

@@ -23,6 +23,7 @@ no commit to compare, or an A/B that could not decide), 0 otherwise
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 from collections.abc import Sequence
 from dataclasses import replace
@@ -277,7 +278,8 @@ def _confirm_group(
     or data differs between that commit and tonight's (:mod:`perfsuite.changed`), else
     ``perfsuite ab`` of that commit against tonight's run's commit (``HEAD`` where
     tonight's run has none; its output on this process's), its first look ranked by
-    each suspect's spread over the runs before tonight (``--spread``)."""
+    each suspect's spread over the runs before tonight and its move from the last run
+    to tonight's (``--spread``)."""
     from perfsuite.changed import changed_benches, untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
@@ -311,8 +313,8 @@ def _confirm_group(
         flush=True,
     )
     revisions = (candidate,) if candidate else ()
-    spreads = {
-        s.series.fullname: spread
+    spreads = {  # each over the runs before tonight, and tonight's move from the last
+        s.series.fullname: (spread, math.log(s.series.medians[-1] / s.series.medians[-2]))
         for s in suspects
         if (spread := pair_spread(s.series.medians[-HISTORY_RUNS - 1 : -1]))
     }
