@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -129,8 +129,9 @@ def parse_rounds(value: str) -> int:
     return parse_count(value, 1, "rounds")
 
 
-#: a bench's log-ratio spread across unchanged runs, and the log-ratio of its time the
-#: screen read against its baseline, slower positive (None: no reading)
+#: a bench's log-ratio spread across unchanged runs, and the log-ratio of its time that
+#: the gate's or the nightly's run read against the A/B's base, slower positive (None:
+#: no reading)
 Spread = tuple[float, float | None]
 
 
@@ -145,14 +146,15 @@ def parse_spreads(value: str) -> dict[str, Spread]:
     def spread(v: object) -> Spread | None:
         """``v`` as a spread, or None where it is none."""
         both = v if isinstance(v, list) else [v, None]
-        if len(both) != 2 or any(isinstance(x, bool) for x in both):
+        if len(both) != 2 or not all(x is None or type(x) in (int, float) for x in both):
             return None
-        across, screen = both
-        if not isinstance(across, (int, float)) or not 0 < across < math.inf:
+        try:
+            across, screen = (math.nan if x is None else float(cast("float", x)) for x in both)
+        except OverflowError:  # an integer beyond a float's range
             return None
-        if screen is not None and not (isinstance(screen, (int, float)) and math.isfinite(screen)):
+        if not 0 < across < math.inf or not (both[1] is None or math.isfinite(screen)):
             return None
-        return float(across), None if screen is None else float(screen)
+        return across, None if both[1] is None else screen
 
     spreads = {str(k): spread(v) for k, v in found.items()} if isinstance(found, dict) else {}
     if not isinstance(found, dict) or None in spreads.values():

@@ -219,10 +219,10 @@ def test_a_first_pair_must_be_checked_where_it_read_a_bench_slower_not_faster() 
 
 
 def test_a_first_pair_reads_no_more_surely_slower_than_the_screen_read_the_bench() -> None:
-    """Run 2 of a gate_check sitting at 2de725e: the first pair read an eager bench +17%
-    (its fresh pairs then spread by 12%) and the slowed bench +10%, both in rounds that
-    agree; the screen (the gated run against its baseline) read them 0% and +10%. By the
-    first pair the eager bench ranks first and takes the seconds; by both, the slowed."""
+    """A first pair that read an eager bench +17% by an offset between its processes, and
+    a slowed bench +10%, in rounds that agree; the screen (the gated run against the A/B's
+    base) read them 0% and +10%. By the first pair alone the eager bench ranks first and
+    takes the seconds; no surer than the screen's reading, the slowed one does."""
     eager = BenchRun("b.py::eager", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.17], [1.16]] * 3)
     slowed = BenchRun("b.py::slowed", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.1], [1.09]] * 3)
     for run in (eager, slowed):
@@ -243,6 +243,30 @@ def test_a_first_pair_reads_no_more_surely_slower_than_the_screen_read_the_bench
     assert both["b.py::eager"] == (0.0, 0.0)  # no surer than the screen's 0
     assert both["b.py::slowed"] == first["b.py::slowed"]  # the screen read it surer
     assert first_look(ids, [], both, pace, 50.0, [3, 6]) == ["b.py::slowed"]
+    # a screen that read it faster ranks it below 0; the spread alone leaves out no less
+    faster: dict[str, Spread] = {**screened, "b.py::eager": (0.094, math.log(0.8))}
+    below, _ = first_reads(found, faster)
+    assert below["b.py::eager"] == (math.log(0.8) / 0.094,) * 2
+    level = dict.fromkeys(ids, 0.02)
+    noisy = unresolvable(found, {"b.py::eager": (0.6, None)}, 12, level, 3)
+    assert set(noisy) == {"b.py::eager"}
+    assert unresolvable(found, {"b.py::eager": (0.6, math.log(0.8))}, 12, level, 3) == noisy
+
+
+def test_a_first_pair_slower_is_measured_whatever_the_screen_read() -> None:
+    """A first pair that read a bench ``slower``: only fresh pairs can confirm it, so the
+    first look takes it, even where the screen read no change."""
+    run = BenchRun("b.py::x", 0.05, a_blocks=[[1.0]] * 6, b_blocks=[[1.2], [1.19]] * 3)
+    run.result = replace(_read(0.195), verdict=Verdict.SLOWER)
+    reads, slower = first_reads(Verdicts([Row("b.py::x", run)], [], 1), {"b.py::x": (0.1, 0.0)})
+    assert reads["b.py::x"] == (0.0, 0.0)
+    assert slower == {"b.py::x"}
+    pace = Pace([5.0], {"b.py::x": [10.0], "b.py::y": [10.0]})
+    ranked = {"b.py::y": (3.0, 3.0), **reads}
+    assert first_look(["b.py::y", "b.py::x"], [], ranked, pace, 1.0, [3, 6], slower) == [
+        "b.py::y",
+        "b.py::x",
+    ]
 
 
 def test_a_first_pair_whose_rounds_agree_reads_more_surely_slower_than_one_that_scatters() -> None:

@@ -386,8 +386,22 @@ def test_only_the_bench_whose_code_changed_is_measured_the_rest_are_the_machines
         ('{"b.py::x": [0.3]}', "(or [spread, screen])"),
         ('{"b.py::x": [0.3, "up"]}', "(or [spread, screen])"),
         ('{"b.py::x": NaN}', "(or [spread, screen])"),
+        ('{"b.py::x": [0.3, Infinity]}', "(or [spread, screen])"),
+        ('{"b.py::x": [true, 0.1]}', "(or [spread, screen])"),
+        ('{"b.py::x": 1' + "0" * 400 + "}", "(or [spread, screen])"),
     ],
-    ids=["missing", "torn", "zero", "list", "no-screen", "screen-text", "nan"],
+    ids=[
+        "missing",
+        "torn",
+        "zero",
+        "list",
+        "no-screen",
+        "screen-text",
+        "nan",
+        "inf",
+        "bool",
+        "huge",
+    ],
 )
 def test_a_spread_file_the_ab_cannot_use_is_one_line_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, why: str

@@ -107,9 +107,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=parse_spreads,
         metavar="FILE",
         help="JSON of node ids to their log-ratio's spread across unchanged runs, or to "
-        "[spread, screen] (the log-ratio the gate's run read): the first look ranks a bench no "
-        "surer than its change or the screen's over it, leaving out one --confirm pairs could "
-        "not decide at half that spread",
+        "[spread, screen] (the time's log-ratio over BASE's that a gated run read, slower "
+        "positive): the first look ranks a bench no surer than its change or the screen's over "
+        "it, leaving out one --confirm pairs could not decide at half that spread",
     )
     ab.add_argument(
         "--idle",

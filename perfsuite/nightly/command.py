@@ -278,8 +278,8 @@ def _confirm_group(
     or data differs between that commit and tonight's (:mod:`perfsuite.changed`), else
     ``perfsuite ab`` of that commit against tonight's run's commit (``HEAD`` where
     tonight's run has none; its output on this process's), its first look ranked by
-    each suspect's spread over the runs before tonight and its move from the last run
-    to tonight's (``--spread``)."""
+    each suspect's spread over the runs before tonight and its move from ``previous``
+    to tonight (``--spread``)."""
     from perfsuite.changed import changed_benches, untracked_code, untracked_line
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
@@ -313,8 +313,15 @@ def _confirm_group(
         flush=True,
     )
     revisions = (candidate,) if candidate else ()
-    spreads = {  # each over the runs before tonight, and tonight's move from the last
-        s.series.fullname: (spread, math.log(s.series.medians[-1] / s.series.medians[-2]))
+
+    def moved(suspect: Suspect) -> float | None:
+        """The log-ratio of ``suspect``'s median tonight over the A/B's base run's."""
+        points = suspect.series.points
+        base = next((p.median for p in points if p.run == previous.name), 0.0)
+        return math.log(points[-1].median / base) if base > 0 else None
+
+    spreads = {  # each over the runs before tonight
+        s.series.fullname: (spread, moved(s))
         for s in suspects
         if (spread := pair_spread(s.series.medians[-HISTORY_RUNS - 1 : -1]))
     }
