@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -143,25 +143,36 @@ def parse_spreads(value: str) -> dict[str, Spread]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(f"cannot read {value}: {exc}") from None
 
+    def number(x: object) -> float | None:
+        """``x`` as a finite float, or None where it is none."""
+        if not isinstance(x, (int, float)) or isinstance(x, bool):
+            return None
+        try:
+            value = float(x)
+        except OverflowError:  # an integer beyond a float's range
+            return None
+        return value if math.isfinite(value) else None
+
     def spread(v: object) -> Spread | None:
         """``v`` as a spread, or None where it is none."""
         both = v if isinstance(v, list) else [v, None]
-        if len(both) != 2 or not all(x is None or type(x) in (int, float) for x in both):
+        if len(both) != 2:
             return None
-        try:
-            across, screen = (math.nan if x is None else float(cast("float", x)) for x in both)
-        except OverflowError:  # an integer beyond a float's range
+        across, screen = number(both[0]), None if both[1] is None else number(both[1])
+        if across is None or across <= 0 or (both[1] is not None and screen is None):
             return None
-        if not 0 < across < math.inf or not (both[1] is None or math.isfinite(screen)):
-            return None
-        return across, None if both[1] is None else screen
+        return across, screen
 
-    spreads = {str(k): spread(v) for k, v in found.items()} if isinstance(found, dict) else {}
-    if not isinstance(found, dict) or None in spreads.values():
-        raise argparse.ArgumentTypeError(
-            f"{value} is not an object of node ids to spreads > 0 (or [spread, screen])"
-        )
-    return {k: v for k, v in spreads.items() if v is not None}
+    bad = f"{value} is not an object of node ids to spreads > 0 (or [spread, screen])"
+    if not isinstance(found, dict):
+        raise argparse.ArgumentTypeError(bad)
+    spreads = {}
+    for nodeid, given in found.items():
+        read = spread(given)
+        if read is None:
+            raise argparse.ArgumentTypeError(bad)
+        spreads[str(nodeid)] = read
+    return spreads
 
 
 _ADDRESS = re.compile(r"^grpc://(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")

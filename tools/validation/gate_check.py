@@ -444,7 +444,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run in progress stopped with its children
-        sys.exit("stopped: the runs finished so far are in --out")
+    user_suite.exit_stoppable(main)

@@ -30,9 +30,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 #: the module body both bench files share: the images, and the work a call does
 COMMON = '''
@@ -164,6 +164,15 @@ def run_stoppable(
         code = wait_or_stop(child)
         out.seek(0)
         return code, out.read().decode(errors="replace")
+
+
+def exit_stoppable(main: Callable[[], int]) -> NoReturn:
+    """Exit with ``main()``'s status; stopped (Ctrl-C, SIGTERM: the run in progress stopped
+    with its children, :func:`run_stoppable`), with one line saying so."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("stopped: the runs finished so far are in --out")
 
 
 def run_pytest(
