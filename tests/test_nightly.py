@@ -23,7 +23,15 @@ from perfsuite.nightly.screen import MIN_NIGHTLY_HISTORY, Suspect, screen
 from perfsuite.verdict.history import Series
 from perfsuite.verdict.judge import HISTORY_RUNS, pair_spread
 from perfsuite.verdict.runs import Run
-from tests.test_history_data import commit_of, make_history, run_name, saved_runs
+from tests.test_history_data import (
+    FIXTURE,
+    MACHINE_ID,
+    commit_of,
+    derive_document,
+    make_history,
+    run_name,
+    saved_runs,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -113,6 +121,39 @@ def test_a_slow_night_is_a_suspect_confirmed_by_ab(
     assert "Verdict: **FAILED**: perfsuite ab confirmed a regression" in summary
     assert "| sum/n4000 |" in summary
     assert "ab said 1" in summary
+
+
+def test_a_suspect_whose_code_ran_last_night_is_read_from_the_ab_base(
+    tmp_path: Path, ab: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Last night already ran tonight's commit (+3%), tonight is +8%: a step starting
+    tonight, whose A/B starts at the last run of the code before it (night 13), not at
+    last night. The screen's reading sent with the spread is tonight's median over that
+    run's, the move the A/B measures, not tonight's over last night's."""
+    store = tmp_path / "store"
+    base = json.loads(FIXTURE.read_text())
+    large = "bench_tiny.py::test_sum[large]"
+    levels = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.01]
+    levels += [1.03, 1.08]  # last night, then tonight: one commit
+    (store / MACHINE_ID).mkdir(parents=True)
+    for night, level in enumerate(levels):
+        doc = derive_document(base, night, {large: level}, {"traces": 1})
+        if night == len(levels) - 2:
+            doc["commit_info"]["id"] = commit_of(len(levels) - 1)
+        (store / MACHINE_ID / f"{run_name(night)}.json").write_text(json.dumps(doc))
+    screening = screen(runs_of(store))
+    [suspect] = screening.suspects
+    assert suspect.reason.startswith("a step starts tonight")
+    assert [run.name for run, _ in screening.groups] == [run_name(13)]
+    monkeypatch.setenv("AB_STATUS", "1")
+    assert nightly(store, ab) == 1
+    args = json.loads((tmp_path / "ab-args.json").read_text())
+    assert args[:2] == [commit_of(13), commit_of(15)]
+    [(across, moved)] = json.loads((tmp_path / "ab-args.json.spread").read_text()).values()
+    medians = suspect.series.medians
+    assert across == pair_spread(medians[-HISTORY_RUNS - 1 : -1])
+    assert moved == pytest.approx(math.log(medians[-1] / medians[-3]))
+    assert moved != pytest.approx(math.log(medians[-1] / medians[-2]))
 
 
 def test_a_suspect_ab_does_not_confirm_passes(
