@@ -281,6 +281,7 @@ def _confirm_group(
     each suspect's spread over the runs before tonight and its move from ``previous``
     to tonight (``--spread``)."""
     from perfsuite.changed import changed_benches, untracked_code, untracked_line
+    from perfsuite.nightly.screen import base_point
     from perfsuite.nightly.summary import Confirmation
     from perfsuite.suspects import run_ab
     from perfsuite.verdict.commits import Commit, machine_move, same_code
@@ -315,10 +316,10 @@ def _confirm_group(
     revisions = (candidate,) if candidate else ()
 
     def moved(suspect: Suspect) -> float | None:
-        """The log-ratio of ``suspect``'s median tonight over the A/B's base run's."""
-        points = suspect.series.points
-        base = next((p.median for p in points if p.run == previous.name), 0.0)
-        return math.log(points[-1].median / base) if base > 0 else None
+        """The log-ratio of ``suspect``'s median tonight over that of the run its A/B
+        starts at (:func:`~perfsuite.nightly.screen.base_point`, ``previous``)."""
+        base = base_point(suspect).median
+        return math.log(suspect.series.points[-1].median / base) if base > 0 else None
 
     spreads = {  # each over the runs before tonight
         s.series.fullname: (spread, moved(s))
